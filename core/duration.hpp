@@ -1,0 +1,22 @@
+#pragma once
+
+#include "core/time.hpp"
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace taskq::core {
+
+// Parses a duration: a bare number of seconds (`90`), or one or more
+// number-unit pairs with units w, d, h, m, s, ms in that order, each at most
+// once (`90s`, `5m`, `1h30m`, `2d`, `1w`, `1500ms`). Negative values,
+// fractions, empty text, unknown units and totals beyond 100 years are
+// refused with std::nullopt. Zero (`0`, `0s`) is allowed.
+std::optional<Millis> parse_duration(std::string_view text);
+
+// Formats the shortest form parse_duration reads back exactly: `1h30m`,
+// `2d`, `45s`, `1500ms` → `1s500ms`, zero → `0s`. Negative → `-` prefix.
+std::string format_duration(Millis d);
+
+} // namespace taskq::core

@@ -1,0 +1,36 @@
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace taskq::core {
+
+using Labels = std::map<std::string, std::string>;
+
+// One `K=V` pattern of `--match`.
+struct LabelPattern {
+  std::string key;   // exact, `*` (any key), `pre*` or `*suf`
+  std::string value; // exact, or `*` (any value)
+};
+
+// Parses `K=V` for `--label`: K is 1-128 characters of [A-Za-z0-9._/-],
+// V any text without control characters (may be empty). std::nullopt when
+// malformed.
+std::optional<std::pair<std::string, std::string>>
+parse_label(std::string_view text);
+
+// Parses `K=V` for `--match`: as parse_label, but K may also be `*`, or start
+// or end with one `*` (not both, not inside), and V may be `*`.
+std::optional<LabelPattern> parse_label_pattern(std::string_view text);
+
+// True when every pattern is matched by some label of `labels`: the key
+// pattern matches the label's key (exactly, by prefix/suffix, or any key for
+// `*`), and the value pattern is `*` or equal to that label's value. An empty
+// pattern list matches everything.
+bool matches(const Labels& labels, const std::vector<LabelPattern>& patterns);
+
+} // namespace taskq::core

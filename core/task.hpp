@@ -1,0 +1,64 @@
+#pragma once
+
+#include "core/error_policy.hpp"
+#include "core/labels.hpp"
+#include "core/state.hpp"
+#include "core/time.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace taskq::core {
+
+// A live or expired lease; `live(now)` says which.
+struct Lease {
+  std::string token;
+  std::string worker;
+  Time expires_at;
+  bool live(Time now) const { return expires_at > now; }
+};
+
+// One row of a task's event log: a message applied (or a system action such
+// as a lease expiring), the states before and after, and who sent it.
+struct Event {
+  int64_t id = 0;
+  int64_t task_id = 0;
+  Time time;
+  std::string message; // a Message name, or `add`, `lease`, `expire`, ...
+  std::string from;    // state name, empty when none
+  std::string to;
+  std::string actor;
+  std::string detail;  // free text: reason, error, queue moved to
+};
+
+// A task as stored. JSON values (payload, checkpoint, result) are kept as
+// their JSON text so they round-trip exactly.
+struct Task {
+  int64_t id = 0;
+  int64_t rev = 0;
+  std::string queue;
+  TaskState state = TaskState::runnable;
+  std::string payload = "null";
+  Labels labels;
+  int64_t priority = 0;
+  int64_t attempts = 0;
+  std::optional<int64_t> max_attempts;
+  Time run_at;     // due time; for `sleeping`, the time it wakes
+  Time created_at;
+  Time updated_at;
+  std::optional<Lease> lease;        // as stored, possibly expired
+  std::vector<ErrorEntry> errors;    // oldest first
+  std::optional<std::string> checkpoint; // JSON text
+  std::optional<std::string> result;     // JSON text
+  bool checkpoint_requested = false;
+  std::string reason;  // why it is paused/failed/killed, when known
+  PolicyOverrides policy;
+  std::optional<int64_t> retry_of;
+
+  // A lease that has not expired at `now`.
+  bool leased(Time now) const { return lease && lease->live(now); }
+};
+
+} // namespace taskq::core

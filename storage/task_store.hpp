@@ -1,0 +1,180 @@
+#pragma once
+
+#include "core/task.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace taskq::storage {
+
+class Db;
+
+// How to open the database file.
+enum class OpenMode {
+  read,  // a missing file reads as an empty database; nothing is created
+  write, // create the file (0600) and its folder when missing
+};
+
+// What `add` creates. payload/labels etc. are validated by the caller.
+struct NewTask {
+  std::string queue;
+  std::string payload = "null"; // JSON text
+  core::Labels labels;
+  int64_t priority = 0;
+  std::optional<core::Time> run_at; // default: now
+  std::optional<int64_t> max_attempts;
+  core::PolicyOverrides policy;
+  std::optional<int64_t> retry_of;
+};
+
+struct LeaseRequest {
+  std::vector<std::string> queues;
+  std::vector<core::LabelPattern> match;
+  core::Millis lease_for = std::chrono::minutes(5);
+  int count = 1;
+  std::string worker;
+};
+
+// Which tasks a bulk operator command applies to. Either ids, or filters.
+struct Selector {
+  std::vector<int64_t> ids;
+  std::optional<std::string> queue;
+  std::optional<std::string> state; // a state name, `running` or `ready`
+  std::vector<core::LabelPattern> match;
+  std::optional<int64_t> limit;
+  bool has_filters() const { return queue || state || !match.empty(); }
+};
+
+enum class FailMode { policy, no_retry, move_to };
+
+struct FailRequest {
+  std::string error;
+  FailMode mode = FailMode::policy;
+  std::string move_to;                   // with FailMode::move_to
+  std::optional<core::Millis> retry_in;  // with FailMode::policy
+};
+
+struct HeartbeatResult {
+  core::Time expires_at;
+  bool checkpoint_requested = false;
+};
+
+// Per-queue settings (`queue set`); unset fields keep their value.
+struct QueueSettings {
+  std::optional<int64_t> max_running;
+  std::optional<int64_t> max_attempts;
+  core::PolicyOverrides policy;
+};
+
+struct QueueStats {
+  std::string queue;
+  int64_t runnable = 0, sleeping = 0, paused = 0, completed = 0, failed = 0,
+          killed = 0;
+  int64_t running = 0; // runnable with a live lease
+  int64_t ready = 0;   // runnable or due sleeping, due, not leased
+  int64_t delayed = 0; // runnable, not yet due
+  std::optional<core::Millis> oldest_ready_age;
+  int64_t completed_last_minute = 0, completed_last_hour = 0;
+};
+
+struct TaskDetail {
+  core::Task task;
+  std::vector<core::Event> events; // oldest first
+};
+
+struct CheckReport {
+  bool ok = false;
+  std::vector<std::string> problems; // empty when ok
+  int schema_version = 0;
+  int64_t tasks = 0;
+};
+
+// The one API the commands call. Every method is one transaction: writes
+// run under BEGIN IMMEDIATE and either commit whole or change nothing.
+// Errors are taskq::Error (not_found, conflict, usage, unavailable).
+// `now` is passed in so TASKQ_NOW governs every decision.
+class TaskStore {
+public:
+  // Opens (and migrates) the database at `path`. Throws unavailable for a
+  // file that is not a database or whose schema is newer than this binary.
+  TaskStore(const std::string& path, OpenMode mode);
+  ~TaskStore();
+  TaskStore(const TaskStore&) = delete;
+  TaskStore& operator=(const TaskStore&) = delete;
+
+  // Adds one task; returns its id.
+  int64_t add(const NewTask& task, core::Time now, const std::string& actor);
+
+  // Adds one task per payload that `next_payload` yields (it returns
+  // std::nullopt at the end, and may throw to abort), all in one
+  // transaction: all or nothing. `on_id` sees each new id. Returns the count.
+  int64_t add_many(const NewTask& proto,
+                   const std::function<std::optional<std::string>()>& next,
+                   const std::function<void(int64_t)>& on_id, core::Time now,
+                   const std::string& actor);
+
+  // Leases up to req.count eligible tasks (SPEC §2 order), each until
+  // now + lease_for with a fresh token, incrementing attempts. A task that
+  // would pass its max_attempts is paused instead. Empty when none.
+  std::vector<core::Task> lease(const LeaseRequest& req, core::Time now);
+
+  // Worker writes: each needs the current live lease token, else conflict
+  // ("lease lost", naming the operator's message when one revoked it).
+  HeartbeatResult heartbeat(int64_t id, const std::string& token,
+                            std::optional<core::Millis> extend,
+                            const std::optional<std::string>& checkpoint,
+                            core::Time now);
+  core::Task complete(int64_t id, const std::string& token,
+                      const std::optional<std::string>& result,
+                      core::Time now);
+  core::Task fail(int64_t id, const std::string& token,
+                  const FailRequest& req, core::Time now);
+  core::Task release(int64_t id, const std::string& token,
+                     std::optional<core::Millis> delay, core::Time now);
+  core::Task worker_sleep(int64_t id, const std::string& token,
+                          core::Time until, core::Time now);
+
+  // The reason an operator revoked `token` (`pause`, `kill`, ...), if any.
+  std::optional<std::string> revoked_reason(int64_t id,
+                                            const std::string& token);
+
+  // Operator message to the selected tasks. With ids: all or nothing, and a
+  // refused transition on any id is a conflict. With filters: applies to the
+  // tasks whose state accepts the message. Revokes live leases (pause,
+  // sleep, kill, release). Returns the changed tasks.
+  std::vector<core::Task> send(const Selector& sel, core::Message msg,
+                               std::optional<core::Time> until,
+                               const std::string& actor, core::Time now);
+
+  // A new task with the spec of failed/killed task `id`; returns its id.
+  int64_t retry(int64_t id, const std::string& actor, core::Time now);
+
+  std::optional<core::Task> find(int64_t id);
+  TaskDetail show(int64_t id); // not_found when missing
+  std::vector<core::Task> list(const Selector& sel, core::Time now);
+  std::vector<QueueStats> stats(const std::optional<std::string>& queue,
+                                core::Time now);
+  // One line per reason task `id` is not running now (empty: it is
+  // eligible). `worker` is the asking worker, for addressing.
+  std::vector<std::string> why(int64_t id, core::Time now);
+
+  void set_queue(const std::string& queue, const QueueSettings& settings);
+
+  // Database administration.
+  CheckReport check();
+  int schema_version();
+  int migrate(); // applies pending migrations; returns the version
+  void backup(const std::string& dest_path);
+
+private:
+  std::unique_ptr<Db> m_db;
+};
+
+// The latest schema version this binary knows.
+int latest_schema_version();
+
+} // namespace taskq::storage
