@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace taskq::core {
@@ -45,8 +46,8 @@ struct ErrorEntry {
 
 // What the policy decided for a task in `fault`.
 struct ErrorDecision {
-  bool fail = false;          // true: → failed, with k_exceeded_error_rate
-  std::optional<Time> until;  // when !fail: → sleeping until this time
+  bool fail = false;         // true: → failed, with k_exceeded_error_rate
+  std::optional<Time> until; // when !fail: → sleeping until this time
 };
 
 // Decides for a task whose history `errors` (oldest first) already holds

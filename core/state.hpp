@@ -30,8 +30,8 @@ enum class Message {
 };
 
 inline constexpr std::array<TaskState, 7> k_all_states{
-    TaskState::runnable,  TaskState::sleeping, TaskState::paused,
-    TaskState::fault,     TaskState::completed, TaskState::failed,
+    TaskState::runnable, TaskState::sleeping,  TaskState::paused,
+    TaskState::fault,    TaskState::completed, TaskState::failed,
     TaskState::killed};
 
 inline constexpr std::array<Message, 8> k_all_messages{

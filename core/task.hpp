@@ -30,7 +30,7 @@ struct Event {
   std::string from;    // state name, empty when none
   std::string to;
   std::string actor;
-  std::string detail;  // free text: reason, error, queue moved to
+  std::string detail; // free text: reason, error, queue moved to
 };
 
 // A task as stored. JSON values (payload, checkpoint, result) are kept as
@@ -45,15 +45,15 @@ struct Task {
   int64_t priority = 0;
   int64_t attempts = 0;
   std::optional<int64_t> max_attempts;
-  Time run_at;     // due time; for `sleeping`, the time it wakes
+  Time run_at; // due time; for `sleeping`, the time it wakes
   Time created_at;
   Time updated_at;
-  std::optional<Lease> lease;        // as stored, possibly expired
-  std::vector<ErrorEntry> errors;    // oldest first
+  std::optional<Lease> lease;            // as stored, possibly expired
+  std::vector<ErrorEntry> errors;        // oldest first
   std::optional<std::string> checkpoint; // JSON text
   std::optional<std::string> result;     // JSON text
   bool checkpoint_requested = false;
-  std::string reason;  // why it is paused/failed/killed, when known
+  std::string reason; // why it is paused/failed/killed, when known
   PolicyOverrides policy;
   std::optional<int64_t> retry_of;
 

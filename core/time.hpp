@@ -1,6 +1,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -23,7 +24,11 @@ std::optional<Time> parse_time(std::string_view text);
 std::string format_time(Time t);
 
 // Milliseconds since the Unix epoch, and back.
-inline int64_t to_unix_ms(Time t) { return t.time_since_epoch().count(); }
-inline Time from_unix_ms(int64_t ms) { return Time(Millis(ms)); }
+inline int64_t to_unix_ms(Time t) {
+  return t.time_since_epoch().count();
+}
+inline Time from_unix_ms(int64_t ms) {
+  return Time(Millis(ms));
+}
 
 } // namespace taskq::core

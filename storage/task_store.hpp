@@ -138,7 +138,8 @@ public:
   core::Task worker_sleep(int64_t id, const std::string& token,
                           core::Time until, core::Time now);
 
-  // The reason an operator revoked `token` (`pause`, `kill`, ...), if any.
+  // The operator message that revoked `token` (`pause`, `sleep`, `kill` or
+  // `release`), if one did.
   std::optional<std::string> revoked_reason(int64_t id,
                                             const std::string& token);
 

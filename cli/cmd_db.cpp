@@ -1,0 +1,56 @@
+// Database administration: db path, check, migrate, backup.
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+#include <cstdio>
+#include <memory>
+
+namespace taskq::cli {
+
+void register_db(CLI::App& app, Context& ctx) {
+  CLI::App* db = add_command(app, "db", "Database administration",
+                             "taskq db check");
+  db->require_subcommand(1);
+
+  add_command(*db, "path", "Print the database file's path", "taskq db path")
+      ->callback([&ctx] { std::puts(ctx.db_path().c_str()); });
+
+  add_command(*db, "check",
+              "Check the database's integrity and taskq's invariants (exit 5 "
+              "when unhealthy)",
+              "taskq db check")
+      ->callback([&ctx] {
+        const auto r = ctx.store(storage::OpenMode::read).check();
+        if (!r.ok) {
+          std::string problems;
+          for (const auto& p : r.problems) {
+            problems += "\n  " + p;
+          }
+          throw Error(ErrorKind::unavailable,
+                      "database " + ctx.db_path() + " is unhealthy:" +
+                          problems);
+        }
+        std::printf("ok: schema version %d, %lld tasks\n", r.schema_version,
+                    static_cast<long long>(r.tasks));
+      });
+
+  add_command(*db, "migrate",
+              "Apply pending schema migrations (every command does this on "
+              "open); prints the schema version",
+              "taskq db migrate")
+      ->callback([&ctx] {
+        std::printf("%d\n", ctx.store(storage::OpenMode::write).migrate());
+      });
+
+  auto dest = std::make_shared<std::string>();
+  CLI::App* backup = add_command(
+      *db, "backup",
+      "Copy the database to FILE (online: workers may keep running)",
+      "taskq db backup /var/backups/taskq.db");
+  backup->add_option("file", *dest, "a new file")->required();
+  backup->callback([dest, &ctx] {
+    ctx.store(storage::OpenMode::read).backup(*dest);
+  });
+}
+
+} // namespace taskq::cli

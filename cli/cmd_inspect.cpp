@@ -1,0 +1,166 @@
+// Reading commands: show, list, stats, why.
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "core/duration.hpp"
+#include "core/error.hpp"
+
+#include <cstdio>
+#include <memory>
+
+namespace taskq::cli {
+namespace {
+
+struct ListOptions {
+  std::optional<std::string> queue;
+  std::optional<std::string> state;
+  std::vector<std::string> match;
+  std::optional<int64_t> limit;
+};
+
+void run_list(const ListOptions& o, Context& ctx) {
+  const Format format =
+      ctx.format(Format::table, {Format::table, Format::json, Format::id});
+  storage::Selector sel;
+  if (o.queue) {
+    check_queue_name(*o.queue);
+  }
+  sel.queue = o.queue;
+  sel.state = o.state;
+  sel.match = parse_patterns(o.match);
+  if (o.limit && *o.limit < 1) {
+    throw Error(ErrorKind::usage, "--limit must be at least 1");
+  }
+  sel.limit = o.limit;
+  const core::Time now = ctx.now();
+  const auto tasks = ctx.store(storage::OpenMode::read).list(sel, now);
+  if (format == Format::table) {
+    print_task_table(tasks, now);
+    return;
+  }
+  for (const auto& t : tasks) {
+    if (format == Format::json) {
+      print_json(task_json(t, now));
+    } else {
+      std::printf("%lld\n", static_cast<long long>(t.id));
+    }
+  }
+}
+
+void run_stats(const std::optional<std::string>& queue, Context& ctx) {
+  const Format format = ctx.format(Format::table, {Format::table, Format::json});
+  const core::Time now = ctx.now();
+  const auto stats = ctx.store(storage::OpenMode::read).stats(queue, now);
+  if (format == Format::json) {
+    for (const auto& s : stats) {
+      Json j;
+      j["queue"] = s.queue;
+      j["runnable"] = s.runnable;
+      j["sleeping"] = s.sleeping;
+      j["paused"] = s.paused;
+      j["completed"] = s.completed;
+      j["failed"] = s.failed;
+      j["killed"] = s.killed;
+      j["running"] = s.running;
+      j["ready"] = s.ready;
+      j["delayed"] = s.delayed;
+      j["oldest_ready_seconds"] =
+          s.oldest_ready_age
+              ? Json(static_cast<double>(s.oldest_ready_age->count()) / 1000.0)
+              : Json(nullptr);
+      j["completed_last_minute"] = s.completed_last_minute;
+      j["completed_last_hour"] = s.completed_last_hour;
+      print_json(j);
+    }
+    return;
+  }
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& s : stats) {
+    rows.push_back(
+        {s.queue, std::to_string(s.ready), std::to_string(s.running),
+         std::to_string(s.delayed), std::to_string(s.sleeping),
+         std::to_string(s.paused), std::to_string(s.completed),
+         std::to_string(s.failed), std::to_string(s.killed),
+         s.oldest_ready_age ? core::format_duration(
+                                  std::chrono::duration_cast<std::chrono::seconds>(
+                                      *s.oldest_ready_age))
+                            : "-",
+         std::to_string(s.completed_last_minute),
+         std::to_string(s.completed_last_hour)});
+  }
+  print_table({"QUEUE", "READY", "RUNNING", "DELAYED", "SLEEPING", "PAUSED",
+               "COMPLETED", "FAILED", "KILLED", "OLDEST_READY", "DONE_1M",
+               "DONE_1H"},
+              rows);
+}
+
+} // namespace
+
+void register_inspect(CLI::App& app, Context& ctx) {
+  auto sid = std::make_shared<std::string>();
+  CLI::App* show = add_command(
+      app, "show", "Show a task with its error history and event log",
+      "taskq show 42 -o json");
+  show->add_option("id", *sid, "task id")->required()->type_name("ID");
+  show->callback([sid, &ctx] {
+    const Format format =
+        ctx.format(Format::table, {Format::table, Format::json});
+    const core::Time now = ctx.now();
+    const auto detail = ctx.store(storage::OpenMode::read).show(parse_id(*sid));
+    if (format == Format::json) {
+      Json j = task_json(detail.task, now);
+      Json events = Json::array();
+      for (const auto& e : detail.events) {
+        events.push_back(event_json(e));
+      }
+      j["events"] = std::move(events);
+      print_json(j);
+    } else {
+      print_task_detail(detail, now);
+    }
+  });
+
+  auto lo = std::make_shared<ListOptions>();
+  CLI::App* list = add_command(app, "list", "List tasks, oldest first",
+                               "taskq list --queue thumbs --state ready");
+  list->add_option("--queue", lo->queue, "only QUEUE")->type_name("QUEUE");
+  list->add_option("--state", lo->state,
+                   "only STATE: runnable, sleeping, paused, completed, "
+                   "failed, killed, running (leased) or ready (eligible)")
+      ->type_name("STATE");
+  list->add_option("--match", lo->match,
+                   "only tasks with labels matching K=V (repeatable)")
+      ->type_name("K=V");
+  list->add_option("--limit", lo->limit, "at most N tasks")->type_name("N");
+  list->callback([lo, &ctx] { run_list(*lo, ctx); });
+
+  auto sq = std::make_shared<std::optional<std::string>>();
+  CLI::App* stats = add_command(
+      app, "stats",
+      "Per queue: counts per state, running, ready, delayed, oldest ready "
+      "age, completions in the last minute and hour",
+      "taskq stats --queue thumbs");
+  stats->add_option("--queue", *sq, "only QUEUE")->type_name("QUEUE");
+  stats->callback([sq, &ctx] { run_stats(*sq, ctx); });
+
+  auto wid = std::make_shared<std::string>();
+  CLI::App* why = add_command(app, "why",
+                              "Say why a task is not running now, one line "
+                              "per reason",
+                              "taskq why 42");
+  why->add_option("id", *wid, "task id")->required()->type_name("ID");
+  why->callback([wid, &ctx] {
+    const int64_t id = parse_id(*wid);
+    const auto reasons =
+        ctx.store(storage::OpenMode::read).why(id, ctx.now());
+    if (reasons.empty()) {
+      std::printf("task %lld is eligible: the next lease of its queue can "
+                  "take it\n",
+                  static_cast<long long>(id));
+    }
+    for (const auto& r : reasons) {
+      std::puts(r.c_str());
+    }
+  });
+}
+
+} // namespace taskq::cli

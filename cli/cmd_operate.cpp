@@ -1,0 +1,236 @@
+// Operator commands: pause, resume, sleep, kill, release, checkpoint, send,
+// retry. `release` and `sleep` also serve the lease holder (with a token).
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "core/error.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+
+namespace taskq::cli {
+namespace {
+
+struct SendOptions {
+  std::vector<std::string> args; // ids (send: ids, then the message)
+  std::optional<std::string> queue;
+  std::optional<std::string> state;
+  std::vector<std::string> match;
+  std::string until;
+  std::string for_;
+  std::string lease;
+  std::string delay;
+};
+
+void add_selector_options(CLI::App* cmd, SendOptions& o) {
+  cmd->add_option("--queue", o.queue, "every task of QUEUE")
+      ->type_name("QUEUE");
+  cmd->add_option("--state", o.state,
+                  "every task in STATE (or running, ready)")
+      ->type_name("STATE");
+  cmd->add_option("--match", o.match,
+                  "every task with labels matching K=V (repeatable)")
+      ->type_name("K=V");
+}
+
+std::optional<core::Time> sleep_until(const SendOptions& o, core::Time now) {
+  if (!o.until.empty() && !o.for_.empty()) {
+    throw Error(ErrorKind::usage, "give only one of --until and --for");
+  }
+  if (!o.until.empty()) {
+    return parse_time_arg(o.until, "--until");
+  }
+  if (!o.for_.empty()) {
+    return now + parse_duration_arg(o.for_, "--for");
+  }
+  return std::nullopt;
+}
+
+// Applies an operator message to the ids or the bulk filters of `o`.
+void send_message(const SendOptions& o, const std::vector<std::string>& ids,
+                  core::Message msg, Context& ctx) {
+  storage::Selector sel;
+  sel.ids = parse_ids(ids);
+  if (o.queue) {
+    check_queue_name(*o.queue);
+  }
+  sel.queue = o.queue;
+  sel.state = o.state;
+  sel.match = parse_patterns(o.match);
+  if (sel.ids.empty() == !sel.has_filters()) {
+    throw Error(ErrorKind::usage,
+                sel.ids.empty()
+                    ? "which tasks? give IDs, or --queue/--state/--match"
+                    : "give either IDs or --queue/--state/--match, not both");
+  }
+  const Format format =
+      ctx.format(Format::table, {Format::table, Format::json, Format::id});
+  const core::Time now = ctx.now();
+  const auto until = sleep_until(o, now);
+  if (msg == core::Message::sleep && !until) {
+    throw Error(ErrorKind::usage, "sleep needs --until TIME or --for DUR");
+  }
+  if (msg != core::Message::sleep && until) {
+    throw Error(ErrorKind::usage, "--until and --for only go with sleep");
+  }
+  const auto changed = ctx.store(storage::OpenMode::write)
+                           .send(sel, msg, until, ctx.actor(), now);
+  for (const auto& t : changed) {
+    if (format == Format::json) {
+      print_json(task_json(t, now));
+    } else if (format == Format::id) {
+      std::printf("%lld\n", static_cast<long long>(t.id));
+    }
+  }
+  if (format == Format::table && sel.has_filters()) {
+    std::printf("%zu\n", changed.size());
+  }
+}
+
+// A worker's form of release/sleep: --lease given, or no ids and the
+// worker's TASKQ_ID/TASKQ_LEASE in the environment, or exactly TASKQ_ID
+// with TASKQ_LEASE set.
+bool is_worker_form(const SendOptions& o) {
+  if (!o.lease.empty()) {
+    return true;
+  }
+  if (o.queue || o.state || !o.match.empty()) {
+    return false;
+  }
+  const char* env_id = std::getenv("TASKQ_ID");
+  const char* env_lease = std::getenv("TASKQ_LEASE");
+  if (env_lease == nullptr || *env_lease == '\0') {
+    return false;
+  }
+  return o.args.empty() ||
+         (o.args.size() == 1 && env_id != nullptr && o.args[0] == env_id);
+}
+
+std::string single_id(const SendOptions& o) {
+  if (o.args.size() > 1) {
+    throw Error(ErrorKind::usage, "a lease token goes with one task id");
+  }
+  return o.args.empty() ? "" : o.args[0];
+}
+
+CLI::App* operator_command(CLI::App& app, Context& ctx, core::Message msg,
+                           const std::string& name,
+                           const std::string& description,
+                           const std::string& example) {
+  auto o = std::make_shared<SendOptions>();
+  CLI::App* cmd = add_command(app, name, description, example);
+  cmd->add_option("id", o->args, "task ids")->type_name("ID...");
+  add_selector_options(cmd, *o);
+  if (msg == core::Message::sleep) {
+    cmd->add_option("--until", o->until, "sleep until TIME")
+        ->type_name("TIME");
+    cmd->add_option("--for", o->for_, "sleep for DUR")->type_name("DUR");
+  }
+  if (msg == core::Message::sleep || msg == core::Message::release) {
+    cmd->add_option("--lease", o->lease,
+                    "as the lease holder (default: $TASKQ_LEASE with "
+                    "$TASKQ_ID)")
+        ->type_name("TOKEN");
+  }
+  if (msg == core::Message::release) {
+    cmd->add_option("--delay", o->delay,
+                    "lease holder only: due again after DUR")
+        ->type_name("DUR");
+  }
+  cmd->callback([o, msg, &ctx] {
+    if ((msg == core::Message::sleep || msg == core::Message::release) &&
+        is_worker_form(*o)) {
+      const WorkerRef ref = worker_ref(single_id(*o), o->lease);
+      auto& store = ctx.store(storage::OpenMode::write);
+      const core::Time now = ctx.now();
+      if (msg == core::Message::release) {
+        std::optional<core::Millis> delay;
+        if (!o->delay.empty()) {
+          delay = parse_duration_arg(o->delay, "--delay");
+        }
+        store.release(ref.id, ref.token, delay, now);
+      } else {
+        const auto until = sleep_until(*o, now);
+        if (!until) {
+          throw Error(ErrorKind::usage,
+                      "sleep needs --until TIME or --for DUR");
+        }
+        store.worker_sleep(ref.id, ref.token, *until, now);
+      }
+      return;
+    }
+    if (!o->delay.empty()) {
+      throw Error(ErrorKind::usage,
+                  "--delay is for the lease holder (give --lease TOKEN)");
+    }
+    send_message(*o, o->args, msg, ctx);
+  });
+  return cmd;
+}
+
+} // namespace
+
+void register_operate(CLI::App& app, Context& ctx) {
+  using core::Message;
+  operator_command(app, ctx, Message::pause, "pause",
+                   "Pause tasks until resumed (revokes a live lease)",
+                   "taskq pause 42 43   # or: taskq pause --queue thumbs");
+  operator_command(app, ctx, Message::run, "resume",
+                   "Make paused or sleeping tasks runnable (a paused task's "
+                   "attempts restart at 0)",
+                   "taskq resume 42");
+  operator_command(app, ctx, Message::sleep, "sleep",
+                   "Put tasks to sleep until a time (revokes a live lease)",
+                   "taskq sleep 42 --for 2h");
+  operator_command(app, ctx, Message::kill, "kill",
+                   "Kill tasks for good (revokes a live lease)",
+                   "taskq kill --queue thumbs --match kind=image");
+  operator_command(app, ctx, Message::release, "release",
+                   "Revoke tasks' leases; with a lease token, give your "
+                   "leased task back untouched",
+                   "taskq release 42   # worker: taskq release --delay 1m");
+  operator_command(app, ctx, Message::checkpoint, "checkpoint",
+                   "Ask the worker of a running task to save its state",
+                   "taskq checkpoint 42");
+
+  auto o = std::make_shared<SendOptions>();
+  CLI::App* send = add_command(
+      app, "send",
+      "Send an operator message (run, pause, sleep, release, checkpoint, "
+      "kill) to tasks",
+      "taskq send 42 sleep --for 1h   # bulk: taskq send pause --queue q");
+  send->add_option("args", o->args, "task ids, then the message")
+      ->required()
+      ->type_name("ID... MESSAGE");
+  add_selector_options(send, *o);
+  send->add_option("--until", o->until, "with sleep: until TIME")
+      ->type_name("TIME");
+  send->add_option("--for", o->for_, "with sleep: for DUR")->type_name("DUR");
+  send->callback([o, &ctx] {
+    std::vector<std::string> ids = o->args;
+    const std::string name = ids.back();
+    ids.pop_back();
+    const auto msg = core::parse_message(name);
+    if (!msg || !core::is_operator_message(*msg)) {
+      throw Error(ErrorKind::usage,
+                  "invalid message '" + name +
+                      "': expected run, pause, sleep, release, checkpoint or "
+                      "kill");
+    }
+    send_message(*o, ids, *msg, ctx);
+  });
+
+  auto rid = std::make_shared<std::string>();
+  CLI::App* retry = add_command(
+      app, "retry",
+      "Add a new task with the spec of a failed or killed one (prints its id)",
+      "taskq retry 42");
+  retry->add_option("id", *rid, "task id")->required()->type_name("ID");
+  retry->callback([rid, &ctx] {
+    const int64_t id = ctx.store(storage::OpenMode::write)
+                           .retry(parse_id(*rid), ctx.actor(), ctx.now());
+    std::printf("%lld\n", static_cast<long long>(id));
+  });
+}
+
+} // namespace taskq::cli

@@ -1,0 +1,222 @@
+// Worker commands: lease, heartbeat, done, fail. (A worker's release and
+// sleep share their commands with the operator forms: cmd_operate.cpp.)
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "core/error.hpp"
+
+#include <cstdio>
+#include <memory>
+
+namespace taskq::cli {
+namespace {
+
+struct LeaseOptions {
+  std::vector<std::string> queues;
+  std::string lease_for = "5m";
+  std::vector<std::string> match;
+  int count = 1;
+};
+
+void run_lease(const LeaseOptions& o, Context& ctx) {
+  const Format format = ctx.format(
+      Format::json, {Format::json, Format::env, Format::id, Format::table});
+  storage::LeaseRequest req;
+  for (const auto& q : o.queues) {
+    check_queue_name(q);
+  }
+  req.queues = o.queues;
+  req.lease_for = parse_duration_arg(o.lease_for, "--for");
+  if (req.lease_for.count() <= 0) {
+    throw Error(ErrorKind::usage, "--for must be longer than 0");
+  }
+  req.match = parse_patterns(o.match);
+  if (o.count < 1) {
+    throw Error(ErrorKind::usage, "--count must be at least 1");
+  }
+  if (format == Format::env && o.count != 1) {
+    throw Error(ErrorKind::usage, "-o env leases one task: drop --count");
+  }
+  req.count = o.count;
+  req.worker = ctx.worker();
+  const core::Time now = ctx.now();
+  const auto tasks = ctx.store(storage::OpenMode::write).lease(req, now);
+  if (tasks.empty()) {
+    if (format == Format::env) {
+      // So that `eval "$(taskq lease q -o env)" || exit 0` sees the 75.
+      std::puts("(exit 75)");
+    }
+    std::fprintf(stderr, "taskq: nothing to lease in %s\n",
+                 [&] {
+                   std::string names;
+                   for (const auto& q : o.queues) {
+                     names += (names.empty() ? "" : ", ") + q;
+                   }
+                   return names;
+                 }()
+                     .c_str());
+    ctx.exit_code = k_exit_nothing;
+    return;
+  }
+  for (const auto& t : tasks) {
+    switch (format) {
+    case Format::env:
+      print_env(t);
+      break;
+    case Format::id:
+      std::printf("%lld\n", static_cast<long long>(t.id));
+      break;
+    case Format::table:
+      break;
+    case Format::json:
+      print_json(task_json(t, now));
+      break;
+    }
+  }
+  if (format == Format::table) {
+    print_task_table(tasks, now);
+  }
+}
+
+struct WorkerOptions {
+  std::string id;
+  std::string lease;
+};
+
+void add_worker_options(CLI::App* cmd, WorkerOptions& o) {
+  cmd->add_option("id", o.id, "task id (default: $TASKQ_ID)")->type_name("ID");
+  cmd->add_option("--lease", o.lease, "lease token (default: $TASKQ_LEASE)")
+      ->type_name("TOKEN");
+}
+
+} // namespace
+
+void register_work(CLI::App& app, Context& ctx) {
+  auto lo = std::make_shared<LeaseOptions>();
+  CLI::App* lease = add_command(
+      app, "lease",
+      "Lease the next eligible task of QUEUE... (exit 75 when none)",
+      "eval \"$(taskq lease thumbs -o env)\" || exit 0");
+  lease->add_option("queue", lo->queues, "queues to lease from")->required();
+  lease->add_option("--for", lo->lease_for,
+                    "lease duration (default 5m); heartbeat to extend")
+      ->type_name("DUR");
+  lease->add_option("--match", lo->match,
+                    "only tasks with labels matching K=V (repeatable; * "
+                    "wildcards)")
+      ->type_name("K=V");
+  lease->add_option("--count", lo->count, "lease up to N tasks")
+      ->type_name("N");
+  lease->callback([lo, &ctx] { run_lease(*lo, ctx); });
+
+  struct HeartbeatOptions : WorkerOptions {
+    std::string extend;
+    std::string checkpoint;
+  };
+  auto ho = std::make_shared<HeartbeatOptions>();
+  CLI::App* hb = add_command(
+      app, "heartbeat",
+      "Extend the lease; prints `checkpoint` when an operator asks for one, "
+      "or the operator's message and exit 4 when the lease was revoked",
+      "taskq heartbeat --for 5m --checkpoint '{\"offset\":1200}'");
+  add_worker_options(hb, *ho);
+  hb->add_option("--for", ho->extend,
+                 "extend to now + DUR (default: the lease's duration)")
+      ->type_name("DUR");
+  hb->add_option("--checkpoint", ho->checkpoint,
+                 "save progress (JSON), kept across attempts")
+      ->type_name("JSON");
+  hb->callback([ho, &ctx] {
+    const WorkerRef ref = worker_ref(ho->id, ho->lease);
+    std::optional<core::Millis> extend;
+    if (!ho->extend.empty()) {
+      extend = parse_duration_arg(ho->extend, "--for");
+    }
+    std::optional<std::string> checkpoint;
+    if (!ho->checkpoint.empty()) {
+      checkpoint = parse_json_arg(ho->checkpoint, "--checkpoint");
+    }
+    auto& store = ctx.store(storage::OpenMode::write);
+    try {
+      const auto r =
+          store.heartbeat(ref.id, ref.token, extend, checkpoint, ctx.now());
+      if (r.checkpoint_requested) {
+        std::puts("checkpoint");
+      }
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::conflict) {
+        if (auto why = store.revoked_reason(ref.id, ref.token)) {
+          std::puts(why->c_str());
+        }
+      }
+      throw;
+    }
+  });
+
+  struct DoneOptions : WorkerOptions {
+    std::string result;
+  };
+  auto d = std::make_shared<DoneOptions>();
+  CLI::App* done = add_command(app, "done", "Complete the leased task",
+                               "taskq done --result '{\"pages\":3}'");
+  add_worker_options(done, *d);
+  done->add_option("--result", d->result, "result to store (JSON)")
+      ->type_name("JSON");
+  done->callback([d, &ctx] {
+    const WorkerRef ref = worker_ref(d->id, d->lease);
+    std::optional<std::string> result;
+    if (!d->result.empty()) {
+      result = parse_json_arg(d->result, "--result");
+    }
+    ctx.store(storage::OpenMode::write)
+        .complete(ref.id, ref.token, result, ctx.now());
+  });
+
+  struct FailOptions : WorkerOptions {
+    std::string error;
+    bool no_retry = false;
+    std::string move_to;
+    std::string retry_in;
+  };
+  auto f = std::make_shared<FailOptions>();
+  CLI::App* fail = add_command(
+      app, "fail",
+      "Report an error on the leased task; the error policy decides: sleep "
+      "and retry, or fail",
+      "taskq fail --error 'convert: exit status 1'");
+  add_worker_options(fail, *f);
+  fail->add_option("--error", f->error, "what went wrong")
+      ->required()
+      ->type_name("MSG");
+  auto* no_retry =
+      fail->add_flag("--no-retry", f->no_retry, "fail it for good now");
+  auto* move_to = fail->add_option("--move-to", f->move_to,
+                                   "dead-letter: move it to QUEUE, runnable")
+                      ->type_name("QUEUE");
+  auto* retry_in =
+      fail->add_option("--retry-in", f->retry_in,
+                       "retry after DUR instead of the policy's delay")
+          ->type_name("DUR");
+  no_retry->excludes(move_to)->excludes(retry_in);
+  move_to->excludes(retry_in);
+  fail->callback([f, &ctx] {
+    const WorkerRef ref = worker_ref(f->id, f->lease);
+    storage::FailRequest req;
+    req.error = f->error;
+    if (req.error.empty()) {
+      throw Error(ErrorKind::usage, "--error must not be empty");
+    }
+    if (f->no_retry) {
+      req.mode = storage::FailMode::no_retry;
+    } else if (!f->move_to.empty()) {
+      check_queue_name(f->move_to);
+      req.mode = storage::FailMode::move_to;
+      req.move_to = f->move_to;
+    } else if (!f->retry_in.empty()) {
+      req.retry_in = parse_duration_arg(f->retry_in, "--retry-in");
+    }
+    ctx.store(storage::OpenMode::write)
+        .fail(ref.id, ref.token, req, ctx.now());
+  });
+}
+
+} // namespace taskq::cli

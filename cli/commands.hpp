@@ -1,0 +1,43 @@
+#pragma once
+
+#include "cli/context.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <string>
+
+namespace taskq::cli {
+
+// Adds subcommand `name` that also accepts the global options (--db,
+// --worker, -o) after its own arguments.
+CLI::App* add_command(CLI::App& parent, const std::string& name,
+                      const std::string& description,
+                      const std::string& example);
+
+// The error-policy options shared by `add` and `queue set`.
+struct PolicyArgs {
+  std::optional<int64_t> max_errors;
+  std::string error_window, retry_delay, backoff, max_delay;
+};
+void add_policy_options(CLI::App* cmd, PolicyArgs& args);
+// Validates the options (usage errors) into overrides.
+core::PolicyOverrides to_overrides(const PolicyArgs& args);
+
+// Queue names appear in shell scripts and tables: 1-128 letters, digits
+// and . _ : / - (usage error otherwise).
+void check_queue_name(const std::string& name);
+
+// One function per command group (cli/cmd_<group>.cpp).
+void register_produce(CLI::App& app, Context& ctx);   // add
+void register_work(CLI::App& app, Context& ctx);      // lease, done, ...
+void register_operate(CLI::App& app, Context& ctx);   // pause, kill, ...
+void register_inspect(CLI::App& app, Context& ctx);   // show, list, ...
+void register_queue(CLI::App& app, Context& ctx);     // queue ...
+void register_db(CLI::App& app, Context& ctx);        // db ...
+void register_completion(CLI::App& app, Context& ctx);
+
+// Parses argv, runs the chosen command, returns the exit code. Throws
+// taskq::Error for main() to report.
+int run(int argc, char** argv);
+
+} // namespace taskq::cli

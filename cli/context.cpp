@@ -1,0 +1,230 @@
+#include "cli/context.hpp"
+
+#include "core/duration.hpp"
+#include "core/error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <charconv>
+#include <cstdlib>
+
+#include <unistd.h>
+
+namespace taskq::cli {
+namespace {
+
+std::string env_or(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
+}
+
+std::string host_name() {
+  char buf[256] = {};
+  if (gethostname(buf, sizeof buf - 1) != 0 || buf[0] == '\0') {
+    return env_or("HOSTNAME", "localhost");
+  }
+  return buf;
+}
+
+std::string_view format_name(Format f) {
+  switch (f) {
+  case Format::table:
+    return "table";
+  case Format::json:
+    return "json";
+  case Format::id:
+    return "id";
+  case Format::env:
+    return "env";
+  }
+  return "?";
+}
+
+} // namespace
+
+core::Time Context::now() {
+  if (!m_now) {
+    if (const char* frozen = std::getenv("TASKQ_NOW")) {
+      const auto t = core::parse_time(frozen);
+      if (!t) {
+        throw Error(ErrorKind::usage,
+                    std::string("invalid TASKQ_NOW '") + frozen +
+                        "': expected an RFC 3339 time such as "
+                        "2026-11-21T08:00:00Z");
+      }
+      m_now = *t;
+    } else {
+      m_now = std::chrono::time_point_cast<core::Millis>(
+          std::chrono::system_clock::now());
+    }
+  }
+  return *m_now;
+}
+
+std::string Context::db_path() const {
+  if (!db_option.empty()) {
+    return db_option;
+  }
+  if (const char* env = std::getenv("TASKQ_DB"); env && *env) {
+    return env;
+  }
+  std::string data = env_or("XDG_DATA_HOME", "");
+  if (data.empty()) {
+    const std::string home = env_or("HOME", "");
+    if (home.empty()) {
+      throw Error(ErrorKind::unavailable,
+                  "cannot find the database: set --db, TASKQ_DB or HOME");
+    }
+    data = home + "/.local/share";
+  }
+  return data + "/taskq/taskq.db";
+}
+
+std::string Context::worker() const {
+  if (!worker_option.empty()) {
+    return worker_option;
+  }
+  return env_or("TASKQ_WORKER",
+                host_name() + ":" + std::to_string(::getpid()));
+}
+
+std::string Context::actor() const {
+  if (!worker_option.empty()) {
+    return worker_option;
+  }
+  return env_or("TASKQ_WORKER",
+                env_or("USER", env_or("LOGNAME", "operator")) + "@" +
+                    host_name());
+}
+
+Format Context::format(Format fallback,
+                       std::initializer_list<Format> allowed) const {
+  if (output_option.empty()) {
+    return fallback;
+  }
+  for (Format f : allowed) {
+    if (output_option == format_name(f)) {
+      return f;
+    }
+  }
+  std::string names;
+  for (Format f : allowed) {
+    names += (names.empty() ? "" : ", ") + std::string(format_name(f));
+  }
+  throw Error(ErrorKind::usage, "invalid output format '" + output_option +
+                                    "': this command prints " + names);
+}
+
+storage::TaskStore& Context::store(storage::OpenMode mode) {
+  if (!m_store) {
+    m_store = std::make_unique<storage::TaskStore>(db_path(), mode);
+  }
+  return *m_store;
+}
+
+int64_t parse_id(const std::string& text) {
+  int64_t id = 0;
+  const auto* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, id);
+  if (text.empty() || ec != std::errc() || ptr != end || id <= 0) {
+    throw Error(ErrorKind::usage,
+                "invalid task id '" + text + "': expected a positive integer");
+  }
+  return id;
+}
+
+std::vector<int64_t> parse_ids(const std::vector<std::string>& texts) {
+  std::vector<int64_t> ids;
+  for (const auto& t : texts) {
+    ids.push_back(parse_id(t));
+  }
+  return ids;
+}
+
+core::Millis parse_duration_arg(const std::string& text,
+                                const std::string& what) {
+  const auto d = core::parse_duration(text);
+  if (!d) {
+    throw Error(ErrorKind::usage, "invalid duration '" + text + "' for " +
+                                      what +
+                                      ": expected e.g. 90s, 5m, 1h30m, 2d, "
+                                      "1w or a number of seconds");
+  }
+  return *d;
+}
+
+core::Time parse_time_arg(const std::string& text, const std::string& what) {
+  const auto t = core::parse_time(text);
+  if (!t) {
+    throw Error(ErrorKind::usage, "invalid time '" + text + "' for " + what +
+                                      ": expected RFC 3339, e.g. "
+                                      "2026-11-21T08:00:00Z");
+  }
+  return *t;
+}
+
+std::string parse_json_arg(const std::string& text, const std::string& what) {
+  if (!nlohmann::json::accept(text)) {
+    throw Error(ErrorKind::usage, "invalid JSON for " + what + ": " +
+                                      (text.size() > 60 ? text.substr(0, 60) +
+                                                              "..."
+                                                        : text));
+  }
+  const auto first = text.find_first_not_of(" \t\r\n");
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+core::Labels parse_labels(const std::vector<std::string>& texts) {
+  core::Labels labels;
+  for (const auto& t : texts) {
+    const auto kv = core::parse_label(t);
+    if (!kv) {
+      throw Error(ErrorKind::usage,
+                  "invalid label '" + t +
+                      "': expected KEY=VALUE, KEY made of letters, digits "
+                      "and . _ / -");
+    }
+    labels[kv->first] = kv->second;
+  }
+  return labels;
+}
+
+std::vector<core::LabelPattern>
+parse_patterns(const std::vector<std::string>& texts) {
+  std::vector<core::LabelPattern> patterns;
+  for (const auto& t : texts) {
+    const auto p = core::parse_label_pattern(t);
+    if (!p) {
+      throw Error(ErrorKind::usage,
+                  "invalid label pattern '" + t +
+                      "': expected KEY=VALUE, where KEY may be *, pre* or "
+                      "*suf and VALUE may be *");
+    }
+    patterns.push_back(*p);
+  }
+  return patterns;
+}
+
+std::string json_string(const std::string& text) {
+  return nlohmann::json(text).dump(-1, ' ', false,
+                                   nlohmann::json::error_handler_t::replace);
+}
+
+WorkerRef worker_ref(const std::string& id_arg, const std::string& lease_arg) {
+  const std::string id = id_arg.empty() ? env_or("TASKQ_ID", "") : id_arg;
+  const std::string token =
+      lease_arg.empty() ? env_or("TASKQ_LEASE", "") : lease_arg;
+  if (id.empty()) {
+    throw Error(ErrorKind::usage, "which task? give an ID or set TASKQ_ID");
+  }
+  if (token.empty()) {
+    throw Error(ErrorKind::usage,
+                "this needs the lease token: give --lease TOKEN or set "
+                "TASKQ_LEASE");
+  }
+  return {parse_id(id), token};
+}
+
+} // namespace taskq::cli

@@ -1,0 +1,76 @@
+#pragma once
+
+#include "core/labels.hpp"
+#include "core/time.hpp"
+#include "storage/task_store.hpp"
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace taskq::cli {
+
+// Exit codes of SPEC §1 that are outcomes, not errors.
+inline constexpr int k_exit_ok = 0;
+inline constexpr int k_exit_failure = 1;
+inline constexpr int k_exit_task_failed = 6;
+inline constexpr int k_exit_nothing = 75;
+
+enum class Format { table, json, id, env };
+
+// What every command shares: global options, the clock, the database.
+// `now()` is read once per invocation (TASKQ_NOW or the system clock).
+class Context {
+public:
+  std::string db_option;     // --db
+  std::string worker_option; // --worker
+  std::string output_option; // -o/--output, empty when not given
+  int exit_code = k_exit_ok; // set by commands whose outcome is not 0
+
+  core::Time now();
+  // --db, else TASKQ_DB, else $XDG_DATA_HOME/taskq/taskq.db (falling back
+  // to ~/.local/share/taskq/taskq.db).
+  std::string db_path() const;
+  // The worker name: --worker, TASKQ_WORKER, else HOSTNAME:PID.
+  std::string worker() const;
+  // Who an operator command is logged as: --worker, TASKQ_WORKER, else
+  // USER@HOSTNAME.
+  std::string actor() const;
+  // The -o format, or `fallback` when none was given; a format not in
+  // `allowed` is a usage error.
+  Format format(Format fallback, std::initializer_list<Format> allowed) const;
+
+  storage::TaskStore& store(storage::OpenMode mode);
+
+private:
+  std::optional<core::Time> m_now;
+  std::unique_ptr<storage::TaskStore> m_store;
+};
+
+// Argument parsing shared by the commands; each throws a usage Error that
+// names `what` when the text is malformed.
+int64_t parse_id(const std::string& text);
+std::vector<int64_t> parse_ids(const std::vector<std::string>& texts);
+core::Millis parse_duration_arg(const std::string& text,
+                                const std::string& what);
+core::Time parse_time_arg(const std::string& text, const std::string& what);
+// Checks that `text` is one JSON value; returns it trimmed of surrounding
+// whitespace.
+std::string parse_json_arg(const std::string& text, const std::string& what);
+core::Labels parse_labels(const std::vector<std::string>& texts);
+std::vector<core::LabelPattern>
+parse_patterns(const std::vector<std::string>& texts);
+// A JSON string holding `text`.
+std::string json_string(const std::string& text);
+
+// The task id and lease token of a worker command: the given values, else
+// TASKQ_ID and TASKQ_LEASE.
+struct WorkerRef {
+  int64_t id;
+  std::string token;
+};
+WorkerRef worker_ref(const std::string& id_arg, const std::string& lease_arg);
+
+} // namespace taskq::cli

@@ -1,0 +1,93 @@
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+#include <cstdio>
+#include <exception>
+
+namespace taskq::cli {
+namespace {
+
+int exit_code_for(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::usage:
+    return 2;
+  case ErrorKind::not_found:
+    return 3;
+  case ErrorKind::conflict:
+    return 4;
+  case ErrorKind::unavailable:
+    return 5;
+  case ErrorKind::internal:
+    return k_exit_failure;
+  }
+  return k_exit_failure;
+}
+
+} // namespace
+
+CLI::App* add_command(CLI::App& parent, const std::string& name,
+                      const std::string& description,
+                      const std::string& example) {
+  CLI::App* cmd = parent.add_subcommand(name, description);
+  cmd->fallthrough();
+  if (!example.empty()) {
+    cmd->footer("Example:\n  " + example);
+  }
+  return cmd;
+}
+
+int run(int argc, char** argv) {
+  CLI::App app{"taskq: a task queue in one SQLite database.", "taskq"};
+  app.footer("Example:\n  id=$(taskq add thumbs --payload '{\"file\":"
+             "\"a.png\"}')\n  eval \"$(taskq lease thumbs -o env)\" || exit 0"
+             "\n\nEach command explains itself: taskq COMMAND --help");
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "taskq " TASKQ_VERSION);
+  Context ctx;
+  app.add_option("--db", ctx.db_option,
+                 "database file (default: $TASKQ_DB, else "
+                 "$XDG_DATA_HOME/taskq/taskq.db)")
+      ->type_name("PATH");
+  app.add_option("--worker", ctx.worker_option,
+                 "worker name (default: $TASKQ_WORKER, else HOSTNAME:PID)")
+      ->type_name("NAME");
+  app.add_option("-o,--output", ctx.output_option,
+                 "output format: table, json, id or env (lease)")
+      ->type_name("FORMAT");
+
+  register_produce(app, ctx);
+  register_work(app, ctx);
+  register_operate(app, ctx);
+  register_inspect(app, ctx);
+  register_queue(app, ctx);
+  register_db(app, ctx);
+  register_completion(app, ctx);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "taskq: %s\n(see taskq --help)\n", e.what());
+    return 2;
+  }
+  return ctx.exit_code;
+}
+
+} // namespace taskq::cli
+
+int main(int argc, char** argv) {
+  try {
+    return taskq::cli::run(argc, argv);
+  } catch (const taskq::Error& e) {
+    std::fprintf(stderr, "taskq: %s\n", e.what());
+    return taskq::cli::exit_code_for(e.kind());
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "taskq: internal error: %s\n", e.what());
+    return taskq::cli::k_exit_failure;
+  }
+}

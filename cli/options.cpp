@@ -1,0 +1,69 @@
+// Options and checks shared by several command groups.
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+
+namespace taskq::cli {
+
+void add_policy_options(CLI::App* cmd, PolicyArgs& args) {
+  cmd->add_option("--max-errors", args.max_errors,
+                  "errors within the window that fail the task (default 8)")
+      ->type_name("N");
+  cmd->add_option("--error-window", args.error_window,
+                  "window errors are counted in (default 4h)")
+      ->type_name("DUR");
+  cmd->add_option("--retry-delay", args.retry_delay,
+                  "sleep after an error (default 10m)")
+      ->type_name("DUR");
+  cmd->add_option("--backoff", args.backoff,
+                  "constant or exponential (doubles the delay per error)")
+      ->type_name("KIND");
+  cmd->add_option("--max-delay", args.max_delay,
+                  "cap of the exponential delay (default 24h)")
+      ->type_name("DUR");
+}
+
+core::PolicyOverrides to_overrides(const PolicyArgs& args) {
+  core::PolicyOverrides p;
+  if (args.max_errors) {
+    if (*args.max_errors < 1 || *args.max_errors > 1000000) {
+      throw Error(ErrorKind::usage,
+                  "--max-errors must be between 1 and 1000000");
+    }
+    p.max_errors = static_cast<int>(*args.max_errors);
+  }
+  if (!args.error_window.empty()) {
+    p.window = parse_duration_arg(args.error_window, "--error-window");
+    if (p.window->count() == 0) {
+      throw Error(ErrorKind::usage, "--error-window must be longer than 0");
+    }
+  }
+  if (!args.retry_delay.empty()) {
+    p.retry_delay = parse_duration_arg(args.retry_delay, "--retry-delay");
+  }
+  if (!args.backoff.empty()) {
+    p.backoff = core::parse_backoff(args.backoff);
+    if (!p.backoff) {
+      throw Error(ErrorKind::usage, "invalid --backoff '" + args.backoff +
+                                        "': expected constant or exponential");
+    }
+  }
+  if (!args.max_delay.empty()) {
+    p.max_delay = parse_duration_arg(args.max_delay, "--max-delay");
+  }
+  return p;
+}
+
+void check_queue_name(const std::string& name) {
+  const bool ok = !name.empty() && name.size() <= 128 &&
+                  name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                         "0123456789._:/-") ==
+                      std::string::npos;
+  if (!ok) {
+    throw Error(ErrorKind::usage,
+                "invalid queue name '" + name +
+                    "': use 1-128 letters, digits and . _ : / -");
+  }
+}
+
+} // namespace taskq::cli

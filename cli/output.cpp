@@ -1,0 +1,242 @@
+#include "cli/output.hpp"
+
+#include "core/duration.hpp"
+
+#include <cstdio>
+#include <iostream>
+
+namespace taskq::cli {
+namespace {
+
+Json parse_stored(const std::optional<std::string>& text) {
+  if (!text) {
+    return nullptr;
+  }
+  return Json::parse(*text);
+}
+
+// Shortens `text` to `width` characters for a table cell, on one line.
+std::string cell(std::string text, size_t width) {
+  for (char& c : text) {
+    if (c == '\n' || c == '\r' || c == '\t') {
+      c = ' ';
+    }
+  }
+  if (text.size() > width) {
+    text.resize(width - 3);
+    // Do not cut a UTF-8 sequence in half.
+    while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xc0) ==
+                                0x80) {
+      text.pop_back();
+    }
+    if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xc0) {
+      text.pop_back();
+    }
+    text += "...";
+  }
+  return text;
+}
+
+size_t display_width(const std::string& s) {
+  size_t n = 0;
+  for (unsigned char c : s) {
+    n += (c & 0xc0) != 0x80 ? 1 : 0;
+  }
+  return n;
+}
+
+} // namespace
+
+Json task_json(const core::Task& t, core::Time now) {
+  Json j;
+  j["id"] = t.id;
+  j["rev"] = t.rev;
+  j["queue"] = t.queue;
+  j["state"] = std::string(core::to_string(t.state));
+  j["payload"] = Json::parse(t.payload);
+  j["labels"] = t.labels;
+  j["priority"] = t.priority;
+  j["attempts"] = t.attempts;
+  j["max_attempts"] = t.max_attempts ? Json(*t.max_attempts) : Json(nullptr);
+  j["run_at"] = core::format_time(t.run_at);
+  j["created_at"] = core::format_time(t.created_at);
+  j["updated_at"] = core::format_time(t.updated_at);
+  if (t.leased(now)) {
+    j["lease"] = {{"token", t.lease->token},
+                  {"worker", t.lease->worker},
+                  {"expires_at", core::format_time(t.lease->expires_at)}};
+  } else {
+    j["lease"] = nullptr;
+  }
+  Json errors = Json::array();
+  for (const auto& e : t.errors) {
+    errors.push_back(
+        {{"time", core::format_time(e.time)}, {"error", e.message}});
+  }
+  j["errors"] = std::move(errors);
+  j["checkpoint"] = parse_stored(t.checkpoint);
+  j["result"] = parse_stored(t.result);
+  j["reason"] = t.reason.empty() ? Json(nullptr) : Json(t.reason);
+  j["retry_of"] = t.retry_of ? Json(*t.retry_of) : Json(nullptr);
+  return j;
+}
+
+Json event_json(const core::Event& e) {
+  auto or_null = [](const std::string& s) {
+    return s.empty() ? Json(nullptr) : Json(s);
+  };
+  return {{"time", core::format_time(e.time)},
+          {"message", e.message},
+          {"from", or_null(e.from)},
+          {"to", or_null(e.to)},
+          {"actor", or_null(e.actor)},
+          {"detail", or_null(e.detail)}};
+}
+
+void print_json(const Json& value) {
+  const std::string text =
+      value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
+}
+
+std::string shell_quote(const std::string& text) {
+  std::string out = "'";
+  for (char c : text) {
+    if (c == '\'') {
+      out += "'\\''";
+    } else {
+      out += c;
+    }
+  }
+  out += '\'';
+  return out;
+}
+
+std::string payload_text(const std::string& payload_json) {
+  const Json payload = Json::parse(payload_json);
+  if (payload.is_string()) {
+    return payload.get<std::string>();
+  }
+  return payload.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
+
+void print_env(const core::Task& t) {
+  std::printf("export TASKQ_ID=%lld\n", static_cast<long long>(t.id));
+  std::printf("export TASKQ_LEASE=%s\n",
+              shell_quote(t.lease ? t.lease->token : "").c_str());
+  std::printf("export TASKQ_QUEUE=%s\n", shell_quote(t.queue).c_str());
+  std::printf("export TASKQ_ATTEMPT=%lld\n",
+              static_cast<long long>(t.attempts));
+  std::printf("export TASKQ_PAYLOAD=%s\n",
+              shell_quote(payload_text(t.payload)).c_str());
+  if (t.checkpoint) {
+    std::printf("export TASKQ_CHECKPOINT=%s\n",
+                shell_quote(*t.checkpoint).c_str());
+  }
+}
+
+std::string display_state(const core::Task& t, core::Time now) {
+  if (t.state == core::TaskState::runnable && t.leased(now)) {
+    return "running";
+  }
+  return std::string(core::to_string(t.state));
+}
+
+void print_table(const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows) {
+  std::vector<size_t> widths(header.size(), 0);
+  auto measure = [&](const std::vector<std::string>& row) {
+    for (size_t i = 0; i < row.size() && i < widths.size(); ++i) {
+      widths[i] = std::max(widths[i], display_width(row[i]));
+    }
+  };
+  measure(header);
+  for (const auto& r : rows) {
+    measure(r);
+  }
+  auto print_row = [&](const std::vector<std::string>& row) {
+    std::string line;
+    for (size_t i = 0; i < row.size(); ++i) {
+      line += row[i];
+      if (i + 1 < row.size()) {
+        line.append(widths[i] - display_width(row[i]) + 2, ' ');
+      }
+    }
+    std::puts(line.c_str());
+  };
+  print_row(header);
+  for (const auto& r : rows) {
+    print_row(r);
+  }
+}
+
+void print_task_table(const std::vector<core::Task>& tasks, core::Time now) {
+  std::vector<std::vector<std::string>> rows;
+  rows.reserve(tasks.size());
+  for (const auto& t : tasks) {
+    rows.push_back({std::to_string(t.id), t.queue, display_state(t, now),
+                    std::to_string(t.priority), std::to_string(t.attempts),
+                    core::format_time(t.run_at), cell(t.payload, 40)});
+  }
+  print_table({"ID", "QUEUE", "STATE", "PRI", "ATT", "RUN_AT", "PAYLOAD"},
+              rows);
+}
+
+void print_task_detail(const storage::TaskDetail& d, core::Time now) {
+  const core::Task& t = d.task;
+  auto line = [](const char* key, const std::string& value) {
+    std::printf("%-12s %s\n", key, value.c_str());
+  };
+  line("id:", std::to_string(t.id));
+  line("queue:", t.queue);
+  line("state:", display_state(t, now));
+  if (!t.reason.empty()) {
+    line("reason:", t.reason);
+  }
+  line("payload:", t.payload);
+  if (!t.labels.empty()) {
+    std::string labels;
+    for (const auto& [k, v] : t.labels) {
+      labels += (labels.empty() ? "" : " ") + k + "=" + v;
+    }
+    line("labels:", labels);
+  }
+  line("priority:", std::to_string(t.priority));
+  line("attempts:", std::to_string(t.attempts) +
+                        (t.max_attempts
+                             ? " of " + std::to_string(*t.max_attempts)
+                             : ""));
+  line("run_at:", core::format_time(t.run_at));
+  line("created_at:", core::format_time(t.created_at));
+  line("updated_at:", core::format_time(t.updated_at));
+  if (t.leased(now)) {
+    line("lease:", "held by " + t.lease->worker + " until " +
+                       core::format_time(t.lease->expires_at));
+  }
+  if (t.checkpoint) {
+    line("checkpoint:", *t.checkpoint);
+  }
+  if (t.result) {
+    line("result:", *t.result);
+  }
+  if (t.retry_of) {
+    line("retry_of:", std::to_string(*t.retry_of));
+  }
+  std::printf("\nerrors (%zu):\n", t.errors.size());
+  for (const auto& e : t.errors) {
+    std::printf("  %s  %s\n", core::format_time(e.time).c_str(),
+                cell(e.message, 200).c_str());
+  }
+  std::printf("\nevents (%zu):\n", d.events.size());
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& e : d.events) {
+    rows.push_back({"  " + core::format_time(e.time), e.message,
+                    (e.from.empty() ? "-" : e.from) + " -> " +
+                        (e.to.empty() ? "-" : e.to),
+                    e.actor, cell(e.detail, 80)});
+  }
+  print_table({"  TIME", "MESSAGE", "TRANSITION", "BY", "DETAIL"}, rows);
+}
+
+} // namespace taskq::cli

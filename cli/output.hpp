@@ -1,0 +1,39 @@
+#pragma once
+
+#include "core/task.hpp"
+#include "storage/task_store.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace taskq::cli {
+
+using Json = nlohmann::ordered_json;
+
+// The task's JSON form of SPEC §2 (`lease` is null unless live at `now`).
+Json task_json(const core::Task& task, core::Time now);
+Json event_json(const core::Event& event);
+
+// Writes one compact JSON value and a newline to stdout.
+void print_json(const Json& value);
+
+// Shell assignments for `eval`: export TASKQ_ID=... (single-quoted).
+void print_env(const core::Task& task);
+// `text` quoted for a POSIX shell.
+std::string shell_quote(const std::string& text);
+// The payload as a handler sees it: a JSON string's contents, else JSON.
+std::string payload_text(const std::string& payload_json);
+
+// The display state: `running` for a runnable task with a live lease.
+std::string display_state(const core::Task& task, core::Time now);
+
+// A human table with a header row; columns padded to the widest cell.
+void print_table(const std::vector<std::string>& header,
+                 const std::vector<std::vector<std::string>>& rows);
+
+void print_task_table(const std::vector<core::Task>& tasks, core::Time now);
+void print_task_detail(const storage::TaskDetail& detail, core::Time now);
+
+} // namespace taskq::cli

@@ -1,0 +1,122 @@
+# bash completion for taskq
+# Load with `source <(taskq completion bash)`, or install it:
+#   taskq completion bash > /etc/bash_completion.d/taskq
+
+# Prints the dynamic values `taskq ARGS...` lists (queue names, task ids),
+# asking the taskq being completed, with the --db given on the line if any
+# (the caller's db array).
+_taskq_ask() {
+    local bin=${COMP_WORDS[0]/#\~/$HOME}
+    "$bin" "${db[@]}" "$@" 2>/dev/null
+}
+
+_taskq() {
+    local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
+    local cmd='' sub='' npos=0 bulk='' i w words=''
+    local messages="run pause sleep release checkpoint kill"
+    local -a db=()
+    COMPREPLY=()
+    # COMP_WORDBREAKS splits `--opt=value` into `--opt`, `=`, `value`.
+    if [[ $cur == = ]]; then
+        cur=
+    elif [[ $prev == = ]]; then
+        prev=${COMP_WORDS[COMP_CWORD-2]}
+    fi
+
+    # Find the command, subcommand and positional count before the cursor,
+    # skipping option values.
+    for ((i = 1; i < COMP_CWORD; i++)); do
+        w=${COMP_WORDS[i]}
+        case $w in
+        --db | --worker | -o | --output | --payload | --text | --payload-file | \
+            --jsonl | --label | --priority | --delay | --at | --max-attempts | \
+            --max-errors | --error-window | --retry-delay | --backoff | \
+            --max-delay | --for | --match | --count | --lease | --checkpoint | \
+            --result | --error | --move-to | --retry-in | --until | --queue | \
+            --state | --limit | --max-running)
+            [[ ${COMP_WORDS[i+1]} == = ]] && ((i++))
+            ((i++))
+            ((i < COMP_CWORD)) && [[ $w == --db ]] &&
+                db=(--db "${COMP_WORDS[i]/#\~/$HOME}")
+            [[ $w == --@(queue|state|match) ]] && bulk=1
+            ;;
+        --db=*) db=("$w") ;;
+        --queue=* | --state=* | --match=*) bulk=1 ;;
+        -*) ;;
+        *)
+            if [[ -z $cmd ]]; then
+                cmd=$w
+            elif [[ -z $sub && $cmd == @(queue|db|completion) ]]; then
+                sub=$w
+            else
+                ((++npos))
+            fi
+            ;;
+        esac
+    done
+
+    case $prev in
+    --db | --payload-file | --jsonl)
+        compopt -o default
+        return
+        ;;
+    -o | --output) words="table json id env" ;;
+    --backoff) words="constant exponential" ;;
+    --state) words="runnable sleeping paused completed failed killed running ready" ;;
+    --queue | --move-to) words=$(_taskq_ask queue list -o id) ;;
+    --worker | --payload | --text | --label | --priority | --delay | --at | \
+        --max-attempts | --max-errors | --error-window | --retry-delay | \
+        --max-delay | --for | --match | --count | --lease | --checkpoint | \
+        --result | --error | --retry-in | --until | --limit | --max-running)
+        return
+        ;;
+    *)
+        if [[ $cur == -* ]]; then
+            local bulkopts="--queue --state --match"
+            case $cmd in
+            add) words="--payload --text --payload-file --jsonl --label
+                --priority --delay --at --max-attempts --max-errors
+                --error-window --retry-delay --backoff --max-delay" ;;
+            lease) words="--for --match --count --wait" ;;
+            heartbeat) words="--lease --for --checkpoint" ;;
+            done) words="--lease --result" ;;
+            fail) words="--lease --error --no-retry --move-to --retry-in" ;;
+            release) words="--lease --delay $bulkopts" ;;
+            sleep) words="--until --for --lease $bulkopts" ;;
+            send) words="--until --for $bulkopts" ;;
+            pause | resume | kill | checkpoint) words=$bulkopts ;;
+            list) words="--queue --state --match --limit" ;;
+            stats) words="--queue" ;;
+            queue) [[ $sub == set ]] && words="--max-running --max-attempts
+                --max-errors --error-window --retry-delay --backoff --max-delay" ;;
+            '') words="--version" ;;
+            esac
+            words+=" --db --worker -o --output --help"
+        else
+            case $cmd/$sub/$npos in
+            //0) words="add lease heartbeat done fail release sleep pause resume
+                kill checkpoint send retry show list stats why queue db
+                completion" ;;
+            queue//0) words="list set" ;;
+            db//0) words="check path migrate backup" ;;
+            completion//0) words="bash zsh fish" ;;
+            db/backup/0)
+                compopt -o default
+                return
+                ;;
+            add//0 | lease//* | queue/set/0) words=$(_taskq_ask queue list -o id) ;;
+            send//0) [[ $bulk ]] && words=$messages ||
+                words=$(_taskq_ask list -o id --limit 200) ;;
+            send//1) [[ $bulk ]] || words=$messages ;;
+            heartbeat//0 | done//0 | fail//0 | retry//0 | show//0 | why//0 | \
+                release//* | sleep//* | pause//* | resume//* | kill//* | \
+                checkpoint//*)
+                words=$(_taskq_ask list -o id --limit 200) ;;
+            esac
+        fi
+        ;;
+    esac
+    mapfile -t COMPREPLY < <(compgen -W "$words" -- "$cur")
+}
+
+complete -F _taskq taskq

@@ -1,0 +1,155 @@
+# fish completion for taskq
+# Load with `taskq completion fish | source`, or install it:
+#   taskq completion fish > ~/.config/fish/completions/taskq.fish
+
+# The words before the cursor that are neither options nor option values:
+# the command, its subcommand and its arguments.
+function __taskq_words
+    set -l toks (commandline -opc)
+    set -e toks[1]
+    while set -q toks[1]
+        switch $toks[1]
+            case --db --worker -o --output --payload --text --payload-file \
+                --jsonl --label --priority --delay --at --max-attempts \
+                --max-errors --error-window --retry-delay --backoff --max-delay \
+                --for --match --count --lease --checkpoint --result --error \
+                --move-to --retry-in --until --queue --state --limit --max-running
+                set -e toks[1]
+            case '-*'
+            case '*'
+                echo $toks[1]
+        end
+        set -e toks[1]
+    end
+end
+
+# __taskq_at WORD... [N]: the words typed so far start with WORD..., followed
+# by exactly N more when N is given.
+function __taskq_at
+    set -l words (__taskq_words)
+    set -l n
+    if string match -qr '^\d+$' -- "$argv[-1]"
+        set n $argv[-1]
+        set -e argv[-1]
+    end
+    for i in (seq (count $argv))
+        test "$words[$i]" = "$argv[$i]"; or return 1
+    end
+    test -z "$n"; or test (count $words) -eq (math (count $argv) + $n)
+end
+
+# Bulk form of an operator command: tasks chosen by --queue/--state/--match.
+function __taskq_bulk
+    string match -qr -- '^--(queue|state|match)' (commandline -opc)
+end
+
+# Asks the taskq being completed for dynamic values (queue names, task ids),
+# with the --db given on the line if any.
+function __taskq_ask
+    set -l toks (commandline -opc)
+    set -l db
+    for i in (seq 2 (count $toks))
+        switch $toks[$i]
+            case --db
+                set db --db $toks[(math $i + 1)]
+            case '--db=*'
+                set db --db (string replace -- --db= '' $toks[$i])
+        end
+    end
+    set -l cmd (string replace -r '^~/' ~/ -- $toks[1] $db)
+    command -q $cmd[1]; and command $cmd $argv 2>/dev/null
+end
+
+complete -c taskq -f
+
+# Global options, anywhere on the line.
+complete -c taskq -l db -r -F -d 'Database file'
+complete -c taskq -l worker -x -d 'Worker name'
+complete -c taskq -s o -l output -x -a 'table json id env' -d 'Output format'
+complete -c taskq -l help -d 'Show help'
+complete -c taskq -n '__taskq_at 0' -l version -d 'Show the version'
+
+# Commands.
+complete -c taskq -n '__taskq_at 0' -a add -d 'Add a task to a queue'
+complete -c taskq -n '__taskq_at 0' -a lease -d 'Lease eligible tasks to work on'
+complete -c taskq -n '__taskq_at 0' -a heartbeat -d 'Extend a lease, store a checkpoint'
+complete -c taskq -n '__taskq_at 0' -a done -d 'Report a leased task completed'
+complete -c taskq -n '__taskq_at 0' -a fail -d 'Report a leased task failed'
+complete -c taskq -n '__taskq_at 0' -a release -d 'Give a task back untouched'
+complete -c taskq -n '__taskq_at 0' -a sleep -d 'Make tasks sleep until a time'
+complete -c taskq -n '__taskq_at 0' -a pause -d 'Pause tasks'
+complete -c taskq -n '__taskq_at 0' -a resume -d 'Resume paused or sleeping tasks'
+complete -c taskq -n '__taskq_at 0' -a kill -d 'Kill tasks'
+complete -c taskq -n '__taskq_at 0' -a checkpoint -d 'Ask workers to save their state'
+complete -c taskq -n '__taskq_at 0' -a send -d 'Send a message to tasks'
+complete -c taskq -n '__taskq_at 0' -a retry -d 'Create a new task like a failed one'
+complete -c taskq -n '__taskq_at 0' -a show -d 'Show a task, its errors and events'
+complete -c taskq -n '__taskq_at 0' -a list -d 'List tasks'
+complete -c taskq -n '__taskq_at 0' -a stats -d 'Show counts per queue and state'
+complete -c taskq -n '__taskq_at 0' -a why -d 'Explain why a task is not running'
+complete -c taskq -n '__taskq_at 0' -a queue -d 'List or configure queues'
+complete -c taskq -n '__taskq_at 0' -a db -d 'Check, locate, migrate or back up the database'
+complete -c taskq -n '__taskq_at 0' -a completion -d 'Print a shell completion script'
+
+# Arguments.
+set -l queues '(__taskq_ask queue list -o id)'
+set -l tasks '(__taskq_ask list -o id --limit 200)'
+set -l messages 'run pause sleep release checkpoint kill'
+complete -c taskq -n '__taskq_at add 0; or __taskq_at lease; or __taskq_at queue set 0' -a $queues
+complete -c taskq -n '__taskq_at heartbeat 0; or __taskq_at done 0; or __taskq_at fail 0' -a $tasks
+complete -c taskq -n '__taskq_at retry 0; or __taskq_at show 0; or __taskq_at why 0' -a $tasks
+for cmd in release sleep pause resume kill checkpoint
+    complete -c taskq -n "__taskq_at $cmd" -a $tasks
+end
+complete -c taskq -n '__taskq_at send 0; and not __taskq_bulk' -a $tasks
+complete -c taskq -n '__taskq_at send 0; and __taskq_bulk' -a $messages
+complete -c taskq -n '__taskq_at send 1; and not __taskq_bulk' -a $messages
+complete -c taskq -n '__taskq_at queue 0' -a list -d 'List queues'
+complete -c taskq -n '__taskq_at queue 0' -a set -d 'Configure a queue'
+complete -c taskq -n '__taskq_at db 0' -a 'check path migrate backup'
+complete -c taskq -n '__taskq_at db backup 0' -F
+complete -c taskq -n '__taskq_at completion 0' -a 'bash zsh fish'
+
+# Command options.
+set -l add '__taskq_at add'
+complete -c taskq -n $add -l payload -x -d 'JSON payload'
+complete -c taskq -n $add -l text -x -d 'Payload as a JSON string'
+complete -c taskq -n $add -l payload-file -r -F -d 'Read the JSON payload from a file'
+complete -c taskq -n $add -l jsonl -r -F -d 'Add one task per JSON line (- for stdin)'
+complete -c taskq -n $add -l label -x -d 'Label the task (K=V)'
+complete -c taskq -n $add -l priority -x -d 'Higher is leased first'
+complete -c taskq -n $add -l delay -x -d 'Make it due later'
+complete -c taskq -n $add -l at -x -d 'Make it due at a time'
+set -l policy '__taskq_at add; or __taskq_at queue set'
+complete -c taskq -n $policy -l max-attempts -x -d 'Pause after this many leases'
+complete -c taskq -n $policy -l max-errors -x -d 'Fail after this many errors in the window'
+complete -c taskq -n $policy -l error-window -x -d 'Window in which errors count'
+complete -c taskq -n $policy -l retry-delay -x -d 'Delay before a retry'
+complete -c taskq -n $policy -l backoff -x -a 'constant exponential' -d 'Retry delay growth'
+complete -c taskq -n $policy -l max-delay -x -d 'Longest exponential retry delay'
+complete -c taskq -n '__taskq_at queue set' -l max-running -x -d 'Lease at most this many at once'
+
+complete -c taskq -n '__taskq_at lease' -l for -x -d 'Lease duration'
+complete -c taskq -n '__taskq_at lease' -l match -x -d 'Only tasks with matching labels (K=V)'
+complete -c taskq -n '__taskq_at lease' -l count -x -d 'Lease up to this many tasks'
+complete -c taskq -n '__taskq_at lease' -l wait -d 'Wait for an eligible task'
+
+set -l worker '__taskq_at heartbeat; or __taskq_at done; or __taskq_at fail; or __taskq_at release; or __taskq_at sleep'
+complete -c taskq -n $worker -l lease -x -d 'Lease token (default $TASKQ_LEASE)'
+complete -c taskq -n '__taskq_at heartbeat' -l for -x -d 'Extend the lease by'
+complete -c taskq -n '__taskq_at heartbeat' -l checkpoint -x -d 'Store saved progress (JSON)'
+complete -c taskq -n '__taskq_at done' -l result -x -d 'Result of the task (JSON)'
+complete -c taskq -n '__taskq_at fail' -l error -x -d 'What went wrong'
+complete -c taskq -n '__taskq_at fail' -l no-retry -d 'Fail for good now'
+complete -c taskq -n '__taskq_at fail' -l move-to -x -a $queues -d 'Move it to a dead-letter queue'
+complete -c taskq -n '__taskq_at fail' -l retry-in -x -d 'Retry after'
+complete -c taskq -n '__taskq_at release' -l delay -x -d 'Make it due later'
+complete -c taskq -n '__taskq_at sleep; or __taskq_at send' -l until -x -d 'Sleep until a time'
+complete -c taskq -n '__taskq_at sleep; or __taskq_at send' -l for -x -d 'Sleep for a duration'
+
+set -l select '__taskq_at list; or __taskq_at release; or __taskq_at sleep; or __taskq_at pause;
+    or __taskq_at resume; or __taskq_at kill; or __taskq_at checkpoint; or __taskq_at send'
+complete -c taskq -n "$select; or __taskq_at stats" -l queue -x -a $queues -d 'Only tasks of this queue'
+complete -c taskq -n $select -l state -x -a 'runnable sleeping paused completed failed killed running ready' -d 'Only tasks in this state'
+complete -c taskq -n $select -l match -x -d 'Only tasks with matching labels (K=V)'
+complete -c taskq -n '__taskq_at list' -l limit -x -d 'List at most this many'

@@ -1,0 +1,93 @@
+#include "core/labels.hpp"
+
+#include <algorithm>
+
+namespace taskq::core {
+
+namespace {
+
+constexpr std::size_t k_max_key = 128;
+
+bool is_key_char(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z')
+         || (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '/'
+         || c == '-';
+}
+
+bool valid_key(std::string_view key) {
+  return !key.empty() && key.size() <= k_max_key
+         && std::all_of(key.begin(), key.end(), is_key_char);
+}
+
+// Control characters are C0 and DEL; bytes >= 0x80 are UTF-8 and allowed.
+bool valid_value(std::string_view value) {
+  return std::none_of(value.begin(), value.end(), [](char c) {
+    const auto u = static_cast<unsigned char>(c);
+    return u < 0x20 || u == 0x7f;
+  });
+}
+
+bool key_matches(std::string_view pattern, std::string_view key) {
+  if (pattern == "*") {
+    return true;
+  }
+  if (pattern.empty()) {
+    return false; // not a parsed pattern; no key is empty
+  }
+  if (pattern.front() == '*') {
+    return key.ends_with(pattern.substr(1));
+  }
+  if (pattern.back() == '*') {
+    return key.starts_with(pattern.substr(0, pattern.size() - 1));
+  }
+  return key == pattern;
+}
+
+} // namespace
+
+std::optional<std::pair<std::string, std::string>>
+parse_label(std::string_view text) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos) {
+    return std::nullopt;
+  }
+  const auto key = text.substr(0, eq);
+  const auto value = text.substr(eq + 1);
+  if (!valid_key(key) || !valid_value(value)) {
+    return std::nullopt;
+  }
+  return std::pair{std::string(key), std::string(value)};
+}
+
+std::optional<LabelPattern> parse_label_pattern(std::string_view text) {
+  const auto eq = text.find('=');
+  if (eq == std::string_view::npos) {
+    return std::nullopt;
+  }
+  const auto key = text.substr(0, eq);
+  const auto value = text.substr(eq + 1);
+  // What remains after one leading or one trailing `*` must be a plain key;
+  // `*` alone is the one pattern with nothing left.
+  auto stem = key;
+  if (stem.starts_with('*')) {
+    stem.remove_prefix(1);
+  } else if (stem.ends_with('*')) {
+    stem.remove_suffix(1);
+  }
+  if ((key != "*" && !valid_key(stem)) || !valid_value(value)) {
+    return std::nullopt;
+  }
+  return LabelPattern{std::string(key), std::string(value)};
+}
+
+bool matches(const Labels& labels, const std::vector<LabelPattern>& patterns) {
+  return std::all_of(
+      patterns.begin(), patterns.end(), [&](const LabelPattern& p) {
+        return std::any_of(labels.begin(), labels.end(), [&](const auto& kv) {
+          return key_matches(p.key, kv.first)
+                 && (p.value == "*" || p.value == kv.second);
+        });
+      });
+}
+
+} // namespace taskq::core

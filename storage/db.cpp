@@ -1,0 +1,224 @@
+#include "storage/db.hpp"
+
+#include "core/error.hpp"
+
+#include <sqlite3.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+namespace taskq::storage {
+namespace {
+
+constexpr int k_default_busy_timeout_ms = 30000;
+
+int busy_timeout_ms() {
+  // TASKQ_BUSY_TIMEOUT (milliseconds) exists for tests of the "locked"
+  // path; users rarely need it.
+  if (const char* env = std::getenv("TASKQ_BUSY_TIMEOUT_MS")) {
+    char* end = nullptr;
+    const long value = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && value >= 0) {
+      return static_cast<int>(value);
+    }
+  }
+  return k_default_busy_timeout_ms;
+}
+
+// SQLite's default busy handler sleeps up to 100 ms at a time; under
+// contention between many short transactions that wastes most of the
+// wait. This one sleeps 50 µs to 2 ms, randomised so waiters spread out,
+// until the deadline.
+struct BusyState {
+  int timeout_ms = k_default_busy_timeout_ms;
+  std::chrono::steady_clock::time_point start;
+  std::minstd_rand rng{std::random_device{}()};
+};
+
+int on_busy(void* arg, int attempt) {
+  auto* state = static_cast<BusyState*>(arg);
+  const auto now = std::chrono::steady_clock::now();
+  if (attempt == 0) {
+    state->start = now;
+  }
+  if (now - state->start >= std::chrono::milliseconds(state->timeout_ms)) {
+    return 0;
+  }
+  const int cap_us = attempt < 10 ? 200 : 2000;
+  std::uniform_int_distribution<int> jitter(50, cap_us);
+  std::this_thread::sleep_for(std::chrono::microseconds(jitter(state->rng)));
+  return 1;
+}
+
+BusyState& busy_state() {
+  static BusyState state{busy_timeout_ms(), {}, {}};
+  return state;
+}
+
+ErrorKind kind_for(int rc) {
+  switch (rc & 0xff) {
+  case SQLITE_BUSY:
+  case SQLITE_LOCKED:
+  case SQLITE_NOTADB:
+  case SQLITE_CORRUPT:
+  case SQLITE_CANTOPEN:
+  case SQLITE_READONLY:
+  case SQLITE_PERM:
+  case SQLITE_AUTH:
+  case SQLITE_FULL:
+  case SQLITE_IOERR:
+    return ErrorKind::unavailable;
+  default:
+    return ErrorKind::internal;
+  }
+}
+
+} // namespace
+
+void Db::Close::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+
+Db::Db(const std::string& path, bool create) : m_path(path) {
+  sqlite3* raw = nullptr;
+  int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
+  if (create) {
+    flags |= SQLITE_OPEN_CREATE;
+  }
+  const int rc = sqlite3_open_v2(path.c_str(), &raw, flags, nullptr);
+  m_handle.reset(raw);
+  if (rc != SQLITE_OK) {
+    fail(rc, "cannot open database " + path);
+  }
+  sqlite3_extended_result_codes(raw, 1);
+  sqlite3_busy_handler(raw, on_busy, &busy_state());
+}
+
+void Db::fail(int rc, std::string_view context) const {
+  std::string message(context);
+  const char* why = m_handle ? sqlite3_errmsg(m_handle.get())
+                             : sqlite3_errstr(rc);
+  if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
+    why = "database is locked past the busy timeout";
+  }
+  message += ": ";
+  message += why;
+  throw Error(kind_for(rc), message);
+}
+
+void Db::exec(const char* sql, std::string_view context) {
+  char* err = nullptr;
+  const int rc = sqlite3_exec(m_handle.get(), sql, nullptr, nullptr, &err);
+  sqlite3_free(err);
+  if (rc != SQLITE_OK) {
+    fail(rc, context);
+  }
+}
+
+void Statement::Finalize::operator()(sqlite3_stmt* stmt) const {
+  sqlite3_finalize(stmt);
+}
+
+Statement::Statement(Db& db, std::string_view sql) : m_db(&db) {
+  sqlite3_stmt* raw = nullptr;
+  const int rc = sqlite3_prepare_v2(db.handle(), sql.data(),
+                                    static_cast<int>(sql.size()), &raw,
+                                    nullptr);
+  m_stmt.reset(raw);
+  if (rc != SQLITE_OK) {
+    db.fail(rc, "cannot read the database");
+  }
+}
+
+Statement& Statement::bind(int index, int64_t value) {
+  const int rc = sqlite3_bind_int64(m_stmt.get(), index, value);
+  if (rc != SQLITE_OK) {
+    m_db->fail(rc, "cannot bind a value");
+  }
+  return *this;
+}
+
+Statement& Statement::bind(int index, std::string_view value) {
+  const int rc =
+      sqlite3_bind_text64(m_stmt.get(), index, value.data(), value.size(),
+                          SQLITE_TRANSIENT, SQLITE_UTF8);
+  if (rc != SQLITE_OK) {
+    m_db->fail(rc, "cannot bind a value");
+  }
+  return *this;
+}
+
+Statement& Statement::bind_null(int index) {
+  const int rc = sqlite3_bind_null(m_stmt.get(), index);
+  if (rc != SQLITE_OK) {
+    m_db->fail(rc, "cannot bind a value");
+  }
+  return *this;
+}
+
+bool Statement::step() {
+  const int rc = sqlite3_step(m_stmt.get());
+  if (rc == SQLITE_ROW) {
+    return true;
+  }
+  if (rc == SQLITE_DONE) {
+    return false;
+  }
+  m_db->fail(rc, "database error");
+}
+
+void Statement::run() {
+  while (step()) {
+  }
+}
+
+void Statement::reset() { sqlite3_reset(m_stmt.get()); }
+
+bool Statement::is_null(int col) const {
+  return sqlite3_column_type(m_stmt.get(), col) == SQLITE_NULL;
+}
+
+int64_t Statement::get_int(int col) const {
+  return sqlite3_column_int64(m_stmt.get(), col);
+}
+
+std::string Statement::get_text(int col) const {
+  const auto* text = sqlite3_column_text(m_stmt.get(), col);
+  const int size = sqlite3_column_bytes(m_stmt.get(), col);
+  if (text == nullptr) {
+    return {};
+  }
+  return {reinterpret_cast<const char*>(text), static_cast<size_t>(size)};
+}
+
+std::optional<int64_t> Statement::get_opt_int(int col) const {
+  if (is_null(col)) {
+    return std::nullopt;
+  }
+  return get_int(col);
+}
+
+std::optional<std::string> Statement::get_opt_text(int col) const {
+  if (is_null(col)) {
+    return std::nullopt;
+  }
+  return get_text(col);
+}
+
+Transaction::Transaction(Db& db, Kind kind) : m_db(db) {
+  m_db.exec(kind == Kind::write ? "BEGIN IMMEDIATE" : "BEGIN",
+            "cannot start a transaction");
+}
+
+Transaction::~Transaction() {
+  if (m_open) {
+    sqlite3_exec(m_db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+  }
+}
+
+void Transaction::commit() {
+  m_db.exec("COMMIT", "cannot commit");
+  m_open = false;
+}
+
+} // namespace taskq::storage

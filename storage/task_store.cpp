@@ -1,0 +1,1209 @@
+#include "storage/task_store.hpp"
+
+#include "core/error.hpp"
+#include "storage/db.hpp"
+#include "storage/migrations.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <random>
+#include <string_view>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace taskq::storage {
+
+using core::Message;
+using core::Millis;
+using core::Task;
+using core::TaskState;
+using core::Time;
+using core::to_unix_ms;
+
+namespace {
+
+// The error history keeps at least this many of the latest errors.
+constexpr int64_t k_error_history = 100;
+
+// taskq's own decisions (error policy, attempt limit, expiry) are logged
+// under this actor.
+constexpr std::string_view k_system_actor = "taskq";
+
+constexpr std::string_view k_task_columns =
+    "id, rev, queue, state, payload, labels, priority, attempts, "
+    "max_attempts, run_at, created_at, updated_at, lease_token, "
+    "lease_worker, lease_expires, checkpoint, checkpoint_req, result, "
+    "reason, max_errors, error_window_ms, retry_delay_ms, backoff, "
+    "max_delay_ms, retry_of";
+
+// The eligibility test shared by leasing, `list --state ready` and stats;
+// its first terms are the tasks_ready partial index's WHERE clause, so the
+// planner can use that index.
+constexpr std::string_view k_ready_where =
+    "lease_token IS NULL AND state IN ('runnable', 'sleeping') "
+    "AND run_at <= ?2";
+
+std::string join(std::string_view a, std::string_view b) {
+  std::string out(a);
+  out += b;
+  return out;
+}
+
+std::string labels_to_json(const core::Labels& labels) {
+  return nlohmann::json(labels).dump();
+}
+
+core::Labels labels_from_json(const std::optional<std::string>& text) {
+  if (!text || text->empty()) {
+    return {};
+  }
+  return nlohmann::json::parse(*text).get<core::Labels>();
+}
+
+std::optional<Millis> opt_millis(const std::optional<int64_t>& ms) {
+  if (!ms) {
+    return std::nullopt;
+  }
+  return Millis(*ms);
+}
+
+std::optional<int64_t> opt_ms(const std::optional<Millis>& d) {
+  if (!d) {
+    return std::nullopt;
+  }
+  return d->count();
+}
+
+std::optional<int> opt_int(const std::optional<int64_t>& v) {
+  if (!v) {
+    return std::nullopt;
+  }
+  return static_cast<int>(*v);
+}
+
+std::optional<int64_t> opt_int64(const std::optional<int>& v) {
+  if (!v) {
+    return std::nullopt;
+  }
+  return *v;
+}
+
+std::optional<std::string> opt_backoff(const std::optional<core::Backoff>& b) {
+  if (!b) {
+    return std::nullopt;
+  }
+  return std::string(core::to_string(*b));
+}
+
+// Reads a row selected with k_task_columns (errors are loaded separately).
+Task read_task(const Statement& st) {
+  Task t;
+  t.id = st.get_int(0);
+  t.rev = st.get_int(1);
+  t.queue = st.get_text(2);
+  t.state = core::parse_state(st.get_text(3)).value_or(TaskState::fault);
+  t.payload = st.get_text(4);
+  t.labels = labels_from_json(st.get_opt_text(5));
+  t.priority = st.get_int(6);
+  t.attempts = st.get_int(7);
+  t.max_attempts = st.get_opt_int(8);
+  t.run_at = core::from_unix_ms(st.get_int(9));
+  t.created_at = core::from_unix_ms(st.get_int(10));
+  t.updated_at = core::from_unix_ms(st.get_int(11));
+  if (!st.is_null(12)) {
+    t.lease = core::Lease{st.get_text(12), st.get_text(13),
+                          core::from_unix_ms(st.get_int(14))};
+  }
+  t.checkpoint = st.get_opt_text(15);
+  t.checkpoint_requested = st.get_int(16) != 0;
+  t.result = st.get_opt_text(17);
+  t.reason = st.get_opt_text(18).value_or("");
+  t.policy.max_errors = opt_int(st.get_opt_int(19));
+  t.policy.window = opt_millis(st.get_opt_int(20));
+  t.policy.retry_delay = opt_millis(st.get_opt_int(21));
+  if (auto b = st.get_opt_text(22)) {
+    t.policy.backoff = core::parse_backoff(*b);
+  }
+  t.policy.max_delay = opt_millis(st.get_opt_int(23));
+  t.retry_of = st.get_opt_int(24);
+  return t;
+}
+
+std::string random_token() {
+  static std::random_device device;
+  std::array<uint32_t, 4> words{};
+  for (auto& w : words) {
+    w = device();
+  }
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out;
+  for (uint32_t w : words) {
+    for (int shift = 28; shift >= 0; shift -= 4) {
+      out += k_hex[(w >> shift) & 0xf];
+    }
+  }
+  return out;
+}
+
+std::string task_ref(int64_t id) { return "task " + std::to_string(id); }
+
+// Creates `path`'s folder and the file itself with mode 0600 when missing,
+// so SQLite (and its -wal/-shm files, which copy the mode) never makes it
+// world-readable.
+void create_private_file(const std::string& path) {
+  const std::filesystem::path p(path);
+  std::error_code ec;
+  if (p.has_parent_path()) {
+    std::filesystem::create_directories(p.parent_path(), ec);
+    if (ec) {
+      throw Error(ErrorKind::unavailable,
+                  "cannot create folder " + p.parent_path().string() + ": " +
+                      ec.message());
+    }
+  }
+  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                        0600);
+  if (fd < 0 && errno != EEXIST) {
+    throw Error(ErrorKind::unavailable,
+                "cannot create database " + path + ": " + std::strerror(errno));
+  }
+  if (fd >= 0) {
+    ::close(fd);
+  }
+}
+
+struct QueueRow {
+  bool paused = false;
+  std::optional<int64_t> max_running;
+  std::optional<int64_t> max_attempts;
+  core::PolicyOverrides policy;
+};
+
+} // namespace
+
+int latest_schema_version() { return migrations().back().version; }
+
+// ---------------------------------------------------------------------------
+// Shared helpers over one connection. They assume a transaction is open.
+// ---------------------------------------------------------------------------
+namespace {
+
+int read_user_version(Db& db) {
+  Statement st(db, "PRAGMA user_version");
+  st.step();
+  return static_cast<int>(st.get_int(0));
+}
+
+void apply_migrations(Db& db) {
+  for (const auto& m : migrations()) {
+    Transaction tx(db);
+    // Another process may have migrated since we looked.
+    if (read_user_version(db) >= m.version) {
+      continue;
+    }
+    db.exec(std::string(m.sql).c_str(),
+            "cannot apply migration " + std::string(m.name));
+    db.exec(("PRAGMA user_version = " + std::to_string(m.version)).c_str(),
+            "cannot record the schema version");
+    tx.commit();
+  }
+}
+
+std::optional<Task> load_task(Db& db, int64_t id) {
+  Statement st(db, join(join("SELECT ", k_task_columns),
+                        " FROM tasks WHERE id = ?1"));
+  st.bind(1, id);
+  if (!st.step()) {
+    return std::nullopt;
+  }
+  return read_task(st);
+}
+
+std::vector<core::ErrorEntry> load_errors(Db& db, int64_t id) {
+  Statement st(db, "SELECT time, message FROM task_errors WHERE task_id = ?1 "
+                   "ORDER BY time, rowid");
+  st.bind(1, id);
+  std::vector<core::ErrorEntry> out;
+  while (st.step()) {
+    out.push_back({core::from_unix_ms(st.get_int(0)), st.get_text(1)});
+  }
+  return out;
+}
+
+Task load_full(Db& db, int64_t id) {
+  auto task = load_task(db, id);
+  if (!task) {
+    throw Error(ErrorKind::not_found, "no " + task_ref(id));
+  }
+  task->errors = load_errors(db, id);
+  return *task;
+}
+
+QueueRow load_queue(Db& db, const std::string& name) {
+  Statement st(db, "SELECT paused, max_running, max_attempts, max_errors, "
+                   "error_window_ms, retry_delay_ms, backoff, max_delay_ms "
+                   "FROM queues WHERE name = ?1");
+  st.bind(1, name);
+  QueueRow q;
+  if (!st.step()) {
+    return q;
+  }
+  q.paused = st.get_int(0) != 0;
+  q.max_running = st.get_opt_int(1);
+  q.max_attempts = st.get_opt_int(2);
+  q.policy.max_errors = opt_int(st.get_opt_int(3));
+  q.policy.window = opt_millis(st.get_opt_int(4));
+  q.policy.retry_delay = opt_millis(st.get_opt_int(5));
+  if (auto b = st.get_opt_text(6)) {
+    q.policy.backoff = core::parse_backoff(*b);
+  }
+  q.policy.max_delay = opt_millis(st.get_opt_int(7));
+  return q;
+}
+
+void log_event(Db& db, int64_t task_id, Time now, std::string_view message,
+               std::optional<TaskState> from, std::optional<TaskState> to,
+               std::string_view actor, std::string_view detail) {
+  Statement st(db, "INSERT INTO events (task_id, time, message, from_state, "
+                   "to_state, actor, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                   "?7)");
+  st.bind(1, task_id).bind(2, to_unix_ms(now)).bind(3, message);
+  if (from) {
+    st.bind(4, core::to_string(*from));
+  } else {
+    st.bind_null(4);
+  }
+  if (to) {
+    st.bind(5, core::to_string(*to));
+  } else {
+    st.bind_null(5);
+  }
+  st.bind(6, actor);
+  if (detail.empty()) {
+    st.bind_null(7);
+  } else {
+    st.bind(7, detail);
+  }
+  st.run();
+}
+
+void append_error(Db& db, int64_t task_id, Time now, std::string_view message,
+                  int64_t keep) {
+  Statement(db, "INSERT INTO task_errors (task_id, time, message) "
+                "VALUES (?1, ?2, ?3)")
+      .bind(1, task_id)
+      .bind(2, to_unix_ms(now))
+      .bind(3, message)
+      .run();
+  Statement(db, "DELETE FROM task_errors WHERE task_id = ?1 AND rowid NOT IN "
+                "(SELECT rowid FROM task_errors WHERE task_id = ?1 "
+                "ORDER BY time DESC, rowid DESC LIMIT ?2)")
+      .bind(1, task_id)
+      .bind(2, keep)
+      .run();
+}
+
+// Clears the task's lease; when `revoked_by` is set, remembers the token and
+// why it was revoked so the worker can be told.
+void clear_lease(Db& db, const Task& task,
+                 const std::optional<std::string>& revoked_by) {
+  Statement st(db, "UPDATE tasks SET lease_token = NULL, lease_worker = NULL, "
+                   "lease_expires = NULL, revoked_token = coalesce(?2, "
+                   "revoked_token), revoked_reason = coalesce(?3, "
+                   "revoked_reason) WHERE id = ?1");
+  st.bind(1, task.id);
+  if (revoked_by && task.lease) {
+    st.bind(2, task.lease->token).bind(3, *revoked_by);
+  } else {
+    st.bind_null(2).bind_null(3);
+  }
+  st.run();
+}
+
+void set_state(Db& db, int64_t id, TaskState state, Time now) {
+  Statement(db, "UPDATE tasks SET state = ?2, rev = rev + 1, updated_at = ?3 "
+                "WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, core::to_string(state))
+      .bind(3, to_unix_ms(now))
+      .run();
+}
+
+std::string refusal(const Task& task, Message msg) {
+  return "cannot " + std::string(core::to_string(msg)) + " " +
+         task_ref(task.id) + ": it is " + std::string(core::to_string(task.state));
+}
+
+// Loads a task for a worker write: it must exist (not_found) and `token`
+// must be its live lease (conflict, naming who revoked it when known).
+Task require_lease(Db& db, int64_t id, const std::string& token, Time now) {
+  Task task = load_full(db, id);
+  if (task.lease && task.lease->token == token) {
+    if (task.lease->live(now)) {
+      return task;
+    }
+    throw Error(ErrorKind::conflict,
+                "lease lost: the lease on " + task_ref(id) + " expired at " +
+                    core::format_time(task.lease->expires_at));
+  }
+  Statement st(db, "SELECT revoked_reason FROM tasks WHERE id = ?1 AND "
+                   "revoked_token = ?2");
+  st.bind(1, id).bind(2, token);
+  if (st.step()) {
+    throw Error(ErrorKind::conflict, "lease lost: " + task_ref(id) +
+                                         " was revoked (" + st.get_text(0) +
+                                         ")");
+  }
+  if (task.leased(now)) {
+    throw Error(ErrorKind::conflict, "lease lost: " + task_ref(id) +
+                                         " is leased by another worker (" +
+                                         task.lease->worker + ")");
+  }
+  throw Error(ErrorKind::conflict,
+              "lease lost: " + task_ref(id) + " is not leased with this token");
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Opening and migrations
+// ---------------------------------------------------------------------------
+
+TaskStore::TaskStore(const std::string& path, OpenMode mode) {
+  std::error_code ec;
+  const bool exists = std::filesystem::exists(path, ec);
+  if (!exists && mode == OpenMode::read) {
+    // Reading a database that was never written: an empty one, in memory.
+    m_db = std::make_unique<Db>(":memory:", true);
+    apply_migrations(*m_db);
+    return;
+  }
+  if (!exists) {
+    create_private_file(path);
+  }
+  m_db = std::make_unique<Db>(path, false);
+  m_db->exec("PRAGMA synchronous = NORMAL", "cannot configure " + path);
+  const int version = read_user_version(*m_db);
+  if (version > latest_schema_version()) {
+    throw Error(ErrorKind::unavailable,
+                "cannot use database " + path + ": its schema version " +
+                    std::to_string(version) +
+                    " is newer than this taskq understands (" +
+                    std::to_string(latest_schema_version()) +
+                    "); upgrade taskq");
+  }
+  if (version < latest_schema_version()) {
+    if (version == 0) {
+      // WAL lets readers run while a writer commits; the mode is stored in
+      // the file, so it is set once, when taskq first creates the schema.
+      m_db->exec("PRAGMA journal_mode = WAL", "cannot configure " + path);
+    }
+    apply_migrations(*m_db);
+  }
+}
+
+TaskStore::~TaskStore() = default;
+
+int TaskStore::schema_version() { return read_user_version(*m_db); }
+
+int TaskStore::migrate() {
+  apply_migrations(*m_db);
+  return read_user_version(*m_db);
+}
+
+// ---------------------------------------------------------------------------
+// Producing work
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// One prepared INSERT, bound once with the prototype; only the payload
+// changes from row to row.
+class Inserter {
+public:
+  Inserter(Db& db, const NewTask& t, Time now)
+      : m_st(db, "INSERT INTO tasks (queue, state, payload, labels, priority, "
+                 "max_attempts, run_at, created_at, updated_at, max_errors, "
+                 "error_window_ms, retry_delay_ms, backoff, max_delay_ms, "
+                 "retry_of) VALUES (?1, 'runnable', ?2, ?3, ?4, ?5, ?6, ?7, "
+                 "?7, ?8, ?9, ?10, ?11, ?12, ?13)") {
+    m_st.bind(1, t.queue);
+    if (t.labels.empty()) {
+      m_st.bind_null(3);
+    } else {
+      m_st.bind(3, labels_to_json(t.labels));
+    }
+    m_st.bind(4, t.priority)
+        .bind(5, t.max_attempts)
+        .bind(6, to_unix_ms(t.run_at.value_or(now)))
+        .bind(7, to_unix_ms(now))
+        .bind(8, opt_int64(t.policy.max_errors))
+        .bind(9, opt_ms(t.policy.window))
+        .bind(10, opt_ms(t.policy.retry_delay))
+        .bind(11, opt_backoff(t.policy.backoff))
+        .bind(12, opt_ms(t.policy.max_delay))
+        .bind(13, t.retry_of);
+  }
+
+  int64_t insert(std::string_view payload, Db& db) {
+    m_st.bind(2, payload);
+    m_st.run();
+    m_st.reset();
+    return sqlite3_last_insert_rowid(db.handle());
+  }
+
+private:
+  Statement m_st;
+};
+
+} // namespace
+
+int64_t TaskStore::add(const NewTask& task, Time now,
+                       const std::string& /*actor*/) {
+  Transaction tx(*m_db);
+  Inserter ins(*m_db, task, now);
+  const int64_t id = ins.insert(task.payload, *m_db);
+  tx.commit();
+  return id;
+}
+
+int64_t TaskStore::add_many(
+    const NewTask& proto,
+    const std::function<std::optional<std::string>()>& next,
+    const std::function<void(int64_t)>& on_id, Time now,
+    const std::string& /*actor*/) {
+  Transaction tx(*m_db);
+  Inserter ins(*m_db, proto, now);
+  int64_t count = 0;
+  while (auto payload = next()) {
+    const int64_t id = ins.insert(*payload, *m_db);
+    if (on_id) {
+      on_id(id);
+    }
+    ++count;
+  }
+  tx.commit();
+  return count;
+}
+
+int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
+  Transaction tx(*m_db);
+  const Task old = load_full(*m_db, id);
+  if (old.state != TaskState::failed && old.state != TaskState::killed) {
+    throw Error(ErrorKind::conflict,
+                "cannot retry " + task_ref(id) + ": it is " +
+                    std::string(core::to_string(old.state)) +
+                    " (only failed or killed tasks are retried)");
+  }
+  NewTask spec;
+  spec.queue = old.queue;
+  spec.payload = old.payload;
+  spec.labels = old.labels;
+  spec.priority = old.priority;
+  spec.max_attempts = old.max_attempts;
+  spec.policy = old.policy;
+  spec.retry_of = old.id;
+  Inserter ins(*m_db, spec, now);
+  const int64_t new_id = ins.insert(spec.payload, *m_db);
+  log_event(*m_db, new_id, now, "retry", std::nullopt, TaskState::runnable,
+            actor, "retry of " + task_ref(id));
+  tx.commit();
+  return new_id;
+}
+
+// ---------------------------------------------------------------------------
+// Leasing
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// Makes expired leases of `queue` plain unleased tasks again, so they are
+// back in the ready index. Costs O(log n) per expired lease.
+void reclaim_expired(Db& db, const std::string& queue, Time now) {
+  std::vector<std::pair<int64_t, std::string>> expired;
+  {
+    Statement st(db, "SELECT id, lease_worker FROM tasks WHERE queue = ?1 AND "
+                     "lease_token IS NOT NULL AND lease_expires <= ?2");
+    st.bind(1, queue).bind(2, to_unix_ms(now));
+    while (st.step()) {
+      expired.emplace_back(st.get_int(0), st.get_text(1));
+    }
+  }
+  for (const auto& [id, worker] : expired) {
+    Statement(db, "UPDATE tasks SET lease_token = NULL, lease_worker = NULL, "
+                  "lease_expires = NULL, rev = rev + 1 WHERE id = ?1")
+        .bind(1, id)
+        .run();
+    log_event(db, id, now, "expire", TaskState::runnable, TaskState::runnable,
+              k_system_actor, "lease of " + worker + " expired");
+  }
+}
+
+int64_t count_running(Db& db, const std::string& queue, Time now) {
+  Statement st(db, "SELECT count(*) FROM tasks WHERE queue = ?1 AND "
+                   "lease_token IS NOT NULL AND lease_expires > ?2");
+  st.bind(1, queue).bind(2, to_unix_ms(now));
+  st.step();
+  return st.get_int(0);
+}
+
+// The first eligible task of `queue` in lease order whose labels match.
+std::optional<Task> first_candidate(Db& db, const std::string& queue,
+                                    const std::vector<core::LabelPattern>& m,
+                                    Time now) {
+  Statement st(db, join(join("SELECT ", k_task_columns),
+                        join(" FROM tasks WHERE queue = ?1 AND ",
+                             join(k_ready_where,
+                                  " ORDER BY priority DESC, run_at, id"))));
+  st.bind(1, queue).bind(2, to_unix_ms(now));
+  while (st.step()) {
+    Task t = read_task(st);
+    if (core::matches(t.labels, m)) {
+      return t;
+    }
+  }
+  return std::nullopt;
+}
+
+bool lease_order_before(const Task& a, const Task& b) {
+  if (a.priority != b.priority) {
+    return a.priority > b.priority;
+  }
+  if (a.run_at != b.run_at) {
+    return a.run_at < b.run_at;
+  }
+  return a.id < b.id;
+}
+
+} // namespace
+
+std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
+  Transaction tx(*m_db);
+  struct Source {
+    std::string queue;
+    QueueRow settings;
+    int64_t capacity; // how many more it may lease (max-running)
+  };
+  std::vector<Source> sources;
+  for (const auto& q : req.queues) {
+    QueueRow row = load_queue(*m_db, q);
+    if (row.paused) {
+      continue;
+    }
+    reclaim_expired(*m_db, q, now);
+    int64_t capacity = req.count;
+    if (row.max_running) {
+      capacity = std::max<int64_t>(0, *row.max_running -
+                                          count_running(*m_db, q, now));
+    }
+    sources.push_back({q, std::move(row), capacity});
+  }
+
+  std::vector<Task> leased;
+  while (static_cast<int>(leased.size()) < req.count) {
+    std::optional<Task> best;
+    Source* from = nullptr;
+    for (auto& s : sources) {
+      if (s.capacity <= 0) {
+        continue;
+      }
+      auto c = first_candidate(*m_db, s.queue, req.match, now);
+      if (c && (!best || lease_order_before(*c, *best))) {
+        best = std::move(c);
+        from = &s;
+      }
+    }
+    if (!best) {
+      break;
+    }
+    Task& t = *best;
+    const auto limit = t.max_attempts ? t.max_attempts
+                                      : from->settings.max_attempts;
+    if (limit && t.attempts >= *limit) {
+      // rescue's circuit breaker: park it for an operator instead.
+      const std::string reason =
+          "reached max attempts (" + std::to_string(*limit) + ")";
+      set_state(*m_db, t.id, TaskState::paused, now);
+      Statement(*m_db, "UPDATE tasks SET reason = ?2 WHERE id = ?1")
+          .bind(1, t.id)
+          .bind(2, reason)
+          .run();
+      log_event(*m_db, t.id, now, "pause", t.state, TaskState::paused,
+                k_system_actor, reason);
+      continue;
+    }
+    if (t.state == TaskState::sleeping) {
+      log_event(*m_db, t.id, now, "run", TaskState::sleeping,
+                TaskState::runnable, k_system_actor, "woke up");
+    }
+    const Time expires = now + req.lease_for;
+    Statement(*m_db,
+              "UPDATE tasks SET state = 'runnable', lease_token = ?2, "
+              "lease_worker = ?3, lease_expires = ?4, lease_for_ms = ?5, "
+              "attempts = attempts + 1, rev = rev + 1, updated_at = ?6 "
+              "WHERE id = ?1")
+        .bind(1, t.id)
+        .bind(2, random_token())
+        .bind(3, req.worker)
+        .bind(4, to_unix_ms(expires))
+        .bind(5, req.lease_for.count())
+        .bind(6, to_unix_ms(now))
+        .run();
+    log_event(*m_db, t.id, now, "lease", TaskState::runnable,
+              TaskState::runnable, req.worker,
+              "attempt " + std::to_string(t.attempts + 1) + ", until " +
+                  core::format_time(expires));
+    leased.push_back(load_full(*m_db, t.id));
+    --from->capacity;
+  }
+  tx.commit();
+  return leased;
+}
+
+// ---------------------------------------------------------------------------
+// Worker writes
+// ---------------------------------------------------------------------------
+
+HeartbeatResult TaskStore::heartbeat(int64_t id, const std::string& token,
+                                     std::optional<Millis> extend,
+                                     const std::optional<std::string>& cp,
+                                     Time now) {
+  Transaction tx(*m_db);
+  const Task task = require_lease(*m_db, id, token, now);
+  Statement get_for(*m_db, "SELECT lease_for_ms FROM tasks WHERE id = ?1");
+  get_for.bind(1, id);
+  get_for.step();
+  const Millis by = extend.value_or(Millis(get_for.get_int(0)));
+  const Time expires = now + by;
+  Statement st(*m_db, "UPDATE tasks SET lease_expires = ?2, rev = rev + 1, "
+                      "updated_at = ?3, checkpoint = coalesce(?4, checkpoint), "
+                      "checkpoint_req = CASE WHEN ?4 IS NULL THEN "
+                      "checkpoint_req ELSE 0 END WHERE id = ?1");
+  st.bind(1, id).bind(2, to_unix_ms(expires)).bind(3, to_unix_ms(now));
+  st.bind(4, cp);
+  st.run();
+  if (cp) {
+    log_event(*m_db, id, now, "checkpoint", task.state, task.state,
+              task.lease->worker, "saved");
+  }
+  tx.commit();
+  return {expires, task.checkpoint_requested && !cp};
+}
+
+Task TaskStore::complete(int64_t id, const std::string& token,
+                         const std::optional<std::string>& result, Time now) {
+  Transaction tx(*m_db);
+  const Task task = require_lease(*m_db, id, token, now);
+  const auto next = core::transition(task.state, Message::complete);
+  if (!next) {
+    throw Error(ErrorKind::conflict, refusal(task, Message::complete));
+  }
+  clear_lease(*m_db, task, std::nullopt);
+  set_state(*m_db, id, *next, now);
+  Statement(*m_db, "UPDATE tasks SET result = ?2 WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, result)
+      .run();
+  log_event(*m_db, id, now, "complete", task.state, *next, task.lease->worker,
+            "");
+  Task out = load_full(*m_db, id);
+  tx.commit();
+  return out;
+}
+
+Task TaskStore::fail(int64_t id, const std::string& token,
+                     const FailRequest& req, Time now) {
+  Transaction tx(*m_db);
+  const Task task = require_lease(*m_db, id, token, now);
+  const std::string& worker = task.lease->worker;
+  const auto fault = core::transition(task.state, Message::error);
+  if (!fault) {
+    throw Error(ErrorKind::conflict, refusal(task, Message::error));
+  }
+  const QueueRow queue = load_queue(*m_db, task.queue);
+  const core::ErrorPolicy policy =
+      core::resolve_policy(queue.policy, task.policy);
+  const int64_t keep =
+      std::max<int64_t>(k_error_history, policy.max_errors + 1);
+  clear_lease(*m_db, task, std::nullopt);
+  append_error(*m_db, id, now, req.error, keep);
+
+  if (req.mode == FailMode::move_to) {
+    // The dead-letter move (MassTasker DeleteOrMove): a fresh start in
+    // another queue, its error history kept.
+    Statement(*m_db, "UPDATE tasks SET queue = ?2, attempts = 0, run_at = ?3, "
+                     "rev = rev + 1, updated_at = ?3 WHERE id = ?1")
+        .bind(1, id)
+        .bind(2, req.move_to)
+        .bind(3, to_unix_ms(now))
+        .run();
+    log_event(*m_db, id, now, "error", task.state, TaskState::runnable, worker,
+              req.error + " (moved from " + task.queue + " to " + req.move_to +
+                  ")");
+    Task out = load_full(*m_db, id);
+    tx.commit();
+    return out;
+  }
+
+  log_event(*m_db, id, now, "error", task.state, *fault, worker, req.error);
+  if (req.mode == FailMode::no_retry) {
+    set_state(*m_db, id, TaskState::failed, now);
+    Statement(*m_db, "UPDATE tasks SET reason = ?2 WHERE id = ?1")
+        .bind(1, id)
+        .bind(2, req.error)
+        .run();
+    log_event(*m_db, id, now, "error", *fault, TaskState::failed,
+              k_system_actor, "not retried (--no-retry)");
+  } else {
+    const auto decision =
+        core::decide(load_errors(*m_db, id), now, policy, req.retry_in);
+    if (decision.fail) {
+      append_error(*m_db, id, now, core::k_exceeded_error_rate, keep);
+      set_state(*m_db, id, TaskState::failed, now);
+      Statement(*m_db, "UPDATE tasks SET reason = ?2 WHERE id = ?1")
+          .bind(1, id)
+          .bind(2, core::k_exceeded_error_rate)
+          .run();
+      log_event(*m_db, id, now, "error", *fault, TaskState::failed,
+                k_system_actor, core::k_exceeded_error_rate);
+    } else {
+      set_state(*m_db, id, TaskState::sleeping, now);
+      Statement(*m_db, "UPDATE tasks SET run_at = ?2 WHERE id = ?1")
+          .bind(1, id)
+          .bind(2, to_unix_ms(*decision.until))
+          .run();
+      log_event(*m_db, id, now, "sleep", *fault, TaskState::sleeping,
+                k_system_actor,
+                "retry at " + core::format_time(*decision.until));
+    }
+  }
+  Task out = load_full(*m_db, id);
+  tx.commit();
+  return out;
+}
+
+Task TaskStore::release(int64_t id, const std::string& token,
+                        std::optional<Millis> delay, Time now) {
+  Transaction tx(*m_db);
+  const Task task = require_lease(*m_db, id, token, now);
+  clear_lease(*m_db, task, std::nullopt);
+  // Untouched: the attempt this lease used is given back.
+  Statement(*m_db, "UPDATE tasks SET attempts = max(attempts - 1, 0), "
+                   "run_at = coalesce(?2, run_at), rev = rev + 1, "
+                   "updated_at = ?3 WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, delay ? std::optional(to_unix_ms(now + *delay)) : std::nullopt)
+      .bind(3, to_unix_ms(now))
+      .run();
+  log_event(*m_db, id, now, "release", task.state, task.state,
+            task.lease->worker,
+            delay ? "due " + core::format_time(now + *delay) : "");
+  Task out = load_full(*m_db, id);
+  tx.commit();
+  return out;
+}
+
+Task TaskStore::worker_sleep(int64_t id, const std::string& token, Time until,
+                             Time now) {
+  Transaction tx(*m_db);
+  const Task task = require_lease(*m_db, id, token, now);
+  const auto next = core::transition(task.state, Message::sleep);
+  if (!next) {
+    throw Error(ErrorKind::conflict, refusal(task, Message::sleep));
+  }
+  clear_lease(*m_db, task, std::nullopt);
+  set_state(*m_db, id, *next, now);
+  Statement(*m_db, "UPDATE tasks SET run_at = ?2 WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, to_unix_ms(until))
+      .run();
+  log_event(*m_db, id, now, "sleep", task.state, *next, task.lease->worker,
+            "until " + core::format_time(until));
+  Task out = load_full(*m_db, id);
+  tx.commit();
+  return out;
+}
+
+std::optional<std::string> TaskStore::revoked_reason(int64_t id,
+                                                     const std::string& token) {
+  Statement st(*m_db, "SELECT revoked_reason FROM tasks WHERE id = ?1 AND "
+                      "revoked_token = ?2");
+  st.bind(1, id).bind(2, token);
+  if (!st.step()) {
+    return std::nullopt;
+  }
+  // Stored as "<message> by <actor>".
+  const std::string stored = st.get_text(0);
+  return stored.substr(0, stored.find(' '));
+}
+
+// ---------------------------------------------------------------------------
+// Operator messages
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// Loads the tasks a selector names: ids (each must exist), or filters.
+std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now);
+
+} // namespace
+
+std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
+                                  std::optional<Time> until,
+                                  const std::string& actor, Time now) {
+  if (!core::is_operator_message(msg)) {
+    throw Error(ErrorKind::usage, "an operator cannot send " +
+                                      std::string(core::to_string(msg)));
+  }
+  if (msg == Message::sleep && !until) {
+    throw Error(ErrorKind::usage, "sleep needs --until TIME or --for DUR");
+  }
+  Transaction tx(*m_db);
+  std::vector<Task> changed;
+  for (const Task& task : select_tasks(*m_db, sel, now)) {
+    const auto next = core::transition(task.state, msg);
+    if (!next) {
+      if (sel.has_filters()) {
+        continue;
+      }
+      throw Error(ErrorKind::conflict, refusal(task, msg));
+    }
+    const std::string name(core::to_string(msg));
+    const bool revokes = msg == Message::pause || msg == Message::sleep ||
+                         msg == Message::kill || msg == Message::release;
+    if (revokes && task.lease) {
+      clear_lease(*m_db, task,
+                  task.leased(now) ? std::optional(name + " by " + actor)
+                                   : std::nullopt);
+    }
+    set_state(*m_db, task.id, *next, now);
+    std::string detail;
+    switch (msg) {
+    case Message::pause:
+    case Message::kill:
+      detail = (msg == Message::pause ? "paused by " : "killed by ") + actor;
+      Statement(*m_db, "UPDATE tasks SET reason = ?2 WHERE id = ?1")
+          .bind(1, task.id)
+          .bind(2, detail)
+          .run();
+      break;
+    case Message::sleep:
+      detail = "until " + core::format_time(*until);
+      Statement(*m_db, "UPDATE tasks SET run_at = ?2 WHERE id = ?1")
+          .bind(1, task.id)
+          .bind(2, to_unix_ms(*until))
+          .run();
+      break;
+    case Message::run:
+      // Resuming starts afresh: attempts reset (rescue's Cycles), and a
+      // sleeper is due at once.
+      Statement(*m_db,
+                "UPDATE tasks SET reason = NULL, attempts = CASE WHEN ?2 "
+                "THEN 0 ELSE attempts END, run_at = CASE WHEN ?3 THEN "
+                "min(run_at, ?4) ELSE run_at END WHERE id = ?1")
+          .bind(1, task.id)
+          .bind(2, int64_t{task.state == TaskState::paused})
+          .bind(3, int64_t{task.state == TaskState::sleeping})
+          .bind(4, to_unix_ms(now))
+          .run();
+      break;
+    case Message::checkpoint:
+      Statement(*m_db, "UPDATE tasks SET checkpoint_req = 1 WHERE id = ?1")
+          .bind(1, task.id)
+          .run();
+      break;
+    default:
+      break;
+    }
+    log_event(*m_db, task.id, now, name, task.state, *next, actor, detail);
+    changed.push_back(load_full(*m_db, task.id));
+  }
+  tx.commit();
+  return changed;
+}
+
+// ---------------------------------------------------------------------------
+// Reading
+// ---------------------------------------------------------------------------
+
+namespace {
+
+std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
+  std::vector<Task> out;
+  if (!sel.ids.empty()) {
+    for (int64_t id : sel.ids) {
+      out.push_back(load_full(db, id));
+    }
+    return out;
+  }
+  std::string sql = join(join("SELECT ", k_task_columns),
+                         " FROM tasks WHERE (?1 IS NULL OR queue = ?1)");
+  const std::string state = sel.state.value_or("");
+  if (state == "running") {
+    sql += " AND state = 'runnable' AND lease_token IS NOT NULL AND "
+           "lease_expires > ?2";
+  } else if (state == "ready") {
+    sql += " AND state IN ('runnable', 'sleeping') AND run_at <= ?2 AND "
+           "(lease_token IS NULL OR lease_expires <= ?2)";
+  } else if (!state.empty()) {
+    if (!core::parse_state(state)) {
+      throw Error(ErrorKind::usage,
+                  "unknown state " + state +
+                      ": expected runnable, sleeping, paused, completed, "
+                      "failed, killed, running or ready");
+    }
+    sql += " AND state = ?3 AND ?2 IS NOT NULL";
+  } else {
+    sql += " AND ?2 IS NOT NULL";
+  }
+  sql += " ORDER BY id";
+  const bool limit_in_sql = sel.match.empty() && sel.limit;
+  if (limit_in_sql) {
+    sql += " LIMIT ?4";
+  }
+  Statement st(db, sql);
+  st.bind(1, sel.queue).bind(2, to_unix_ms(now));
+  if (!state.empty() && state != "running" && state != "ready") {
+    st.bind(3, state);
+  }
+  if (limit_in_sql) {
+    st.bind(4, *sel.limit);
+  }
+  while (st.step()) {
+    Task t = read_task(st);
+    if (!core::matches(t.labels, sel.match)) {
+      continue;
+    }
+    out.push_back(std::move(t));
+    if (sel.limit && static_cast<int64_t>(out.size()) >= *sel.limit) {
+      break;
+    }
+  }
+  for (Task& t : out) {
+    t.errors = load_errors(db, t.id);
+  }
+  return out;
+}
+
+} // namespace
+
+std::optional<Task> TaskStore::find(int64_t id) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  auto task = load_task(*m_db, id);
+  if (task) {
+    task->errors = load_errors(*m_db, id);
+  }
+  return task;
+}
+
+TaskDetail TaskStore::show(int64_t id) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  TaskDetail out{load_full(*m_db, id), {}};
+  Statement st(*m_db, "SELECT id, time, message, from_state, to_state, actor, "
+                      "detail FROM events WHERE task_id = ?1 ORDER BY id");
+  st.bind(1, id);
+  while (st.step()) {
+    core::Event e;
+    e.id = st.get_int(0);
+    e.task_id = id;
+    e.time = core::from_unix_ms(st.get_int(1));
+    e.message = st.get_text(2);
+    e.from = st.get_text(3);
+    e.to = st.get_text(4);
+    e.actor = st.get_text(5);
+    e.detail = st.get_text(6);
+    out.events.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<Task> TaskStore::list(const Selector& sel, Time now) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  return select_tasks(*m_db, sel, now);
+}
+
+std::vector<QueueStats> TaskStore::stats(const std::optional<std::string>& q,
+                                         Time now) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  Statement st(
+      *m_db,
+      "SELECT queue, sum(state = 'runnable'), sum(state = 'sleeping'), "
+      "sum(state = 'paused'), sum(state = 'completed'), sum(state = 'failed'), "
+      "sum(state = 'killed'), "
+      "sum(state = 'runnable' AND lease_token IS NOT NULL AND "
+      "    lease_expires > ?2), "
+      "sum(state IN ('runnable', 'sleeping') AND run_at <= ?2 AND "
+      "    (lease_token IS NULL OR lease_expires <= ?2)), "
+      "sum(state = 'runnable' AND run_at > ?2), "
+      "min(CASE WHEN state IN ('runnable', 'sleeping') AND run_at <= ?2 AND "
+      "    (lease_token IS NULL OR lease_expires <= ?2) THEN run_at END), "
+      "sum(state = 'completed' AND updated_at > ?2 - 60000), "
+      "sum(state = 'completed' AND updated_at > ?2 - 3600000) "
+      "FROM tasks WHERE ?1 IS NULL OR queue = ?1 GROUP BY queue ORDER BY "
+      "queue");
+  st.bind(1, q).bind(2, to_unix_ms(now));
+  std::vector<QueueStats> out;
+  while (st.step()) {
+    QueueStats s;
+    s.queue = st.get_text(0);
+    s.runnable = st.get_int(1);
+    s.sleeping = st.get_int(2);
+    s.paused = st.get_int(3);
+    s.completed = st.get_int(4);
+    s.failed = st.get_int(5);
+    s.killed = st.get_int(6);
+    s.running = st.get_int(7);
+    s.ready = st.get_int(8);
+    s.delayed = st.get_int(9);
+    if (auto oldest = st.get_opt_int(10)) {
+      s.oldest_ready_age = Millis(to_unix_ms(now) - *oldest);
+    }
+    s.completed_last_minute = st.get_int(11);
+    s.completed_last_hour = st.get_int(12);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+std::vector<std::string> TaskStore::why(int64_t id, Time now) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  const Task t = load_full(*m_db, id);
+  std::vector<std::string> reasons;
+  const std::string state(core::to_string(t.state));
+  if (core::is_terminal(t.state)) {
+    reasons.push_back(
+        "it is " + state + " (final)" +
+        (t.reason.empty() || t.state == TaskState::completed ? ""
+                                                             : ": " + t.reason));
+    return reasons;
+  }
+  if (t.state == TaskState::paused) {
+    reasons.push_back("it is paused" +
+                      (t.reason.empty() ? "" : ": " + t.reason) +
+                      " (taskq resume " + std::to_string(id) + ")");
+  }
+  if (t.state == TaskState::sleeping && t.run_at > now) {
+    reasons.push_back("it is sleeping until " + core::format_time(t.run_at));
+  }
+  if (t.state == TaskState::runnable && t.run_at > now) {
+    reasons.push_back("it is not due until " + core::format_time(t.run_at));
+  }
+  if (t.leased(now)) {
+    reasons.push_back("it is leased by " + t.lease->worker + " until " +
+                      core::format_time(t.lease->expires_at));
+  }
+  const QueueRow q = load_queue(*m_db, t.queue);
+  if (q.paused) {
+    reasons.push_back("queue " + t.queue + " is paused");
+  }
+  if (q.max_running && !t.leased(now) &&
+      count_running(*m_db, t.queue, now) >= *q.max_running) {
+    reasons.push_back("queue " + t.queue + " is at its running limit (" +
+                      std::to_string(*q.max_running) + ")");
+  }
+  const auto limit = t.max_attempts ? t.max_attempts : q.max_attempts;
+  if (limit && t.attempts >= *limit && t.state != TaskState::paused) {
+    reasons.push_back("it has used its " + std::to_string(*limit) +
+                      " attempts: the next lease pauses it");
+  }
+  return reasons;
+}
+
+// ---------------------------------------------------------------------------
+// Queues and the database
+// ---------------------------------------------------------------------------
+
+void TaskStore::set_queue(const std::string& queue, const QueueSettings& s) {
+  Transaction tx(*m_db);
+  Statement(*m_db,
+            "INSERT INTO queues (name, max_running, max_attempts, max_errors, "
+            "error_window_ms, retry_delay_ms, backoff, max_delay_ms) VALUES "
+            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (name) DO UPDATE SET "
+            "max_running = coalesce(?2, max_running), "
+            "max_attempts = coalesce(?3, max_attempts), "
+            "max_errors = coalesce(?4, max_errors), "
+            "error_window_ms = coalesce(?5, error_window_ms), "
+            "retry_delay_ms = coalesce(?6, retry_delay_ms), "
+            "backoff = coalesce(?7, backoff), "
+            "max_delay_ms = coalesce(?8, max_delay_ms)")
+      .bind(1, queue)
+      .bind(2, s.max_running)
+      .bind(3, s.max_attempts)
+      .bind(4, opt_int64(s.policy.max_errors))
+      .bind(5, opt_ms(s.policy.window))
+      .bind(6, opt_ms(s.policy.retry_delay))
+      .bind(7, opt_backoff(s.policy.backoff))
+      .bind(8, opt_ms(s.policy.max_delay))
+      .run();
+  tx.commit();
+}
+
+CheckReport TaskStore::check() {
+  CheckReport report;
+  Transaction tx(*m_db, Transaction::Kind::read);
+  {
+    Statement st(*m_db, "PRAGMA integrity_check");
+    while (st.step()) {
+      const std::string line = st.get_text(0);
+      if (line != "ok") {
+        report.problems.push_back(line);
+      }
+    }
+  }
+  report.schema_version = read_user_version(*m_db);
+  {
+    Statement st(*m_db, "SELECT count(*), sum(state = 'fault'), "
+                        "sum(lease_token IS NOT NULL AND state <> 'runnable') "
+                        "FROM tasks");
+    st.step();
+    report.tasks = st.get_int(0);
+    if (st.get_int(1) > 0) {
+      report.problems.push_back(std::to_string(st.get_int(1)) +
+                                " task(s) left in the transient fault state");
+    }
+    if (st.get_int(2) > 0) {
+      report.problems.push_back(std::to_string(st.get_int(2)) +
+                                " leased task(s) that are not runnable");
+    }
+  }
+  report.ok = report.problems.empty();
+  return report;
+}
+
+void TaskStore::backup(const std::string& dest_path) {
+  std::error_code ec;
+  if (std::filesystem::exists(dest_path, ec)) {
+    throw Error(ErrorKind::usage,
+                "cannot back up to " + dest_path + ": the file exists");
+  }
+  create_private_file(dest_path);
+  Db dest(dest_path, false);
+  sqlite3_backup* b =
+      sqlite3_backup_init(dest.handle(), "main", m_db->handle(), "main");
+  if (b == nullptr) {
+    dest.fail(sqlite3_errcode(dest.handle()), "cannot back up");
+  }
+  // One step copies everything under a read transaction; writers in WAL
+  // mode carry on meanwhile.
+  int rc = SQLITE_OK;
+  do {
+    rc = sqlite3_backup_step(b, -1);
+    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+      sqlite3_sleep(5);
+    }
+  } while (rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+  sqlite3_backup_finish(b);
+  if (rc != SQLITE_DONE) {
+    std::filesystem::remove(dest_path, ec);
+    m_db->fail(rc, "cannot back up to " + dest_path);
+  }
+}
+
+} // namespace taskq::storage

@@ -1,0 +1,132 @@
+# Concurrency acceptance (SPEC §4): "8 processes lease and complete 2,000
+# tasks on one database; every task is completed exactly once, none is lost,
+# and no `database is locked` error reaches the user."
+#
+# The workers are plain shell loops (`lease -o env` → `done`) run as
+# background processes; the only synchronisation is `wait` on their pids.
+# Each worker writes what it did to its own files, and the checks run in
+# this shell afterwards (the harness helpers are not used from the
+# background processes, which would race on the harness's output files).
+
+conc_workers=8
+conc_tasks=2000
+# A hung invocation must not hang the suite; generous so a loaded machine
+# (or a sanitizer build) never trips it.
+conc_cmd_timeout=120
+
+# conc_worker N: leases from queue q and completes until lease exits 75.
+# Files: conc.N.done (completed ids, one a line), conc.N.err (the stderr of
+# every call but the final lease), conc.N.err75 (the stderr of the lease that
+# exited 75), conc.N.fail (every unexpected exit status).
+conc_worker() {
+  local n=$1 env rc failures=0
+  export TASKQ_WORKER=worker-$n
+  : >"conc.$n.done"
+  : >"conc.$n.err"
+  : >"conc.$n.err75"
+  : >"conc.$n.fail"
+  # Bounded: each task is leased at most once per worker in a correct run,
+  # and a worker that keeps failing stops after 20 failures.
+  while ((failures < 20)); do
+    # --for 1h: no lease can expire during the test, so a second lease of a
+    # task could only come from a bug, never from a slow machine.
+    env=$(timeout -k 5 "$conc_cmd_timeout" "$TASKQ" lease q -o env --for 1h \
+      2>"conc.$n.lease-err")
+    rc=$?
+    if ((rc == 75)); then
+      cat "conc.$n.lease-err" >>"conc.$n.err75"
+      break
+    fi
+    cat "conc.$n.lease-err" >>"conc.$n.err"
+    if ((rc != 0)); then
+      echo "lease: exit $rc" >>"conc.$n.fail"
+      failures=$((failures + 1))
+      continue
+    fi
+    unset TASKQ_ID TASKQ_LEASE
+    eval "$env"
+    if [[ -z ${TASKQ_ID:-} || -z ${TASKQ_LEASE:-} ]]; then
+      echo "lease -o env set no TASKQ_ID/TASKQ_LEASE: $env" >>"conc.$n.fail"
+      failures=$((failures + 1))
+      continue
+    fi
+    timeout -k 5 "$conc_cmd_timeout" "$TASKQ" done 2>>"conc.$n.err"
+    rc=$?
+    if ((rc == 0)); then
+      echo "$TASKQ_ID" >>"conc.$n.done"
+    else
+      echo "done $TASKQ_ID: exit $rc" >>"conc.$n.fail"
+      failures=$((failures + 1))
+    fi
+  done
+}
+
+section "bulk add of 2,000 tasks with add --jsonl"
+awk -v n="$conc_tasks" 'BEGIN { for (i = 1; i <= n; i++) printf "{\"n\":%d}\n", i }' \
+  >conc.jsonl
+expect_exit 0 "$TASKQ" add q --jsonl conc.jsonl -o id
+printf '%s\n' "$out" >conc.ids
+expect_eq "$(grep -c '^[0-9][0-9]*$' conc.ids)" "$conc_tasks" "ids printed by add"
+expect_eq "$(sort -u conc.ids | wc -l)" "$conc_tasks" "distinct ids printed by add"
+expect_exit 0 "$TASKQ" list --queue q --state ready -o id
+expect_eq "$(grep -c . <<<"$out")" "$conc_tasks" "ready tasks before the workers"
+
+section "8 worker processes lease and complete every task exactly once"
+conc_pids=()
+for ((w = 1; w <= conc_workers; w++)); do
+  conc_worker "$w" 3>&- &
+  conc_pids+=($!)
+done
+conc_status=0
+for pid in "${conc_pids[@]}"; do
+  wait "$pid" || conc_status=$?
+done
+expect_eq "$conc_status" 0 "exit status of the worker loops"
+
+cat conc.*.err conc.*.err75 >conc-all.err
+cat conc.*.fail >conc-all.fail
+cat conc.*.done >conc-all.done
+expect_eq "$(grep -iE 'locked|busy' conc-all.err | head -5)" "" \
+  "worker stderr mentioning locked/busy"
+expect_eq "$(head -20 conc-all.fail)" "" "unexpected exit statuses of lease/done"
+# A lease that got a task and a done that succeeded have nothing to say.
+expect_eq "$(cat conc.*.err | head -5)" "" \
+  "stderr of the successful lease and done calls"
+
+# The sum of completions the workers saw, and that they are the added ids.
+expect_eq "$(wc -l <conc-all.done)" "$conc_tasks" "completions reported by workers"
+expect_eq "$(sort -n conc-all.done | uniq -d | head -5)" "" \
+  "ids completed by two workers"
+expect_eq "$(sort -n conc-all.done | md5sum)" "$(sort -n conc.ids | md5sum)" \
+  "completed ids = added ids"
+
+section "the database agrees: all completed, once, at the first attempt"
+expect_exit 0 "$TASKQ" list --queue q --state completed -o id
+expect_eq "$(grep -c . <<<"$out")" "$conc_tasks" "completed tasks"
+expect_exit 0 "$TASKQ" list --queue q -o id
+expect_eq "$(grep -c . <<<"$out")" "$conc_tasks" "tasks in the queue (none lost, none extra)"
+expect_exit 0 "$TASKQ" list --queue q -o json
+expect_eq "$(jq -s 'length' <<<"$out")" "$conc_tasks" "tasks listed as JSON"
+expect_eq "$(jq -s '[.[] | select(.attempts != 1)] | length' <<<"$out")" 0 \
+  "tasks leased more than once (attempts != 1)"
+expect_eq "$(jq -s '[.[] | select(.state != "completed")] | length' <<<"$out")" 0 \
+  "tasks not completed"
+expect_eq "$(jq -s '[.[] | select(.lease != null)] | length' <<<"$out")" 0 \
+  "tasks still holding a lease"
+
+# Every task's event log shows exactly one complete, by a worker. Four
+# `show` processes at a time; each prints one JSON line.
+xargs -P 4 -I{} timeout -k 5 "$conc_cmd_timeout" "$TASKQ" show {} -o json \
+  <conc.ids >conc-shows 2>conc-shows.err 3>&-
+expect_eq "$(cat conc-shows.err)" "" "stderr of show for every task"
+expect_eq "$(jq -s 'length' <conc-shows)" "$conc_tasks" "tasks shown"
+expect_eq "$(jq -c 'select(([.events[] | select(.message == "complete")] | length) != 1) | .id' \
+  <conc-shows | head -5)" "" "tasks whose events lack exactly one complete"
+expect_eq "$(jq -c 'select(([.events[] | select(.message == "lease")] | length) > 1) | .id' \
+  <conc-shows | head -5)" "" "tasks with more than one lease event"
+expect_eq "$(jq -r '.events[] | select(.message == "complete") | .actor' \
+  <conc-shows | grep -cv '^worker-[0-9]*$')" 0 \
+  "complete events whose actor is not a worker"
+
+expect_exit 0 "$TASKQ" db check
+expect_exit 75 "$TASKQ" lease q

@@ -1,0 +1,139 @@
+# Bad input (SPEC §1 exit codes, §4 "bad input of any kind gets a clear
+# message and the documented exit code, and changes nothing"): usage errors
+# exit 2, unknown ids exit 3, and the database is left as it was.
+
+set_now 2026-11-21T08:00:00Z
+
+# Two tasks give the refused commands something to damage.
+victim=$(add_task q --payload '{"keep":true}')
+leased_id=$(add_task held)
+lease_json=$(tq lease held --worker w1)
+tok=$(jq -r .lease.token <<<"$lease_json")
+tasks_before=$(count_tasks)
+victim_before=$(snapshot "$victim")
+leased_before=$(snapshot "$leased_id")
+
+# unchanged: the database is as it was before the refused commands.
+unchanged() {
+  expect_eq "$(count_tasks)" "$tasks_before" "number of tasks"
+  expect_eq "$(snapshot "$victim")" "$victim_before" "task $victim"
+  expect_eq "$(snapshot "$leased_id")" "$leased_before" "task $leased_id"
+}
+
+section "help"
+expect_exit 0 "$TASKQ" --help
+expect_contains "$out" lease "taskq --help"
+for sub in add lease heartbeat done fail release sleep pause resume kill \
+  checkpoint send retry show list stats why queue db; do
+  expect_exit 0 "$TASKQ" "$sub" --help
+  expect_contains "$out" "$sub" "taskq $sub --help"
+done
+
+section "unknown commands and options"
+expect_exit 2 "$TASKQ" frobnicate
+expect_err_format
+expect_exit 2 "$TASKQ" add q --frobnicate
+expect_exit 2 "$TASKQ" list --frobnicate
+expect_exit 2 "$TASKQ" -o yaml list
+expect_exit 2 "$TASKQ" add
+unchanged
+
+section "malformed JSON payload"
+for bad in '{bad' '{"a":1' "{'a':1}" 'hello' '' '{"a":1} {"b":2}' '[1,]'; do
+  expect_exit 2 "$TASKQ" add q --payload "$bad"
+  expect_err_format
+  expect_err_contains --text
+done
+printf '{"a":\n' >bad.json
+expect_exit 2 "$TASKQ" add q --payload-file bad.json
+expect_exit 2 "$TASKQ" add q --payload '{"a":1}' --text a
+expect_exit 2 "$TASKQ" done "$leased_id" --lease "$tok" --result '{bad'
+expect_exit 2 "$TASKQ" heartbeat "$leased_id" --lease "$tok" --checkpoint '{bad'
+unchanged
+
+section "malformed durations"
+expect_exit 2 "$TASKQ" lease held --for 5x
+expect_exit 2 "$TASKQ" lease q --for 5x
+expect_err_format
+expect_exit 2 "$TASKQ" lease q --for ''
+expect_exit 2 "$TASKQ" add q --delay -1s
+expect_exit 2 "$TASKQ" add q --delay 1h30
+expect_exit 2 "$TASKQ" add q --delay m
+expect_exit 2 "$TASKQ" add q --retry-delay 10y
+expect_exit 2 "$TASKQ" sleep "$victim" --for 5x
+expect_exit 2 "$TASKQ" heartbeat "$leased_id" --lease "$tok" --for soon
+expect_exit 2 "$TASKQ" fail "$leased_id" --lease "$tok" --error e --retry-in 1x
+expect_exit 2 "$TASKQ" release "$leased_id" --lease "$tok" --delay -5m
+unchanged
+
+section "malformed times"
+expect_exit 2 "$TASKQ" sleep "$victim" --until 2026-13-01T00:00:00Z
+expect_err_format
+expect_exit 2 "$TASKQ" sleep "$victim" --until tomorrow
+expect_exit 2 "$TASKQ" send "$victim" sleep --until 2026-11-21T25:00:00Z
+expect_exit 2 "$TASKQ" add q --at 2026-02-30T00:00:00Z
+expect_exit 2 "$TASKQ" add q --at 'next tuesday'
+# A bad clock is refused before anything happens.
+for bad in yesterday 2026-13-01T00:00:00Z 1795248000; do
+  expect_exit 2 env TASKQ_NOW="$bad" "$TASKQ" add q
+  expect_err_contains TASKQ_NOW
+  expect_exit 2 env TASKQ_NOW="$bad" "$TASKQ" lease q
+done
+unchanged
+
+section "missing required values"
+expect_exit 2 "$TASKQ" sleep "$victim"
+expect_exit 2 "$TASKQ" send "$victim" sleep
+expect_exit 2 "$TASKQ" fail "$leased_id" --lease "$tok"
+expect_exit 2 "$TASKQ" send "$victim"
+expect_exit 2 "$TASKQ" add q --delay 1m --at 2026-11-22T00:00:00Z
+unchanged
+
+section "malformed labels"
+expect_exit 2 "$TASKQ" add q --label novalue
+expect_err_format
+expect_exit 2 "$TASKQ" add q --label =x
+expect_exit 2 "$TASKQ" lease q --match =x
+expect_exit 2 "$TASKQ" list --match =x
+expect_exit 2 "$TASKQ" pause --queue q --match =x
+unchanged
+
+section "malformed numbers and ids"
+expect_exit 2 "$TASKQ" add q --priority high
+expect_exit 2 "$TASKQ" add q --max-attempts many
+expect_exit 2 "$TASKQ" lease q --count x
+expect_exit 2 "$TASKQ" list --limit x
+expect_exit 2 "$TASKQ" show abc
+expect_exit 2 "$TASKQ" pause 12abc
+expect_exit 2 "$TASKQ" done abc --lease "$tok"
+unchanged
+
+section "-o env leases one task only"
+expect_exit 2 "$TASKQ" lease q --count 2 -o env
+unchanged
+
+section "unknown ids"
+expect_exit 3 "$TASKQ" show 999999
+expect_err_format
+expect_exit 3 "$TASKQ" show 999999 -o json
+expect_out_empty
+expect_exit 3 "$TASKQ" why 999999
+expect_exit 3 "$TASKQ" retry 999999
+for sub in pause resume kill release checkpoint; do
+  expect_exit 3 "$TASKQ" "$sub" 999999
+done
+expect_exit 3 "$TASKQ" sleep 999999 --for 1m
+expect_exit 3 "$TASKQ" send 999999 pause
+expect_exit 3 "$TASKQ" done 999999 --lease "$tok"
+expect_exit 3 "$TASKQ" fail 999999 --lease "$tok" --error e
+expect_exit 3 "$TASKQ" heartbeat 999999 --lease "$tok"
+expect_exit 3 "$TASKQ" release 999999 --lease "$tok"
+unchanged
+
+section "accepted durations"
+fresh_db durations
+for pair in 90s:90 5m:300 1h30m:5400 2d:172800 1w:604800 45:45; do
+  id=$(add_task durations --delay "${pair%%:*}")
+  expect_time "$(field "$id" .run_at)" "$(later "${pair#*:}")" \
+    "run_at for --delay ${pair%%:*}"
+done

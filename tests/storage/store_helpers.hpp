@@ -1,0 +1,188 @@
+#pragma once
+
+#include "core/error.hpp"
+#include "core/task.hpp"
+#include "core/time.hpp"
+#include "storage/task_store.hpp"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+// Readable values in failure reports.
+namespace doctest {
+template <> struct StringMaker<taskq::core::Time> {
+  static String convert(const taskq::core::Time& t) {
+    return taskq::core::format_time(t).c_str();
+  }
+};
+template <> struct StringMaker<std::vector<int64_t>> {
+  static String convert(const std::vector<int64_t>& v) {
+    std::string out = "{";
+    for (std::size_t i = 0; i < v.size(); ++i) {
+      out += (i == 0 ? "" : ", ") + std::to_string(v[i]);
+    }
+    return (out + "}").c_str();
+  }
+};
+} // namespace doctest
+
+// Small helpers shared by the storage tests. Every test passes `now`
+// explicitly: it starts at t0 and is advanced by hand, never read from the
+// clock.
+namespace taskq::test {
+
+using namespace std::chrono_literals;
+using core::Message;
+using core::Millis;
+using core::TaskState;
+using core::Time;
+using storage::OpenMode;
+using storage::TaskStore;
+
+inline const Time t0 = *core::parse_time("2026-11-21T08:00:00Z");
+
+inline const std::string k_operator = "alice@host";
+inline const std::string k_worker = "w1";
+
+inline storage::NewTask new_task(const std::string& queue,
+                                 const std::string& payload = "null") {
+  storage::NewTask task;
+  task.queue = queue;
+  task.payload = payload;
+  return task;
+}
+
+inline int64_t add_task(TaskStore& store, const std::string& queue,
+                        Time now = t0, const std::string& payload = "null") {
+  return store.add(new_task(queue, payload), now, k_operator);
+}
+
+inline storage::LeaseRequest lease_request(const std::string& queue,
+                                           Millis lease_for = 5min,
+                                           const std::string& worker =
+                                               k_worker) {
+  storage::LeaseRequest req;
+  req.queues = {queue};
+  req.lease_for = lease_for;
+  req.worker = worker;
+  return req;
+}
+
+// Leases at most one task of `queue`.
+inline std::optional<core::Task> lease_one(TaskStore& store,
+                                           const std::string& queue, Time now,
+                                           Millis lease_for = 5min,
+                                           const std::string& worker =
+                                               k_worker) {
+  const auto leased =
+      store.lease(lease_request(queue, lease_for, worker), now);
+  REQUIRE(leased.size() <= 1);
+  if (leased.empty()) {
+    return std::nullopt;
+  }
+  return leased.front();
+}
+
+inline storage::Selector by_ids(std::vector<int64_t> ids) {
+  storage::Selector sel;
+  sel.ids = std::move(ids);
+  return sel;
+}
+
+inline storage::Selector by_queue(const std::string& queue) {
+  storage::Selector sel;
+  sel.queue = queue;
+  return sel;
+}
+
+inline storage::Selector by_state(const std::string& state) {
+  storage::Selector sel;
+  sel.state = state;
+  return sel;
+}
+
+// Sends an operator message to one task.
+inline std::vector<core::Task>
+send_one(TaskStore& store, int64_t id, Message msg, Time now,
+         std::optional<Time> until = std::nullopt) {
+  return store.send(by_ids({id}), msg, until, k_operator, now);
+}
+
+inline storage::FailRequest fail_request(
+    const std::string& error,
+    storage::FailMode mode = storage::FailMode::policy) {
+  storage::FailRequest req;
+  req.error = error;
+  req.mode = mode;
+  return req;
+}
+
+// The kind of taskq::Error that `f` throws, or std::nullopt when it returns.
+// Any other exception escapes and fails the test.
+template <typename F> std::optional<ErrorKind> error_kind(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const taskq::Error& e) {
+    return e.kind();
+  }
+  return std::nullopt;
+}
+
+// The message of the taskq::Error that `f` throws; empty when none.
+template <typename F> std::string error_message(F&& f) {
+  try {
+    std::forward<F>(f)();
+  } catch (const taskq::Error& e) {
+    return e.what();
+  }
+  return {};
+}
+
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+inline std::vector<int64_t> ids_of(const std::vector<core::Task>& tasks) {
+  std::vector<int64_t> ids;
+  ids.reserve(tasks.size());
+  for (const auto& t : tasks) {
+    ids.push_back(t.id);
+  }
+  return ids;
+}
+
+inline std::vector<int64_t> sorted(std::vector<int64_t> ids) {
+  std::sort(ids.begin(), ids.end());
+  return ids;
+}
+
+inline std::optional<std::string> token_of(const core::Task& task) {
+  if (!task.lease) {
+    return std::nullopt;
+  }
+  return task.lease->token;
+}
+
+// Asserts that nothing observable about a task changed between two reads.
+inline void check_unchanged(const core::Task& before,
+                            const core::Task& after) {
+  CHECK(after.rev == before.rev);
+  CHECK(after.state == before.state);
+  CHECK(after.queue == before.queue);
+  CHECK(after.attempts == before.attempts);
+  CHECK(after.run_at == before.run_at);
+  CHECK(after.updated_at == before.updated_at);
+  CHECK(token_of(after) == token_of(before));
+  CHECK(after.errors.size() == before.errors.size());
+  CHECK(after.result == before.result);
+  CHECK(after.checkpoint == before.checkpoint);
+}
+
+} // namespace taskq::test

@@ -1,0 +1,249 @@
+// TaskStore: opening, creating and migrating the database file, refusing
+// files it cannot use, and the `db` administration calls.
+#include "storage/task_store.hpp"
+
+#include "store_helpers.hpp"
+#include "temp_db.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <sys/stat.h>
+#include <sys/types.h>
+
+using namespace taskq;
+using namespace taskq::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void write_file(const std::string& path, const std::string& content) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out << content;
+}
+
+// The permission bits of `path`.
+unsigned mode_of(const std::string& path) {
+  struct stat st {};
+  REQUIRE(::stat(path.c_str(), &st) == 0);
+  return static_cast<unsigned>(st.st_mode) & 0777U;
+}
+
+// Sets PRAGMA user_version of the closed database at `path`. Tests may not
+// include <sqlite3.h> (only storage/ does), so this uses the sqlite3 shell
+// when it is installed, and otherwise writes the field directly: it is the
+// 4-byte big-endian integer at offset 60 of the database header (SQLite file
+// format, section 1.3). The database must be closed and checkpointed, which
+// closing the last TaskStore does (the -wal file is then gone).
+void set_user_version(const std::string& path, uint32_t version) {
+  REQUIRE_FALSE(fs::exists(path + "-wal"));
+  if (std::system("command -v sqlite3 >/dev/null 2>&1") == 0) {
+    const std::string cmd = "sqlite3 '" + path + "' 'PRAGMA user_version = " +
+                            std::to_string(version) + ";'";
+    REQUIRE(std::system(cmd.c_str()) == 0);
+    return;
+  }
+  std::fstream f(path, std::ios::binary | std::ios::in | std::ios::out);
+  REQUIRE(f);
+  f.seekp(60);
+  const char bytes[4] = {static_cast<char>((version >> 24) & 0xFFU),
+                         static_cast<char>((version >> 16) & 0xFFU),
+                         static_cast<char>((version >> 8) & 0xFFU),
+                         static_cast<char>(version & 0xFFU)};
+  f.write(bytes, 4);
+  REQUIRE(f);
+}
+
+// PRAGMA user_version of the closed database at `path`, read from the header
+// (see set_user_version).
+uint32_t user_version(const std::string& path) {
+  REQUIRE_FALSE(fs::exists(path + "-wal"));
+  const std::string header = read_file(path).substr(0, 100);
+  REQUIRE(header.size() == 100);
+  uint32_t version = 0;
+  for (std::size_t i = 60; i < 64; ++i) {
+    version = (version << 8U) | static_cast<unsigned char>(header[i]);
+  }
+  return version;
+}
+
+// Restores the process umask when a test ends.
+class ScopedUmask {
+public:
+  explicit ScopedUmask(mode_t mask) : m_old(::umask(mask)) {}
+  ~ScopedUmask() { ::umask(m_old); }
+  ScopedUmask(const ScopedUmask&) = delete;
+  ScopedUmask& operator=(const ScopedUmask&) = delete;
+
+private:
+  mode_t m_old;
+};
+
+} // namespace
+
+TEST_CASE("a new database is at the latest schema version") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  CHECK(storage::latest_schema_version() >= 1);
+  CHECK(store.schema_version() == storage::latest_schema_version());
+  // migrate on an up-to-date database changes nothing.
+  CHECK(store.migrate() == storage::latest_schema_version());
+  CHECK(store.schema_version() == storage::latest_schema_version());
+}
+
+TEST_CASE("reopening a database does not migrate it again or lose tasks") {
+  TempDb db;
+  int64_t id = 0;
+  {
+    TaskStore store(db.path(), OpenMode::write);
+    id = add_task(store, "q");
+  }
+  for (int i = 0; i < 3; ++i) {
+    TaskStore store(db.path(), OpenMode::write);
+    CHECK(store.schema_version() == storage::latest_schema_version());
+    CHECK(store.find(id));
+  }
+}
+
+TEST_CASE("a file that is not a database is refused as unavailable and left "
+          "untouched") {
+  TempDb db;
+  std::string garbage;
+  for (int i = 0; i < 200; ++i) {
+    garbage += "this is not an SQLite database, line " + std::to_string(i) +
+               "\n";
+  }
+  write_file(db.path(), garbage);
+
+  for (const OpenMode mode : {OpenMode::write, OpenMode::read}) {
+    const auto kind = error_kind([&] {
+      TaskStore store(db.path(), mode);
+      // Some implementations only notice on first use.
+      store.list(storage::Selector{}, t0);
+    });
+    CHECK(kind == ErrorKind::unavailable);
+  }
+  CHECK(read_file(db.path()) == garbage);
+}
+
+TEST_CASE("a database whose schema is newer than this binary is refused as "
+          "unavailable") {
+  TempDb db;
+  {
+    TaskStore store(db.path(), OpenMode::write);
+    add_task(store, "q");
+  }
+  const auto too_new =
+      static_cast<uint32_t>(storage::latest_schema_version() + 1);
+  set_user_version(db.path(), too_new);
+
+  for (const OpenMode mode : {OpenMode::write, OpenMode::read}) {
+    std::optional<ErrorKind> kind;
+    std::string message;
+    try {
+      TaskStore store(db.path(), mode);
+      store.list(storage::Selector{}, t0);
+    } catch (const taskq::Error& e) {
+      kind = e.kind();
+      message = e.what();
+    }
+    CHECK(kind == ErrorKind::unavailable);
+    CHECK(contains(message, "schema"));
+  }
+  // Refusing it changed nothing, and left no -wal behind.
+  CHECK(user_version(db.path()) == too_new);
+}
+
+TEST_CASE("opening a missing database for reading creates nothing") {
+  TempDb db;
+  const std::string path = (db.dir() / "not" / "yet" / "taskq.db").string();
+  {
+    TaskStore store(path, OpenMode::read);
+    CHECK(store.list(storage::Selector{}, t0).empty());
+    CHECK(store.stats(std::nullopt, t0).empty());
+    CHECK_FALSE(store.find(1));
+  }
+  CHECK_FALSE(fs::exists(path));
+  CHECK_FALSE(fs::exists(db.dir() / "not"));
+}
+
+TEST_CASE("opening for writing creates the file with mode 0600 and its "
+          "folder") {
+  TempDb db;
+  const ScopedUmask umask_022(022); // a typical user's umask
+  const std::string path = (db.dir() / "sub" / "dir" / "taskq.db").string();
+  TaskStore store(path, OpenMode::write);
+  add_task(store, "q");
+  REQUIRE(fs::exists(path));
+  CHECK(mode_of(path) == 0600U);
+  // The WAL holds task data too.
+  for (const char* suffix : {"-wal", "-shm"}) {
+    if (fs::exists(path + suffix)) {
+      CAPTURE(suffix);
+      CHECK((mode_of(path + suffix) & 0077U) == 0U);
+    }
+  }
+}
+
+TEST_CASE("check reports a healthy database as ok") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  for (int i = 0; i < 5; ++i) {
+    add_task(store, "q");
+  }
+  const auto report = store.check();
+  CHECK(report.ok);
+  CHECK(report.problems.empty());
+  CHECK(report.schema_version == storage::latest_schema_version());
+  CHECK(report.tasks == 5);
+}
+
+TEST_CASE("backup produces a database that opens with the same tasks") {
+  TempDb db;
+  const std::string copy = db.sibling("backup.db");
+  int64_t leased_id = 0;
+  int64_t killed_id = 0;
+  {
+    TaskStore store(db.path(), OpenMode::write);
+    storage::NewTask spec = new_task("q", R"({"a": [1, 2]})");
+    spec.labels = {{"k", "v"}};
+    store.add(spec, t0, k_operator);
+    const auto leased = lease_one(store, "q", t0);
+    REQUIRE(leased);
+    leased_id = leased->id;
+    killed_id = add_task(store, "other");
+    send_one(store, killed_id, Message::kill, t0);
+    store.backup(copy);
+    // Changes after the backup are not in it.
+    add_task(store, "q");
+  }
+  REQUIRE(fs::exists(copy));
+  TaskStore restored(copy, OpenMode::write);
+  CHECK(restored.schema_version() == storage::latest_schema_version());
+  const auto tasks = restored.list(storage::Selector{}, t0);
+  CHECK(sorted(ids_of(tasks)) == std::vector<int64_t>{leased_id, killed_id});
+  const auto leased = restored.find(leased_id);
+  REQUIRE(leased);
+  CHECK(leased->payload == R"({"a": [1, 2]})");
+  CHECK(leased->labels == core::Labels{{"k", "v"}});
+  CHECK(leased->attempts == 1);
+  CHECK(leased->leased(t0));
+  REQUIRE(restored.find(killed_id));
+  CHECK(restored.find(killed_id)->state == TaskState::killed);
+  bool kill_event = false;
+  for (const auto& e : restored.show(killed_id).events) {
+    kill_event = kill_event || e.message == "kill";
+  }
+  CHECK(kill_event);
+  CHECK(restored.check().ok);
+}
