@@ -12,7 +12,7 @@ _taskq_ask() {
 
 _taskq() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-    local cmd='' sub='' npos=0 bulk='' i w words=''
+    local cmd='' sub='' npos=0 last='' bulk='' i w words=''
     local messages="run pause sleep release checkpoint kill"
     local -a db=()
     COMPREPLY=()
@@ -50,6 +50,7 @@ _taskq() {
                 sub=$w
             else
                 ((++npos))
+                last=$w
             fi
             ;;
         esac
@@ -107,7 +108,9 @@ _taskq() {
             add//0 | lease//* | queue/set/0) words=$(_taskq_ask queue list -o id) ;;
             send//0) [[ $bulk ]] && words=$messages ||
                 words=$(_taskq_ask list -o id --limit 200) ;;
-            send//1) [[ $bulk ]] || words=$messages ;;
+            send//*) # send ID... MESSAGE: ids until a message
+                [[ $bulk || $last == @(${messages// /|}) ]] ||
+                    words="$messages $(_taskq_ask list -o id --limit 200)" ;;
             heartbeat//0 | done//0 | fail//0 | retry//0 | show//0 | why//0 | \
                 release//* | sleep//* | pause//* | resume//* | kill//* | \
                 checkpoint//*)

@@ -43,6 +43,13 @@ function __taskq_bulk
     string match -qr -- '^--(queue|state|match)' (commandline -opc)
 end
 
+# send ID... MESSAGE: after an id, more ids or the message.
+function __taskq_send_more
+    set -l words (__taskq_words)
+    test "$words[1]" = send; and set -q words[2]; and not __taskq_bulk
+    and not contains -- $words[-1] run pause sleep release checkpoint kill
+end
+
 # Asks the taskq being completed for dynamic values (queue names, task ids),
 # with the --db given on the line if any.
 function __taskq_ask
@@ -103,7 +110,7 @@ for cmd in release sleep pause resume kill checkpoint
 end
 complete -c taskq -n '__taskq_at send 0; and not __taskq_bulk' -a $tasks
 complete -c taskq -n '__taskq_at send 0; and __taskq_bulk' -a $messages
-complete -c taskq -n '__taskq_at send 1; and not __taskq_bulk' -a $messages
+complete -c taskq -n __taskq_send_more -a "$messages $tasks"
 complete -c taskq -n '__taskq_at queue 0' -a list -d 'List queues'
 complete -c taskq -n '__taskq_at queue 0' -a set -d 'Configure a queue'
 complete -c taskq -n '__taskq_at db 0' -a 'check path migrate backup'

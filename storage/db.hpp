@@ -11,8 +11,8 @@ struct sqlite3_stmt;
 
 namespace taskq::storage {
 
-// One SQLite connection, set up for taskq: WAL, synchronous=NORMAL, a busy
-// handler that waits up to the busy timeout. Failures throw taskq::Error
+// One SQLite connection, set up for taskq: a busy handler that waits up to
+// the busy timeout, and no checkpoint when the connection closes. Failures throw taskq::Error
 // with context and sqlite3_errmsg().
 class Db {
 public:

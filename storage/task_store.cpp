@@ -389,7 +389,9 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode) {
     create_private_file(path);
   }
   m_db = std::make_unique<Db>(path, false);
-  m_db->exec("PRAGMA synchronous = NORMAL", "cannot configure " + path);
+  // FULL: a command that returned has its change on disk, also across a
+  // power loss (NORMAL in WAL mode may lose the last commits).
+  m_db->exec("PRAGMA synchronous = FULL", "cannot configure " + path);
   const int version = read_user_version(*m_db);
   if (version > latest_schema_version()) {
     throw Error(ErrorKind::unavailable,

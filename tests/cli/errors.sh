@@ -194,3 +194,21 @@ for i in 0 1 2 3; do
     "wake after error $((i + 1))"
   set_now "$(iso "$(epoch "$(field "$id" .run_at)")")"
 done
+
+section "the error history keeps the last 100 errors, oldest first"
+# A 1-second window never holds two errors, so the task never fails.
+set_now $T0
+id=$(add_task history --error-window 1s --retry-delay 1s)
+for i in $(seq 1 105); do
+  lease=$("$TASKQ" lease history)
+  # The payload is null, so the only "token" in the JSON is the lease's.
+  [[ $lease =~ \"token\":\"([^\"]+)\" ]]
+  "$TASKQ" fail "$id" --lease "${BASH_REMATCH[1]:-none}" --error "error $i" ||
+    _ko "fail $i" "exit $?"
+  advance 2
+done
+task=$(snapshot "$id")
+expect_json "$task" .state sleeping
+expect_json "$task" '.errors | length >= 100' true "at least 100 errors kept"
+expect_json "$task" '[.errors[-100:][].error] == [range(6; 106) | "error \(.)"]' \
+  true "the last 100 errors, in order"

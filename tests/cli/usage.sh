@@ -13,11 +13,17 @@ tasks_before=$(count_tasks)
 victim_before=$(snapshot "$victim")
 leased_before=$(snapshot "$leased_id")
 
-# unchanged: the database is as it was before the refused commands.
+# unchanged: the database is as it was before the refused commands. Then
+# takes the state as the new baseline, so one bad command fails one check.
 unchanged() {
-  expect_eq "$(count_tasks)" "$tasks_before" "number of tasks"
-  expect_eq "$(snapshot "$victim")" "$victim_before" "task $victim"
-  expect_eq "$(snapshot "$leased_id")" "$leased_before" "task $leased_id"
+  local now_count now_victim now_leased
+  now_count=$(count_tasks)
+  now_victim=$(snapshot "$victim")
+  now_leased=$(snapshot "$leased_id")
+  expect_eq "$now_count" "$tasks_before" "number of tasks"
+  expect_eq "$now_victim" "$victim_before" "task $victim"
+  expect_eq "$now_leased" "$leased_before" "task $leased_id"
+  tasks_before=$now_count victim_before=$now_victim leased_before=$now_leased
 }
 
 section "help"
@@ -87,6 +93,12 @@ expect_exit 2 "$TASKQ" send "$victim" sleep
 expect_exit 2 "$TASKQ" fail "$leased_id" --lease "$tok"
 expect_exit 2 "$TASKQ" send "$victim"
 expect_exit 2 "$TASKQ" add q --delay 1m --at 2026-11-22T00:00:00Z
+# Worker commands need a task and a token, from the line or the environment.
+expect_exit 2 "$TASKQ" done "$leased_id"
+expect_exit 2 "$TASKQ" done --lease "$tok"
+expect_exit 2 "$TASKQ" heartbeat "$leased_id"
+expect_exit 2 "$TASKQ" release --lease "$tok"
+expect_exit 2 "$TASKQ" fail --lease "$tok" --error e
 unchanged
 
 section "malformed labels"

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/error.hpp"
+#include "core/state.hpp"
 #include "core/task.hpp"
 #include "core/time.hpp"
 #include "storage/task_store.hpp"
@@ -20,6 +21,36 @@ namespace doctest {
 template <> struct StringMaker<taskq::core::Time> {
   static String convert(const taskq::core::Time& t) {
     return taskq::core::format_time(t).c_str();
+  }
+};
+template <> struct StringMaker<taskq::core::TaskState> {
+  static String convert(taskq::core::TaskState s) {
+    return std::string(taskq::core::to_string(s)).c_str();
+  }
+};
+template <> struct StringMaker<std::optional<taskq::ErrorKind>> {
+  static String convert(const std::optional<taskq::ErrorKind>& k) {
+    if (!k) {
+      return "no error";
+    }
+    switch (*k) {
+    case taskq::ErrorKind::usage:
+      return "usage";
+    case taskq::ErrorKind::not_found:
+      return "not_found";
+    case taskq::ErrorKind::conflict:
+      return "conflict";
+    case taskq::ErrorKind::unavailable:
+      return "unavailable";
+    case taskq::ErrorKind::internal:
+      return "internal";
+    }
+    return "?";
+  }
+};
+template <> struct StringMaker<taskq::ErrorKind> {
+  static String convert(taskq::ErrorKind k) {
+    return StringMaker<std::optional<taskq::ErrorKind>>::convert(k);
   }
 };
 template <> struct StringMaker<std::vector<int64_t>> {
