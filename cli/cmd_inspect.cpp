@@ -39,7 +39,7 @@ void run_list(const ListOptions& o, Context& ctx) {
   }
   for (const auto& t : tasks) {
     if (format == Format::json) {
-      print_json(task_json(t, now));
+      print_task_json(t, now);
     } else {
       std::printf("%lld\n", static_cast<long long>(t.id));
     }
@@ -107,13 +107,7 @@ void register_inspect(CLI::App& app, Context& ctx) {
     const core::Time now = ctx.now();
     const auto detail = ctx.store(storage::OpenMode::read).show(parse_id(*sid));
     if (format == Format::json) {
-      Json j = task_json(detail.task, now);
-      Json events = Json::array();
-      for (const auto& e : detail.events) {
-        events.push_back(event_json(e));
-      }
-      j["events"] = std::move(events);
-      print_json(j);
+      print_task_json(detail.task, now, &detail.events);
     } else {
       print_task_detail(detail, now);
     }

@@ -16,10 +16,10 @@ struct SendOptions {
   std::optional<std::string> queue;
   std::optional<std::string> state;
   std::vector<std::string> match;
-  std::string until;
-  std::string for_;
-  std::string lease;
-  std::string delay;
+  OptText until;
+  OptText for_;
+  OptText lease;
+  OptText delay;
 };
 
 void add_selector_options(CLI::App* cmd, SendOptions& o) {
@@ -34,16 +34,13 @@ void add_selector_options(CLI::App* cmd, SendOptions& o) {
 }
 
 std::optional<core::Time> sleep_until(const SendOptions& o, core::Time now) {
-  if (!o.until.empty() && !o.for_.empty()) {
+  if (o.until && o.for_) {
     throw Error(ErrorKind::usage, "give only one of --until and --for");
   }
-  if (!o.until.empty()) {
-    return parse_time_arg(o.until, "--until");
+  if (const auto for_ = parse_duration_arg(o.for_, "--for")) {
+    return now + *for_;
   }
-  if (!o.for_.empty()) {
-    return now + parse_duration_arg(o.for_, "--for");
-  }
-  return std::nullopt;
+  return parse_time_arg(o.until, "--until");
 }
 
 // Applies an operator message to the ids or the bulk filters of `o`.
@@ -77,7 +74,7 @@ void send_message(const SendOptions& o, const std::vector<std::string>& ids,
                            .send(sel, msg, until, ctx.actor(), now);
   for (const auto& t : changed) {
     if (format == Format::json) {
-      print_json(task_json(t, now));
+      print_task_json(t, now);
     } else if (format == Format::id) {
       std::printf("%lld\n", static_cast<long long>(t.id));
     }
@@ -91,7 +88,7 @@ void send_message(const SendOptions& o, const std::vector<std::string>& ids,
 // worker's TASKQ_ID/TASKQ_LEASE in the environment, or exactly TASKQ_ID
 // with TASKQ_LEASE set.
 bool is_worker_form(const SendOptions& o) {
-  if (!o.lease.empty()) {
+  if (o.lease) {
     return true;
   }
   if (o.queue || o.state || !o.match.empty()) {
@@ -106,11 +103,11 @@ bool is_worker_form(const SendOptions& o) {
          (o.args.size() == 1 && env_id != nullptr && o.args[0] == env_id);
 }
 
-std::string single_id(const SendOptions& o) {
+OptText single_id(const SendOptions& o) {
   if (o.args.size() > 1) {
     throw Error(ErrorKind::usage, "a lease token goes with one task id");
   }
-  return o.args.empty() ? "" : o.args[0];
+  return o.args.empty() ? std::nullopt : OptText(o.args[0]);
 }
 
 CLI::App* operator_command(CLI::App& app, Context& ctx, core::Message msg,
@@ -144,10 +141,7 @@ CLI::App* operator_command(CLI::App& app, Context& ctx, core::Message msg,
       auto& store = ctx.store(storage::OpenMode::write);
       const core::Time now = ctx.now();
       if (msg == core::Message::release) {
-        std::optional<core::Millis> delay;
-        if (!o->delay.empty()) {
-          delay = parse_duration_arg(o->delay, "--delay");
-        }
+        const auto delay = parse_duration_arg(o->delay, "--delay");
         store.release(ref.id, ref.token, delay, now);
       } else {
         const auto until = sleep_until(*o, now);
@@ -159,7 +153,7 @@ CLI::App* operator_command(CLI::App& app, Context& ctx, core::Message msg,
       }
       return;
     }
-    if (!o->delay.empty()) {
+    if (o->delay) {
       throw Error(ErrorKind::usage,
                   "--delay is for the lease holder (give --lease TOKEN)");
     }

@@ -13,10 +13,10 @@ namespace {
 
 struct AddOptions {
   std::string queue;
-  std::string payload, text, payload_file, jsonl;
+  OptText payload, text, payload_file, jsonl;
   std::vector<std::string> labels;
   int64_t priority = 0;
-  std::string delay, at;
+  OptText delay, at;
   std::optional<int64_t> max_attempts;
   PolicyArgs policy;
 };
@@ -78,7 +78,7 @@ public:
                         " of " + (m_path == "-" ? "stdin" : m_path) +
                         "; nothing was added");
       }
-      return std::string(line);
+      return minify_json(line);
     }
   }
 
@@ -93,37 +93,37 @@ private:
 
 void run_add(const AddOptions& o, Context& ctx) {
   check_queue_name(o.queue);
-  const int sources = !o.payload.empty() + !o.text.empty() +
-                      !o.payload_file.empty() + !o.jsonl.empty();
+  const int sources = o.payload.has_value() + o.text.has_value() +
+                      o.payload_file.has_value() + o.jsonl.has_value();
   if (sources > 1) {
     throw Error(ErrorKind::usage, "give only one of --payload, --text, "
                                   "--payload-file and --jsonl");
   }
   storage::NewTask task;
   task.queue = o.queue;
-  if (!o.payload.empty()) {
-    if (!nlohmann::json::accept(o.payload)) {
+  if (o.payload) {
+    if (!nlohmann::json::accept(*o.payload)) {
       throw Error(ErrorKind::usage,
                   "invalid JSON for --payload; to store plain text, use "
                   "--text STRING");
     }
-    task.payload = parse_json_arg(o.payload, "--payload");
-  } else if (!o.text.empty()) {
-    task.payload = json_string(o.text);
-  } else if (!o.payload_file.empty()) {
-    task.payload = parse_json_arg(read_file(o.payload_file), o.payload_file);
+    task.payload = parse_json_arg(*o.payload, "--payload");
+  } else if (o.text) {
+    task.payload = json_string(*o.text);
+  } else if (o.payload_file) {
+    task.payload = parse_json_arg(read_file(*o.payload_file), *o.payload_file);
   }
   task.labels = parse_labels(o.labels);
   task.priority = o.priority;
   const core::Time now = ctx.now();
-  if (!o.delay.empty() && !o.at.empty()) {
+  if (o.delay && o.at) {
     throw Error(ErrorKind::usage, "give only one of --delay and --at");
   }
-  if (!o.delay.empty()) {
-    task.run_at = now + parse_duration_arg(o.delay, "--delay");
+  if (const auto delay = parse_duration_arg(o.delay, "--delay")) {
+    task.run_at = now + *delay;
   }
-  if (!o.at.empty()) {
-    task.run_at = parse_time_arg(o.at, "--at");
+  if (const auto at = parse_time_arg(o.at, "--at")) {
+    task.run_at = *at;
   }
   if (o.max_attempts && *o.max_attempts < 1) {
     throw Error(ErrorKind::usage, "--max-attempts must be at least 1");
@@ -131,12 +131,12 @@ void run_add(const AddOptions& o, Context& ctx) {
   task.max_attempts = o.max_attempts;
   task.policy = to_overrides(o.policy);
 
-  if (o.jsonl.empty()) {
+  if (!o.jsonl) {
     const Format format = ctx.format(Format::id, {Format::id, Format::json});
     auto& store = ctx.store(storage::OpenMode::write);
     const int64_t id = store.add(task, now, ctx.actor());
     if (format == Format::json) {
-      print_json(task_json(*store.find(id), now));
+      print_task_json(*store.find(id), now);
     } else {
       std::printf("%lld\n", static_cast<long long>(id));
     }
@@ -144,7 +144,7 @@ void run_add(const AddOptions& o, Context& ctx) {
   }
 
   const Format format = ctx.format(Format::table, {Format::table, Format::id});
-  JsonlReader reader(o.jsonl);
+  JsonlReader reader(*o.jsonl);
   auto& store = ctx.store(storage::OpenMode::write);
   // Ids within one write transaction are consecutive, so the first and
   // the count give them all without holding them in memory.

@@ -68,7 +68,7 @@ void run_lease(const LeaseOptions& o, Context& ctx) {
     case Format::table:
       break;
     case Format::json:
-      print_json(task_json(t, now));
+      print_task_json(t, now);
       break;
     }
   }
@@ -78,8 +78,8 @@ void run_lease(const LeaseOptions& o, Context& ctx) {
 }
 
 struct WorkerOptions {
-  std::string id;
-  std::string lease;
+  OptText id;
+  OptText lease;
 };
 
 void add_worker_options(CLI::App* cmd, WorkerOptions& o) {
@@ -109,8 +109,8 @@ void register_work(CLI::App& app, Context& ctx) {
   lease->callback([lo, &ctx] { run_lease(*lo, ctx); });
 
   struct HeartbeatOptions : WorkerOptions {
-    std::string extend;
-    std::string checkpoint;
+    OptText extend;
+    OptText checkpoint;
   };
   auto ho = std::make_shared<HeartbeatOptions>();
   CLI::App* hb = add_command(
@@ -127,14 +127,11 @@ void register_work(CLI::App& app, Context& ctx) {
       ->type_name("JSON");
   hb->callback([ho, &ctx] {
     const WorkerRef ref = worker_ref(ho->id, ho->lease);
-    std::optional<core::Millis> extend;
-    if (!ho->extend.empty()) {
-      extend = parse_duration_arg(ho->extend, "--for");
+    const auto extend = parse_duration_arg(ho->extend, "--for");
+    if (extend && extend->count() <= 0) {
+      throw Error(ErrorKind::usage, "--for must be longer than 0");
     }
-    std::optional<std::string> checkpoint;
-    if (!ho->checkpoint.empty()) {
-      checkpoint = parse_json_arg(ho->checkpoint, "--checkpoint");
-    }
+    const auto checkpoint = parse_json_arg(ho->checkpoint, "--checkpoint");
     auto& store = ctx.store(storage::OpenMode::write);
     try {
       const auto r =
@@ -153,7 +150,7 @@ void register_work(CLI::App& app, Context& ctx) {
   });
 
   struct DoneOptions : WorkerOptions {
-    std::string result;
+    OptText result;
   };
   auto d = std::make_shared<DoneOptions>();
   CLI::App* done = add_command(app, "done", "Complete the leased task",
@@ -163,10 +160,7 @@ void register_work(CLI::App& app, Context& ctx) {
       ->type_name("JSON");
   done->callback([d, &ctx] {
     const WorkerRef ref = worker_ref(d->id, d->lease);
-    std::optional<std::string> result;
-    if (!d->result.empty()) {
-      result = parse_json_arg(d->result, "--result");
-    }
+    const auto result = parse_json_arg(d->result, "--result");
     ctx.store(storage::OpenMode::write)
         .complete(ref.id, ref.token, result, ctx.now());
   });
@@ -174,8 +168,8 @@ void register_work(CLI::App& app, Context& ctx) {
   struct FailOptions : WorkerOptions {
     std::string error;
     bool no_retry = false;
-    std::string move_to;
-    std::string retry_in;
+    OptText move_to;
+    OptText retry_in;
   };
   auto f = std::make_shared<FailOptions>();
   CLI::App* fail = add_command(
@@ -207,11 +201,11 @@ void register_work(CLI::App& app, Context& ctx) {
     }
     if (f->no_retry) {
       req.mode = storage::FailMode::no_retry;
-    } else if (!f->move_to.empty()) {
-      check_queue_name(f->move_to);
+    } else if (f->move_to) {
+      check_queue_name(*f->move_to);
       req.mode = storage::FailMode::move_to;
-      req.move_to = f->move_to;
-    } else if (!f->retry_in.empty()) {
+      req.move_to = *f->move_to;
+    } else {
       req.retry_in = parse_duration_arg(f->retry_in, "--retry-in");
     }
     ctx.store(storage::OpenMode::write)

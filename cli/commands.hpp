@@ -17,7 +17,7 @@ CLI::App* add_command(CLI::App& parent, const std::string& name,
 // The error-policy options shared by `add` and `queue set`.
 struct PolicyArgs {
   std::optional<int64_t> max_errors;
-  std::string error_window, retry_delay, backoff, max_delay;
+  OptText error_window, retry_delay, backoff, max_delay;
 };
 void add_policy_options(CLI::App* cmd, PolicyArgs& args);
 // Validates the options (usage errors) into overrides.

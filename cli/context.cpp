@@ -63,8 +63,11 @@ core::Time Context::now() {
 }
 
 std::string Context::db_path() const {
-  if (!db_option.empty()) {
-    return db_option;
+  if (db_option) {
+    if (db_option->empty()) {
+      throw Error(ErrorKind::usage, "--db needs a file path");
+    }
+    return *db_option;
   }
   if (const char* env = std::getenv("TASKQ_DB"); env && *env) {
     return env;
@@ -82,16 +85,16 @@ std::string Context::db_path() const {
 }
 
 std::string Context::worker() const {
-  if (!worker_option.empty()) {
-    return worker_option;
+  if (worker_option && !worker_option->empty()) {
+    return *worker_option;
   }
   return env_or("TASKQ_WORKER",
                 host_name() + ":" + std::to_string(::getpid()));
 }
 
 std::string Context::actor() const {
-  if (!worker_option.empty()) {
-    return worker_option;
+  if (worker_option && !worker_option->empty()) {
+    return *worker_option;
   }
   return env_or("TASKQ_WORKER",
                 env_or("USER", env_or("LOGNAME", "operator")) + "@" +
@@ -100,11 +103,11 @@ std::string Context::actor() const {
 
 Format Context::format(Format fallback,
                        std::initializer_list<Format> allowed) const {
-  if (output_option.empty()) {
+  if (!output_option) {
     return fallback;
   }
   for (Format f : allowed) {
-    if (output_option == format_name(f)) {
+    if (*output_option == format_name(f)) {
       return f;
     }
   }
@@ -112,7 +115,7 @@ Format Context::format(Format fallback,
   for (Format f : allowed) {
     names += (names.empty() ? "" : ", ") + std::string(format_name(f));
   }
-  throw Error(ErrorKind::usage, "invalid output format '" + output_option +
+  throw Error(ErrorKind::usage, "invalid output format '" + *output_option +
                                     "': this command prints " + names);
 }
 
@@ -154,6 +157,55 @@ core::Millis parse_duration_arg(const std::string& text,
   return *d;
 }
 
+std::optional<core::Millis> parse_duration_arg(const OptText& text,
+                                               const std::string& what) {
+  if (!text) {
+    return std::nullopt;
+  }
+  return parse_duration_arg(*text, what);
+}
+
+std::optional<core::Time> parse_time_arg(const OptText& text,
+                                         const std::string& what) {
+  if (!text) {
+    return std::nullopt;
+  }
+  return parse_time_arg(*text, what);
+}
+
+std::optional<std::string> parse_json_arg(const OptText& text,
+                                          const std::string& what) {
+  if (!text) {
+    return std::nullopt;
+  }
+  return parse_json_arg(*text, what);
+}
+
+std::string minify_json(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  bool in_string = false;
+  bool escaped = false;
+  for (char c : text) {
+    if (in_string) {
+      out += c;
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+      out += c;
+    } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+      out += c;
+    }
+  }
+  return out;
+}
+
 core::Time parse_time_arg(const std::string& text, const std::string& what) {
   const auto t = core::parse_time(text);
   if (!t) {
@@ -171,9 +223,7 @@ std::string parse_json_arg(const std::string& text, const std::string& what) {
                                                               "..."
                                                         : text));
   }
-  const auto first = text.find_first_not_of(" \t\r\n");
-  const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
+  return minify_json(text);
 }
 
 core::Labels parse_labels(const std::vector<std::string>& texts) {
@@ -212,10 +262,9 @@ std::string json_string(const std::string& text) {
                                    nlohmann::json::error_handler_t::replace);
 }
 
-WorkerRef worker_ref(const std::string& id_arg, const std::string& lease_arg) {
-  const std::string id = id_arg.empty() ? env_or("TASKQ_ID", "") : id_arg;
-  const std::string token =
-      lease_arg.empty() ? env_or("TASKQ_LEASE", "") : lease_arg;
+WorkerRef worker_ref(const OptText& id_arg, const OptText& lease_arg) {
+  const std::string id = id_arg ? *id_arg : env_or("TASKQ_ID", "");
+  const std::string token = lease_arg ? *lease_arg : env_or("TASKQ_LEASE", "");
   if (id.empty()) {
     throw Error(ErrorKind::usage, "which task? give an ID or set TASKQ_ID");
   }

@@ -24,9 +24,9 @@ enum class Format { table, json, id, env };
 // `now()` is read once per invocation (TASKQ_NOW or the system clock).
 class Context {
 public:
-  std::string db_option;     // --db
-  std::string worker_option; // --worker
-  std::string output_option; // -o/--output, empty when not given
+  std::optional<std::string> db_option;     // --db
+  std::optional<std::string> worker_option; // --worker
+  std::optional<std::string> output_option; // -o/--output
   int exit_code = k_exit_ok; // set by commands whose outcome is not 0
 
   core::Time now();
@@ -49,16 +49,29 @@ private:
   std::unique_ptr<storage::TaskStore> m_store;
 };
 
+// An option's value; std::nullopt when the option was not given (an empty
+// value is given, and malformed for most options).
+using OptText = std::optional<std::string>;
+
 // Argument parsing shared by the commands; each throws a usage Error that
-// names `what` when the text is malformed.
+// names `what` when the text is malformed. The OptText forms pass an absent
+// option through as std::nullopt.
 int64_t parse_id(const std::string& text);
 std::vector<int64_t> parse_ids(const std::vector<std::string>& texts);
 core::Millis parse_duration_arg(const std::string& text,
                                 const std::string& what);
+std::optional<core::Millis> parse_duration_arg(const OptText& text,
+                                               const std::string& what);
 core::Time parse_time_arg(const std::string& text, const std::string& what);
-// Checks that `text` is one JSON value; returns it trimmed of surrounding
-// whitespace.
+std::optional<core::Time> parse_time_arg(const OptText& text,
+                                         const std::string& what);
+// Checks that `text` is one JSON value; returns it minified (whitespace
+// outside strings removed; numbers and strings kept exactly as written).
 std::string parse_json_arg(const std::string& text, const std::string& what);
+std::optional<std::string> parse_json_arg(const OptText& text,
+                                          const std::string& what);
+// `text`, known to be valid JSON, without whitespace outside strings.
+std::string minify_json(std::string_view text);
 core::Labels parse_labels(const std::vector<std::string>& texts);
 std::vector<core::LabelPattern>
 parse_patterns(const std::vector<std::string>& texts);
@@ -71,6 +84,6 @@ struct WorkerRef {
   int64_t id;
   std::string token;
 };
-WorkerRef worker_ref(const std::string& id_arg, const std::string& lease_arg);
+WorkerRef worker_ref(const OptText& id_arg, const OptText& lease_arg);
 
 } // namespace taskq::cli

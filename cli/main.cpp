@@ -23,6 +23,27 @@ int exit_code_for(ErrorKind kind) {
   return k_exit_failure;
 }
 
+// An empty value is malformed for every option but --text (an empty
+// string is a fine payload) and --payload (whose own check explains
+// --text): `--priority ''` must not mean 0.
+void refuse_empty_values(CLI::App& app) {
+  static const CLI::Validator non_empty(
+      [](std::string& value) {
+        return value.empty() ? std::string("an empty value is not allowed")
+                             : std::string();
+      },
+      "", "non-empty");
+  for (CLI::Option* opt : app.get_options()) {
+    const std::string& name = opt->get_single_name();
+    if (opt->get_type_size_max() > 0 && name != "text" && name != "payload") {
+      opt->check(non_empty);
+    }
+  }
+  for (CLI::App* sub : app.get_subcommands({})) {
+    refuse_empty_values(*sub);
+  }
+}
+
 } // namespace
 
 CLI::App* add_command(CLI::App& parent, const std::string& name,
@@ -62,6 +83,7 @@ int run(int argc, char** argv) {
   register_queue(app, ctx);
   register_db(app, ctx);
   register_completion(app, ctx);
+  refuse_empty_values(app);
 
   try {
     app.parse(argc, argv);

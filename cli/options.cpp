@@ -31,25 +31,19 @@ core::PolicyOverrides to_overrides(const PolicyArgs& args) {
     }
     p.max_errors = static_cast<int>(*args.max_errors);
   }
-  if (!args.error_window.empty()) {
-    p.window = parse_duration_arg(args.error_window, "--error-window");
-    if (p.window->count() == 0) {
-      throw Error(ErrorKind::usage, "--error-window must be longer than 0");
-    }
+  p.window = parse_duration_arg(args.error_window, "--error-window");
+  if (p.window && p.window->count() == 0) {
+    throw Error(ErrorKind::usage, "--error-window must be longer than 0");
   }
-  if (!args.retry_delay.empty()) {
-    p.retry_delay = parse_duration_arg(args.retry_delay, "--retry-delay");
-  }
-  if (!args.backoff.empty()) {
-    p.backoff = core::parse_backoff(args.backoff);
+  p.retry_delay = parse_duration_arg(args.retry_delay, "--retry-delay");
+  if (args.backoff) {
+    p.backoff = core::parse_backoff(*args.backoff);
     if (!p.backoff) {
-      throw Error(ErrorKind::usage, "invalid --backoff '" + args.backoff +
+      throw Error(ErrorKind::usage, "invalid --backoff '" + *args.backoff +
                                         "': expected constant or exponential");
     }
   }
-  if (!args.max_delay.empty()) {
-    p.max_delay = parse_duration_arg(args.max_delay, "--max-delay");
-  }
+  p.max_delay = parse_duration_arg(args.max_delay, "--max-delay");
   return p;
 }
 

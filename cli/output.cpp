@@ -8,12 +8,36 @@
 namespace taskq::cli {
 namespace {
 
-Json parse_stored(const std::optional<std::string>& text) {
-  if (!text) {
-    return nullptr;
-  }
-  return Json::parse(*text);
+std::string dump(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
+
+Json or_null(const std::string& s) {
+  return s.empty() ? Json(nullptr) : Json(s);
+}
+
+// Writes a JSON object field by field; raw() embeds JSON text as it is.
+class ObjectWriter {
+public:
+  ObjectWriter& field(std::string_view key, const Json& value) {
+    return raw(key, dump(value));
+  }
+  ObjectWriter& raw(std::string_view key, std::string_view json) {
+    m_out += m_out.empty() ? '{' : ',';
+    m_out += '"';
+    m_out += key;
+    m_out += "\":";
+    m_out += json;
+    return *this;
+  }
+  std::string finish() {
+    m_out += m_out.empty() ? "{}" : "}";
+    return std::move(m_out);
+  }
+
+private:
+  std::string m_out;
+};
 
 // Shortens `text` to `width` characters for a table cell, on one line.
 std::string cell(std::string text, size_t width) {
@@ -47,55 +71,63 @@ size_t display_width(const std::string& s) {
 
 } // namespace
 
-Json task_json(const core::Task& t, core::Time now) {
-  Json j;
-  j["id"] = t.id;
-  j["rev"] = t.rev;
-  j["queue"] = t.queue;
-  j["state"] = std::string(core::to_string(t.state));
-  j["payload"] = Json::parse(t.payload);
-  j["labels"] = t.labels;
-  j["priority"] = t.priority;
-  j["attempts"] = t.attempts;
-  j["max_attempts"] = t.max_attempts ? Json(*t.max_attempts) : Json(nullptr);
-  j["run_at"] = core::format_time(t.run_at);
-  j["created_at"] = core::format_time(t.created_at);
-  j["updated_at"] = core::format_time(t.updated_at);
+std::string task_json(const core::Task& t, core::Time now,
+                      const std::vector<core::Event>* events) {
+  Json lease = nullptr;
   if (t.leased(now)) {
-    j["lease"] = {{"token", t.lease->token},
-                  {"worker", t.lease->worker},
-                  {"expires_at", core::format_time(t.lease->expires_at)}};
-  } else {
-    j["lease"] = nullptr;
+    lease = {{"token", t.lease->token},
+             {"worker", t.lease->worker},
+             {"expires_at", core::format_time(t.lease->expires_at)}};
   }
   Json errors = Json::array();
   for (const auto& e : t.errors) {
     errors.push_back(
         {{"time", core::format_time(e.time)}, {"error", e.message}});
   }
-  j["errors"] = std::move(errors);
-  j["checkpoint"] = parse_stored(t.checkpoint);
-  j["result"] = parse_stored(t.result);
-  j["reason"] = t.reason.empty() ? Json(nullptr) : Json(t.reason);
-  j["retry_of"] = t.retry_of ? Json(*t.retry_of) : Json(nullptr);
-  return j;
+  ObjectWriter w;
+  w.field("id", t.id)
+      .field("rev", t.rev)
+      .field("queue", t.queue)
+      .field("state", std::string(core::to_string(t.state)))
+      .raw("payload", t.payload)
+      .field("labels", t.labels)
+      .field("priority", t.priority)
+      .field("attempts", t.attempts)
+      .field("max_attempts",
+             t.max_attempts ? Json(*t.max_attempts) : Json(nullptr))
+      .field("run_at", core::format_time(t.run_at))
+      .field("created_at", core::format_time(t.created_at))
+      .field("updated_at", core::format_time(t.updated_at))
+      .field("lease", lease)
+      .field("errors", errors)
+      .raw("checkpoint", t.checkpoint.value_or("null"))
+      .raw("result", t.result.value_or("null"))
+      .field("reason", or_null(t.reason))
+      .field("retry_of", t.retry_of ? Json(*t.retry_of) : Json(nullptr));
+  if (events != nullptr) {
+    Json list = Json::array();
+    for (const auto& e : *events) {
+      list.push_back({{"time", core::format_time(e.time)},
+                      {"message", e.message},
+                      {"from", or_null(e.from)},
+                      {"to", or_null(e.to)},
+                      {"actor", or_null(e.actor)},
+                      {"detail", or_null(e.detail)}});
+    }
+    w.field("events", list);
+  }
+  return w.finish();
 }
 
-Json event_json(const core::Event& e) {
-  auto or_null = [](const std::string& s) {
-    return s.empty() ? Json(nullptr) : Json(s);
-  };
-  return {{"time", core::format_time(e.time)},
-          {"message", e.message},
-          {"from", or_null(e.from)},
-          {"to", or_null(e.to)},
-          {"actor", or_null(e.actor)},
-          {"detail", or_null(e.detail)}};
+void print_task_json(const core::Task& task, core::Time now,
+                     const std::vector<core::Event>* events) {
+  const std::string text = task_json(task, now, events);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  std::fputc('\n', stdout);
 }
 
 void print_json(const Json& value) {
-  const std::string text =
-      value.dump(-1, ' ', false, Json::error_handler_t::replace);
+  const std::string text = dump(value);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);
 }
@@ -114,11 +146,10 @@ std::string shell_quote(const std::string& text) {
 }
 
 std::string payload_text(const std::string& payload_json) {
-  const Json payload = Json::parse(payload_json);
-  if (payload.is_string()) {
-    return payload.get<std::string>();
+  if (payload_json.empty() || payload_json.front() != '"') {
+    return payload_json; // stored minified: already one line of JSON
   }
-  return payload.dump(-1, ' ', false, Json::error_handler_t::replace);
+  return Json::parse(payload_json).get<std::string>();
 }
 
 void print_env(const core::Task& t) {

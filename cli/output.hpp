@@ -12,9 +12,13 @@ namespace taskq::cli {
 
 using Json = nlohmann::ordered_json;
 
-// The task's JSON form of SPEC §2 (`lease` is null unless live at `now`).
-Json task_json(const core::Task& task, core::Time now);
-Json event_json(const core::Event& event);
+// The task's JSON form of SPEC §2 as one line of text (`lease` is null
+// unless live at `now`), with `events` appended when given. The payload,
+// checkpoint and result are embedded as stored, so numbers keep every digit.
+std::string task_json(const core::Task& task, core::Time now,
+                      const std::vector<core::Event>* events = nullptr);
+void print_task_json(const core::Task& task, core::Time now,
+                     const std::vector<core::Event>* events = nullptr);
 
 // Writes one compact JSON value and a newline to stdout.
 void print_json(const Json& value);

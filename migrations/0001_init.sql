@@ -26,6 +26,7 @@ CREATE TABLE tasks (
   max_attempts    INTEGER,
   run_at          INTEGER NOT NULL, -- due time; wake time while sleeping
   created_at      INTEGER NOT NULL,
+  created_by      TEXT,             -- who added it: the log's first event
   updated_at      INTEGER NOT NULL,
   lease_token     TEXT,             -- NULL: not leased
   lease_worker    TEXT,

@@ -430,12 +430,12 @@ namespace {
 // changes from row to row.
 class Inserter {
 public:
-  Inserter(Db& db, const NewTask& t, Time now)
+  Inserter(Db& db, const NewTask& t, Time now, const std::string& actor)
       : m_st(db, "INSERT INTO tasks (queue, state, payload, labels, priority, "
                  "max_attempts, run_at, created_at, updated_at, max_errors, "
                  "error_window_ms, retry_delay_ms, backoff, max_delay_ms, "
-                 "retry_of) VALUES (?1, 'runnable', ?2, ?3, ?4, ?5, ?6, ?7, "
-                 "?7, ?8, ?9, ?10, ?11, ?12, ?13)") {
+                 "retry_of, created_by) VALUES (?1, 'runnable', ?2, ?3, ?4, "
+                 "?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)") {
     m_st.bind(1, t.queue);
     if (t.labels.empty()) {
       m_st.bind_null(3);
@@ -451,7 +451,8 @@ public:
         .bind(10, opt_ms(t.policy.retry_delay))
         .bind(11, opt_backoff(t.policy.backoff))
         .bind(12, opt_ms(t.policy.max_delay))
-        .bind(13, t.retry_of);
+        .bind(13, t.retry_of)
+        .bind(14, actor);
   }
 
   int64_t insert(std::string_view payload, Db& db) {
@@ -468,9 +469,9 @@ private:
 } // namespace
 
 int64_t TaskStore::add(const NewTask& task, Time now,
-                       const std::string& /*actor*/) {
+                       const std::string& actor) {
   Transaction tx(*m_db);
-  Inserter ins(*m_db, task, now);
+  Inserter ins(*m_db, task, now, actor);
   const int64_t id = ins.insert(task.payload, *m_db);
   tx.commit();
   return id;
@@ -480,9 +481,9 @@ int64_t TaskStore::add_many(
     const NewTask& proto,
     const std::function<std::optional<std::string>()>& next,
     const std::function<void(int64_t)>& on_id, Time now,
-    const std::string& /*actor*/) {
+    const std::string& actor) {
   Transaction tx(*m_db);
-  Inserter ins(*m_db, proto, now);
+  Inserter ins(*m_db, proto, now, actor);
   int64_t count = 0;
   while (auto payload = next()) {
     const int64_t id = ins.insert(*payload, *m_db);
@@ -512,10 +513,8 @@ int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
   spec.max_attempts = old.max_attempts;
   spec.policy = old.policy;
   spec.retry_of = old.id;
-  Inserter ins(*m_db, spec, now);
+  Inserter ins(*m_db, spec, now, actor);
   const int64_t new_id = ins.insert(spec.payload, *m_db);
-  log_event(*m_db, new_id, now, "retry", std::nullopt, TaskState::runnable,
-            actor, "retry of " + task_ref(id));
   tx.commit();
   return new_id;
 }
@@ -867,6 +866,9 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
   if (msg == Message::sleep && !until) {
     throw Error(ErrorKind::usage, "sleep needs --until TIME or --for DUR");
   }
+  if (sel.ids.empty() && !sel.has_filters()) {
+    throw Error(ErrorKind::usage, "which tasks? name ids or filters");
+  }
   Transaction tx(*m_db);
   std::vector<Task> changed;
   for (const Task& task : select_tasks(*m_db, sel, now)) {
@@ -940,14 +942,25 @@ namespace {
 std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
   std::vector<Task> out;
   if (!sel.ids.empty()) {
+    std::vector<int64_t> seen;
     for (int64_t id : sel.ids) {
-      out.push_back(load_full(db, id));
+      if (std::find(seen.begin(), seen.end(), id) == seen.end()) {
+        seen.push_back(id);
+        out.push_back(load_full(db, id));
+      }
     }
     return out;
   }
   std::string sql = join(join("SELECT ", k_task_columns),
                          " FROM tasks WHERE (?1 IS NULL OR queue = ?1)");
   const std::string state = sel.state.value_or("");
+  if (sel.state && !core::parse_state(state) && state != "running" &&
+      state != "ready") {
+    throw Error(ErrorKind::usage,
+                "unknown state '" + state +
+                    "': expected runnable, sleeping, paused, completed, "
+                    "failed, killed, running or ready");
+  }
   if (state == "running") {
     sql += " AND state = 'runnable' AND lease_token IS NOT NULL AND "
            "lease_expires > ?2";
@@ -955,12 +968,6 @@ std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
     sql += " AND state IN ('runnable', 'sleeping') AND run_at <= ?2 AND "
            "(lease_token IS NULL OR lease_expires <= ?2)";
   } else if (!state.empty()) {
-    if (!core::parse_state(state)) {
-      throw Error(ErrorKind::usage,
-                  "unknown state " + state +
-                      ": expected runnable, sleeping, paused, completed, "
-                      "failed, killed, running or ready");
-    }
     sql += " AND state = ?3 AND ?2 IS NOT NULL";
   } else {
     sql += " AND ?2 IS NOT NULL";
@@ -1008,6 +1015,23 @@ std::optional<Task> TaskStore::find(int64_t id) {
 TaskDetail TaskStore::show(int64_t id) {
   Transaction tx(*m_db, Transaction::Kind::read);
   TaskDetail out{load_full(*m_db, id), {}};
+  {
+    // The creation is the log's first event; it lives on the task row so
+    // that a bulk add writes one row per task.
+    Statement by(*m_db, "SELECT created_by FROM tasks WHERE id = ?1");
+    by.bind(1, id);
+    by.step();
+    core::Event e;
+    e.task_id = id;
+    e.time = out.task.created_at;
+    e.message = "add";
+    e.to = core::to_string(TaskState::runnable);
+    e.actor = by.get_text(0);
+    if (out.task.retry_of) {
+      e.detail = "retry of " + task_ref(*out.task.retry_of);
+    }
+    out.events.push_back(std::move(e));
+  }
   Statement st(*m_db, "SELECT id, time, message, from_state, to_state, actor, "
                       "detail FROM events WHERE task_id = ?1 ORDER BY id");
   st.bind(1, id);

@@ -106,7 +106,7 @@ public:
   TaskStore(const TaskStore&) = delete;
   TaskStore& operator=(const TaskStore&) = delete;
 
-  // Adds one task; returns its id.
+  // Adds one task; returns its id. `actor` is logged as its creator.
   int64_t add(const NewTask& task, core::Time now, const std::string& actor);
 
   // Adds one task per payload that `next_payload` yields (it returns

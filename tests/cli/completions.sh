@@ -59,6 +59,7 @@ expect_exit 0 bash complete.bash --no-retry "$TASKQ" fail --
 expect_exit 0 bash complete.bash --db "$TASKQ" show 1 --d
 expect_exit 0 bash complete.bash kill "$TASKQ" send 1 ''
 expect_exit 1 bash complete.bash complete "$TASKQ" send 1 ''
+expect_exit 0 bash complete.bash '' "$TASKQ" send 1 pause ''
 expect_exit 0 bash complete.bash '' "$TASKQ" add q --priority ''
 
 # Queue names and task ids come from the database named by --db (before or
@@ -76,6 +77,7 @@ expect_exit 1 bash complete.bash "$queue" "$TASKQ" add ''
 expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db show ''
 expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db pause 999 ''
 expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db send ''
+expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db send 999 ''
 # A database taskq cannot read offers nothing, and its error stays silent.
 printf 'not a database\n' >bad.db
 expect_exit 0 bash complete.bash '' "$TASKQ" --db bad.db add ''

@@ -130,3 +130,37 @@ expect_eq "$(jq -r '.events[] | select(.message == "complete") | .actor' \
 
 expect_exit 0 "$TASKQ" db check
 expect_exit 75 "$TASKQ" lease q
+
+section "8 processes that start together on a missing database all succeed"
+# The first write creates the file and runs the migrations; processes that
+# open it meanwhile must wait for that, not fail or migrate twice. Five
+# rounds, each on a new database: four adds and four leases at once.
+for round in 1 2 3 4 5; do
+  fresh_db "conc-new-$round"
+  conc_pids=()
+  for ((w = 1; w <= conc_workers; w++)); do
+    if ((w % 2)); then
+      timeout -k 5 "$conc_cmd_timeout" "$TASKQ" add q --payload "$w" \
+        >"conc-new.$round.$w.out" 2>"conc-new.$round.$w.err" 3>&- &
+    else
+      timeout -k 5 "$conc_cmd_timeout" "$TASKQ" lease q -o id \
+        >"conc-new.$round.$w.out" 2>"conc-new.$round.$w.err" 3>&- &
+    fi
+    conc_pids+=($!)
+  done
+  conc_bad=""
+  for ((w = 1; w <= conc_workers; w++)); do
+    wait "${conc_pids[w - 1]}"
+    rc=$?
+    # add: 0; lease: 0 (got one of the tasks) or 75 (none added yet).
+    if ! ((rc == 0 || (w % 2 == 0 && rc == 75))); then
+      conc_bad+="process $w exit $rc: $(cat "conc-new.$round.$w.err"); "
+    fi
+  done
+  expect_eq "$conc_bad" "" "round $round: unexpected exit statuses"
+  expect_eq "$(cat conc-new."$round".*.err | grep -iE 'locked|busy|migrat|schema' | head -3)" "" \
+    "round $round: stderr mentioning locked/busy/schema"
+  expect_eq "$(count_tasks)" 4 "round $round: tasks after 4 concurrent adds"
+  expect_exit 0 "$TASKQ" db check
+  expect_exit 0 "$TASKQ" db migrate
+done

@@ -114,10 +114,17 @@ expect_json "$(jq -c "select(.id == $running)" <<<"$out")" .state runnable \
 expect_exit 0 "$TASKQ" list
 table=$out
 # The table shows a leased task as running.
-expect_contains "$(grep -E "^[[:space:]]*$running[[:space:]]" <<<"$table")" \
+expect_contains "$(grep -E "^[[:space:]]*${running}[[:space:]]" <<<"$table")" \
   running "table row of the leased task"
-expect_contains "$(grep -E "^[[:space:]]*$paused[[:space:]]" <<<"$table")" \
+expect_contains "$(grep -E "^[[:space:]]*${paused}[[:space:]]" <<<"$table")" \
   paused "table row of the paused task"
+
+section "no colour when stdout is not a terminal"
+for args in "list" "show $running" "stats" "why $paused" "queue list"; do
+  # shellcheck disable=SC2086 # args are words
+  expect_exit 0 env -u NO_COLOR "$TASKQ" $args
+  expect_not_contains "$out" $'\e' "stdout of $cmd"
+done
 
 section "stats: counts per queue"
 expect_exit 0 "$TASKQ" stats
@@ -141,6 +148,17 @@ expect_json "$lq_stats" "$counts.runnable" 3 "lq runnable"
 other_stats=$(jq -c 'select((.queue // .name) == "otherq")' <<<"$stats")
 expect_json "$other_stats" .ready 1 "otherq ready"
 expect_json "$other_stats" .running 0 "otherq running"
+
+section "stats: oldest ready age and recent completions follow the clock"
+# SPEC names these figures but not their JSON keys; the keys are the binary's.
+# The ready task and the completion are both from T0.
+lq_at() {
+  env TASKQ_NOW="$1" "$TASKQ" stats --queue lq -o json |
+    jq -c '[.oldest_ready_seconds, .completed_last_minute, .completed_last_hour]'
+}
+expect_eq "$(lq_at 2026-11-21T08:00:30Z)" '[30,1,1]' "lq stats 30s after T0"
+expect_eq "$(lq_at 2026-11-21T08:02:00Z)" '[120,0,1]' "lq stats 2m after T0"
+expect_eq "$(lq_at 2026-11-21T09:01:00Z)" '[3660,0,0]' "lq stats 61m after T0"
 
 section "why: one line per reason"
 expect_exit 0 "$TASKQ" why "$paused"

@@ -57,7 +57,10 @@ set_now 2026-11-21T08:01:30Z
 before=$(snapshot "$id")
 expect_exit 4 "$TASKQ" done "$id" --lease "$tok"
 expect_exit 4 "$TASKQ" heartbeat "$id" --lease "$tok"
-expect_eq "$(snapshot "$id")" "$before" "task after expired done/heartbeat"
+expect_exit 4 "$TASKQ" fail "$id" --lease "$tok" --error late
+expect_exit 4 "$TASKQ" release "$id" --lease "$tok"
+expect_exit 4 "$TASKQ" sleep "$id" --lease "$tok" --for 1h
+expect_eq "$(snapshot "$id")" "$before" "task after the expired token's writes"
 expect_eq "$(state "$id")" runnable
 # The expired lease is as good as none: leasable with no daemon.
 expect_exit 0 "$TASKQ" lease expiry
@@ -119,9 +122,37 @@ expect_exit 0 "$TASKQ" lease qa qb --count 5
 expect_eq "$(jq -r .id <<<"$out" | sort -n | tr '\n' ' ')" "$a $b " \
   "ids leased from qa and qb"
 expect_exit 75 "$TASKQ" lease qa qb
+# Across queues the order is the same: priority first.
+low=$(add_task qa)
+high=$(add_task qb --priority 5)
+expect_exit 0 "$TASKQ" lease qa qb
+expect_json "$out" .id "$high" "the higher priority of two queues"
+expect_exit 0 "$TASKQ" lease qa qb
+expect_json "$out" .id "$low"
 c=$(add_task qc)
 expect_exit 0 "$TASKQ" lease qc -o id
 expect_out "$c"
+
+section "queue set --max-running caps the live leases of a queue"
+set_now $T0
+expect_exit 0 "$TASKQ" queue set capped --max-running 1
+first=$(add_task capped)
+second=$(add_task capped)
+tok=$(tq lease capped --for 1m | jq -r .lease.token)
+expect_exit 75 "$TASKQ" lease capped
+expect_exit 0 "$TASKQ" why "$second"
+expect_contains "$out" limit "why names the running limit"
+expect_exit 0 "$TASKQ" done "$first" --lease "$tok"
+expect_exit 0 "$TASKQ" lease capped --for 1m
+expect_json "$out" .id "$second"
+third=$(add_task capped)
+expect_exit 75 "$TASKQ" lease capped
+# An expired lease no longer holds a place.
+set_now 2026-11-21T08:02:00Z
+expect_exit 0 "$TASKQ" lease capped --count 5
+expect_eq "$(jq -r .id <<<"$out" | tr '\n' ' ')" "$second " \
+  "leased once the lease of $second expired (the lowest id first)"
+set_now $T0
 
 section "--match leases only tasks with matching labels"
 img=$(add_task m --label kind=image --label size=big)
@@ -131,6 +162,13 @@ expect_exit 0 "$TASKQ" lease m --match kind=text
 expect_json "$out" .id "$txt"
 expect_exit 0 "$TASKQ" lease m --match kind=image --match size=big
 expect_json "$out" .id "$img"
+
+section "--match with * as the value matches any value of that label"
+any=$(add_task star --label kind=video)
+add_task star --label other=1 >/dev/null
+expect_exit 0 "$TASKQ" lease star --match 'kind=*'
+expect_json "$out" .id "$any"
+expect_exit 75 "$TASKQ" lease star --match 'kind=*'
 
 section "a worker's release gives the task back untouched"
 set_now $T0

@@ -143,3 +143,13 @@ expect_count 1
 expect_eq "$(state "$r1") $(state "$done_id")" "killed completed" \
   "states after kill --queue bq"
 expect_eq "$(state "$other")" runnable "task of another queue"
+
+section "bulk forms revoke live leases too"
+held=$(add_task bulkheld)
+tok=$(tq lease bulkheld | jq -r .lease.token)
+expect_exit 0 "$TASKQ" kill --queue bulkheld
+expect_count 1
+expect_exit 4 "$TASKQ" heartbeat "$held" --lease "$tok"
+expect_out kill
+expect_exit 4 "$TASKQ" done "$held" --lease "$tok"
+expect_eq "$(state "$held")" killed

@@ -29,10 +29,13 @@ unchanged() {
 section "help"
 expect_exit 0 "$TASKQ" --help
 expect_contains "$out" lease "taskq --help"
+# SPEC §3: each command explains itself with an example.
 for sub in add lease heartbeat done fail release sleep pause resume kill \
-  checkpoint send retry show list stats why queue db; do
-  expect_exit 0 "$TASKQ" "$sub" --help
-  expect_contains "$out" "$sub" "taskq $sub --help"
+  checkpoint send retry show list stats why queue db "queue set" \
+  "queue list" "db check" "db path" "db migrate" "db backup"; do
+  read -ra words <<<"$sub"
+  expect_exit 0 "$TASKQ" "${words[@]}" --help
+  expect_contains "$out" "taskq $sub " "example in taskq $sub --help"
 done
 
 section "unknown commands and options"
@@ -118,6 +121,40 @@ expect_exit 2 "$TASKQ" list --limit x
 expect_exit 2 "$TASKQ" show abc
 expect_exit 2 "$TASKQ" pause 12abc
 expect_exit 2 "$TASKQ" done abc --lease "$tok"
+unchanged
+
+section "an empty value is a malformed value, not a missing option"
+# '' is not JSON, not a duration, not a time, not a number, not a name.
+# Each worker command gets a task leased for it, so one bad answer cannot
+# spoil the next check.
+for args in "done --result" "heartbeat --checkpoint" "heartbeat --for" \
+  "release --delay" "fail --error e --retry-in" "fail --error e --move-to"; do
+  read -ra words <<<"$args"
+  e_queue=empty-${args// /-} # a queue per case: a release gives its task back
+  e_id=$(add_task "$e_queue")
+  e_tok=$(tq lease "$e_queue" | jq -r .lease.token)
+  e_before=$(snapshot "$e_id")
+  expect_exit 2 "$TASKQ" "${words[0]}" "$e_id" --lease "$e_tok" \
+    "${words[@]:1}" ''
+  expect_eq "$(snapshot "$e_id")" "$e_before" "leased task after $args ''"
+done
+tasks_before=$(count_tasks)
+for opt in --delay --at --priority --max-attempts --max-errors \
+  --error-window --retry-delay --max-delay; do
+  expect_exit 2 "$TASKQ" add q "$opt" ''
+done
+unchanged
+for opt in --payload-file --jsonl; do
+  "$TASKQ" add q "$opt" '' >/dev/null 2>&1
+  rc=$?
+  check "add $opt '' is refused (exit $rc)" test "$rc" = 1 -o "$rc" = 2
+done
+unchanged
+expect_exit 2 "$TASKQ" queue set q --max-errors ''
+expect_exit 2 "$TASKQ" queue set q --retry-delay ''
+expect_exit 2 "$TASKQ" list --state ''
+expect_exit 2 "$TASKQ" list --limit ''
+expect_exit 2 "$TASKQ" stats --queue ''
 unchanged
 
 section "-o env leases one task only"

@@ -235,3 +235,26 @@ TEST_CASE("the error history keeps at least the last 100 errors") {
   const std::size_t n = stored->errors.size();
   CHECK(stored->errors[n - 100].message == "e21");
 }
+
+TEST_CASE("the error history is trimmed to the last 100 errors") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  storage::NewTask spec = new_task("q");
+  // Errors 1 s apart in a 1 ms window: each counts alone, none fails it.
+  spec.policy.window = 1ms;
+  spec.policy.retry_delay = Millis(0);
+  const int64_t id = store.add(spec, t0, k_operator);
+  Time now = t0;
+  for (int i = 1; i <= 130; ++i) {
+    CHECK(lease_and_fail(store, id, "q", now, "e" + std::to_string(i)).state ==
+          TaskState::sleeping);
+    now += 1s;
+  }
+  const auto stored = store.find(id);
+  REQUIRE(stored);
+  REQUIRE(stored->errors.size() >= 100);
+  const std::size_t n = stored->errors.size();
+  CHECK(stored->errors[n - 100].message == "e31");
+  CHECK(stored->errors.back().message == "e130");
+  CHECK(stored->errors.back().time == now - 1s);
+}

@@ -20,7 +20,7 @@ TEST_CASE("an added task reads back exactly as it was given") {
       "thumbs", R"({"file": "a.png",  "sizes":[1, 2.50,3e2], "z":null})");
   spec.labels = {{"kind", "image"}, {"tier", ""}};
   spec.priority = -3;
-  spec.run_at = t0 + 90s;
+  spec.run_at = t0 + 90s + 5ms; // millisecond precision
   spec.max_attempts = 4;
   const int64_t id = store.add(spec, t0, k_operator);
 
@@ -34,7 +34,7 @@ TEST_CASE("an added task reads back exactly as it was given") {
         R"({"file": "a.png",  "sizes":[1, 2.50,3e2], "z":null})");
   CHECK(task->labels == core::Labels{{"kind", "image"}, {"tier", ""}});
   CHECK(task->priority == -3);
-  CHECK(task->run_at == t0 + 90s);
+  CHECK(task->run_at == t0 + 90s + 5ms);
   CHECK(task->max_attempts == 4);
   CHECK(task->attempts == 0);
   CHECK(task->created_at == t0);
