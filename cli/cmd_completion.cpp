@@ -22,8 +22,8 @@ void register_completion(CLI::App& app, Context& /*ctx*/) {
   cmd->callback([shell] {
     const auto script = completion_script(*shell);
     if (!script) {
-      throw Error(ErrorKind::usage, "invalid shell '" + *shell +
-                                        "': expected bash, zsh or fish");
+      throw Error(ErrorKind::usage,
+                  "invalid shell '" + *shell + "': expected bash, zsh or fish");
     }
     std::fwrite(script->data(), 1, script->size(), stdout);
   });

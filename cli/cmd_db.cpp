@@ -8,8 +8,8 @@
 namespace taskq::cli {
 
 void register_db(CLI::App& app, Context& ctx) {
-  CLI::App* db = add_command(app, "db", "Database administration",
-                             "taskq db check");
+  CLI::App* db =
+      add_command(app, "db", "Database administration", "taskq db check");
   db->require_subcommand(1);
 
   add_command(*db, "path", "Print the database file's path", "taskq db path")
@@ -27,8 +27,8 @@ void register_db(CLI::App& app, Context& ctx) {
             problems += "\n  " + p;
           }
           throw Error(ErrorKind::unavailable,
-                      "database " + ctx.db_path() + " is unhealthy:" +
-                          problems);
+                      "database " + ctx.db_path()
+                          + " is unhealthy:" + problems);
         }
         std::printf("ok: schema version %d, %lld tasks\n", r.schema_version,
                     static_cast<long long>(r.tasks));
@@ -48,9 +48,8 @@ void register_db(CLI::App& app, Context& ctx) {
       "Copy the database to FILE (online: workers may keep running)",
       "taskq db backup /var/backups/taskq.db");
   backup->add_option("file", *dest, "a new file")->required();
-  backup->callback([dest, &ctx] {
-    ctx.store(storage::OpenMode::read).backup(*dest);
-  });
+  backup->callback(
+      [dest, &ctx] { ctx.store(storage::OpenMode::read).backup(*dest); });
 }
 
 } // namespace taskq::cli

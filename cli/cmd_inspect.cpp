@@ -47,7 +47,8 @@ void run_list(const ListOptions& o, Context& ctx) {
 }
 
 void run_stats(const std::optional<std::string>& queue, Context& ctx) {
-  const Format format = ctx.format(Format::table, {Format::table, Format::json});
+  const Format format =
+      ctx.format(Format::table, {Format::table, Format::json});
   const core::Time now = ctx.now();
   const auto stats = ctx.store(storage::OpenMode::read).stats(queue, now);
   if (format == Format::json) {
@@ -75,17 +76,16 @@ void run_stats(const std::optional<std::string>& queue, Context& ctx) {
   }
   std::vector<std::vector<std::string>> rows;
   for (const auto& s : stats) {
-    rows.push_back(
-        {s.queue, std::to_string(s.ready), std::to_string(s.running),
-         std::to_string(s.delayed), std::to_string(s.sleeping),
-         std::to_string(s.paused), std::to_string(s.completed),
-         std::to_string(s.failed), std::to_string(s.killed),
-         s.oldest_ready_age ? core::format_duration(
-                                  std::chrono::duration_cast<std::chrono::seconds>(
-                                      *s.oldest_ready_age))
-                            : "-",
-         std::to_string(s.completed_last_minute),
-         std::to_string(s.completed_last_hour)});
+    rows.push_back({s.queue, std::to_string(s.ready), std::to_string(s.running),
+                    std::to_string(s.delayed), std::to_string(s.sleeping),
+                    std::to_string(s.paused), std::to_string(s.completed),
+                    std::to_string(s.failed), std::to_string(s.killed),
+                    s.oldest_ready_age ? core::format_duration(
+                        std::chrono::duration_cast<std::chrono::seconds>(
+                            *s.oldest_ready_age))
+                                       : "-",
+                    std::to_string(s.completed_last_minute),
+                    std::to_string(s.completed_last_hour)});
   }
   print_table({"QUEUE", "READY", "RUNNING", "DELAYED", "SLEEPING", "PAUSED",
                "COMPLETED", "FAILED", "KILLED", "OLDEST_READY", "DONE_1M",
@@ -144,8 +144,7 @@ void register_inspect(CLI::App& app, Context& ctx) {
   why->add_option("id", *wid, "task id")->required()->type_name("ID");
   why->callback([wid, &ctx] {
     const int64_t id = parse_id(*wid);
-    const auto reasons =
-        ctx.store(storage::OpenMode::read).why(id, ctx.now());
+    const auto reasons = ctx.store(storage::OpenMode::read).why(id, ctx.now());
     if (reasons.empty()) {
       std::printf("task %lld is eligible: the next lease of its queue can "
                   "take it\n",

@@ -25,8 +25,7 @@ struct SendOptions {
 void add_selector_options(CLI::App* cmd, SendOptions& o) {
   cmd->add_option("--queue", o.queue, "every task of QUEUE")
       ->type_name("QUEUE");
-  cmd->add_option("--state", o.state,
-                  "every task in STATE (or running, ready)")
+  cmd->add_option("--state", o.state, "every task in STATE (or running, ready)")
       ->type_name("STATE");
   cmd->add_option("--match", o.match,
                   "every task with labels matching K=V (repeatable)")
@@ -99,8 +98,8 @@ bool is_worker_form(const SendOptions& o) {
   if (env_lease == nullptr || *env_lease == '\0') {
     return false;
   }
-  return o.args.empty() ||
-         (o.args.size() == 1 && env_id != nullptr && o.args[0] == env_id);
+  return o.args.empty()
+         || (o.args.size() == 1 && env_id != nullptr && o.args[0] == env_id);
 }
 
 OptText single_id(const SendOptions& o) {
@@ -119,8 +118,7 @@ CLI::App* operator_command(CLI::App& app, Context& ctx, core::Message msg,
   cmd->add_option("id", o->args, "task ids")->type_name("ID...");
   add_selector_options(cmd, *o);
   if (msg == core::Message::sleep) {
-    cmd->add_option("--until", o->until, "sleep until TIME")
-        ->type_name("TIME");
+    cmd->add_option("--until", o->until, "sleep until TIME")->type_name("TIME");
     cmd->add_option("--for", o->for_, "sleep for DUR")->type_name("DUR");
   }
   if (msg == core::Message::sleep || msg == core::Message::release) {
@@ -135,8 +133,8 @@ CLI::App* operator_command(CLI::App& app, Context& ctx, core::Message msg,
         ->type_name("DUR");
   }
   cmd->callback([o, msg, &ctx] {
-    if ((msg == core::Message::sleep || msg == core::Message::release) &&
-        is_worker_form(*o)) {
+    if ((msg == core::Message::sleep || msg == core::Message::release)
+        && is_worker_form(*o)) {
       const WorkerRef ref = worker_ref(single_id(*o), o->lease);
       auto& store = ctx.store(storage::OpenMode::write);
       const core::Time now = ctx.now();
@@ -207,9 +205,9 @@ void register_operate(CLI::App& app, Context& ctx) {
     const auto msg = core::parse_message(name);
     if (!msg || !core::is_operator_message(*msg)) {
       throw Error(ErrorKind::usage,
-                  "invalid message '" + name +
-                      "': expected run, pause, sleep, release, checkpoint or "
-                      "kill");
+                  "invalid message '" + name
+                      + "': expected run, pause, sleep, release, checkpoint or "
+                        "kill");
     }
     send_message(*o, ids, *msg, ctx);
   });

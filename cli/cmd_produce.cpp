@@ -73,10 +73,10 @@ public:
       const auto last = line.find_last_not_of(" \t\r\n");
       line = line.substr(first, last - first + 1);
       if (!nlohmann::json::accept(line)) {
-        throw Error(ErrorKind::usage,
-                    "invalid JSON on line " + std::to_string(m_number) +
-                        " of " + (m_path == "-" ? "stdin" : m_path) +
-                        "; nothing was added");
+        throw Error(ErrorKind::usage, "invalid JSON on line "
+                                          + std::to_string(m_number) + " of "
+                                          + (m_path == "-" ? "stdin" : m_path)
+                                          + "; nothing was added");
       }
       return minify_json(line);
     }
@@ -93,8 +93,8 @@ private:
 
 void run_add(const AddOptions& o, Context& ctx) {
   check_queue_name(o.queue);
-  const int sources = o.payload.has_value() + o.text.has_value() +
-                      o.payload_file.has_value() + o.jsonl.has_value();
+  const int sources = o.payload.has_value() + o.text.has_value()
+                      + o.payload_file.has_value() + o.jsonl.has_value();
   if (sources > 1) {
     throw Error(ErrorKind::usage, "give only one of --payload, --text, "
                                   "--payload-file and --jsonl");

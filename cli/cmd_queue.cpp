@@ -13,9 +13,9 @@ void register_queue(CLI::App& app, Context& ctx) {
                                 "taskq queue set thumbs --max-errors 3");
   queue->require_subcommand(1);
 
-  CLI::App* list = add_command(*queue, "list",
-                               "List queues with their task counts",
-                               "taskq queue list -o id");
+  CLI::App* list =
+      add_command(*queue, "list", "List queues with their task counts",
+                  "taskq queue list -o id");
   list->callback([&ctx] {
     const Format format =
         ctx.format(Format::table, {Format::table, Format::id});

@@ -97,12 +97,14 @@ void register_work(CLI::App& app, Context& ctx) {
       "Lease the next eligible task of QUEUE... (exit 75 when none)",
       "eval \"$(taskq lease thumbs -o env)\" || exit 0");
   lease->add_option("queue", lo->queues, "queues to lease from")->required();
-  lease->add_option("--for", lo->lease_for,
-                    "lease duration (default 5m); heartbeat to extend")
+  lease
+      ->add_option("--for", lo->lease_for,
+                   "lease duration (default 5m); heartbeat to extend")
       ->type_name("DUR");
-  lease->add_option("--match", lo->match,
-                    "only tasks with labels matching K=V (repeatable; * "
-                    "wildcards)")
+  lease
+      ->add_option("--match", lo->match,
+                   "only tasks with labels matching K=V (repeatable; * "
+                   "wildcards)")
       ->type_name("K=V");
   lease->add_option("--count", lo->count, "lease up to N tasks")
       ->type_name("N");
@@ -208,8 +210,7 @@ void register_work(CLI::App& app, Context& ctx) {
     } else {
       req.retry_in = parse_duration_arg(f->retry_in, "--retry-in");
     }
-    ctx.store(storage::OpenMode::write)
-        .fail(ref.id, ref.token, req, ctx.now());
+    ctx.store(storage::OpenMode::write).fail(ref.id, ref.token, req, ctx.now());
   });
 }
 

@@ -8,7 +8,6 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
-
 #include <unistd.h>
 
 namespace taskq::cli {
@@ -49,9 +48,9 @@ core::Time Context::now() {
       const auto t = core::parse_time(frozen);
       if (!t) {
         throw Error(ErrorKind::usage,
-                    std::string("invalid TASKQ_NOW '") + frozen +
-                        "': expected an RFC 3339 time such as "
-                        "2026-11-21T08:00:00Z");
+                    std::string("invalid TASKQ_NOW '") + frozen
+                        + "': expected an RFC 3339 time such as "
+                          "2026-11-21T08:00:00Z");
       }
       m_now = *t;
     } else {
@@ -88,17 +87,15 @@ std::string Context::worker() const {
   if (worker_option && !worker_option->empty()) {
     return *worker_option;
   }
-  return env_or("TASKQ_WORKER",
-                host_name() + ":" + std::to_string(::getpid()));
+  return env_or("TASKQ_WORKER", host_name() + ":" + std::to_string(::getpid()));
 }
 
 std::string Context::actor() const {
   if (worker_option && !worker_option->empty()) {
     return *worker_option;
   }
-  return env_or("TASKQ_WORKER",
-                env_or("USER", env_or("LOGNAME", "operator")) + "@" +
-                    host_name());
+  return env_or("TASKQ_WORKER", env_or("USER", env_or("LOGNAME", "operator"))
+                                    + "@" + host_name());
 }
 
 Format Context::format(Format fallback,
@@ -115,8 +112,8 @@ Format Context::format(Format fallback,
   for (Format f : allowed) {
     names += (names.empty() ? "" : ", ") + std::string(format_name(f));
   }
-  throw Error(ErrorKind::usage, "invalid output format '" + *output_option +
-                                    "': this command prints " + names);
+  throw Error(ErrorKind::usage, "invalid output format '" + *output_option
+                                    + "': this command prints " + names);
 }
 
 storage::TaskStore& Context::store(storage::OpenMode mode) {
@@ -149,10 +146,9 @@ core::Millis parse_duration_arg(const std::string& text,
                                 const std::string& what) {
   const auto d = core::parse_duration(text);
   if (!d) {
-    throw Error(ErrorKind::usage, "invalid duration '" + text + "' for " +
-                                      what +
-                                      ": expected e.g. 90s, 5m, 1h30m, 2d, "
-                                      "1w or a number of seconds");
+    throw Error(ErrorKind::usage, "invalid duration '" + text + "' for " + what
+                                      + ": expected e.g. 90s, 5m, 1h30m, 2d, "
+                                        "1w or a number of seconds");
   }
   return *d;
 }
@@ -209,19 +205,18 @@ std::string minify_json(std::string_view text) {
 core::Time parse_time_arg(const std::string& text, const std::string& what) {
   const auto t = core::parse_time(text);
   if (!t) {
-    throw Error(ErrorKind::usage, "invalid time '" + text + "' for " + what +
-                                      ": expected RFC 3339, e.g. "
-                                      "2026-11-21T08:00:00Z");
+    throw Error(ErrorKind::usage, "invalid time '" + text + "' for " + what
+                                      + ": expected RFC 3339, e.g. "
+                                        "2026-11-21T08:00:00Z");
   }
   return *t;
 }
 
 std::string parse_json_arg(const std::string& text, const std::string& what) {
   if (!nlohmann::json::accept(text)) {
-    throw Error(ErrorKind::usage, "invalid JSON for " + what + ": " +
-                                      (text.size() > 60 ? text.substr(0, 60) +
-                                                              "..."
-                                                        : text));
+    throw Error(ErrorKind::usage,
+                "invalid JSON for " + what + ": "
+                    + (text.size() > 60 ? text.substr(0, 60) + "..." : text));
   }
   return minify_json(text);
 }
@@ -232,9 +227,9 @@ core::Labels parse_labels(const std::vector<std::string>& texts) {
     const auto kv = core::parse_label(t);
     if (!kv) {
       throw Error(ErrorKind::usage,
-                  "invalid label '" + t +
-                      "': expected KEY=VALUE, KEY made of letters, digits "
-                      "and . _ / -");
+                  "invalid label '" + t
+                      + "': expected KEY=VALUE, KEY made of letters, digits "
+                        "and . _ / -");
     }
     labels[kv->first] = kv->second;
   }
@@ -248,9 +243,9 @@ parse_patterns(const std::vector<std::string>& texts) {
     const auto p = core::parse_label_pattern(t);
     if (!p) {
       throw Error(ErrorKind::usage,
-                  "invalid label pattern '" + t +
-                      "': expected KEY=VALUE, where KEY may be *, pre* or "
-                      "*suf and VALUE may be *");
+                  "invalid label pattern '" + t
+                      + "': expected KEY=VALUE, where KEY may be *, pre* or "
+                        "*suf and VALUE may be *");
     }
     patterns.push_back(*p);
   }

@@ -39,8 +39,9 @@ core::PolicyOverrides to_overrides(const PolicyArgs& args) {
   if (args.backoff) {
     p.backoff = core::parse_backoff(*args.backoff);
     if (!p.backoff) {
-      throw Error(ErrorKind::usage, "invalid --backoff '" + *args.backoff +
-                                        "': expected constant or exponential");
+      throw Error(ErrorKind::usage,
+                  "invalid --backoff '" + *args.backoff
+                      + "': expected constant or exponential");
     }
   }
   p.max_delay = parse_duration_arg(args.max_delay, "--max-delay");
@@ -48,15 +49,15 @@ core::PolicyOverrides to_overrides(const PolicyArgs& args) {
 }
 
 void check_queue_name(const std::string& name) {
-  const bool ok = !name.empty() && name.size() <= 128 &&
-                  name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                         "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                         "0123456789._:/-") ==
-                      std::string::npos;
+  const bool ok = !name.empty() && name.size() <= 128
+                  && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                            "0123456789._:/-")
+                         == std::string::npos;
   if (!ok) {
     throw Error(ErrorKind::usage,
-                "invalid queue name '" + name +
-                    "': use 1-128 letters, digits and . _ : / -");
+                "invalid queue name '" + name
+                    + "': use 1-128 letters, digits and . _ : / -");
   }
 }
 

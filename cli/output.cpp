@@ -49,8 +49,8 @@ std::string cell(std::string text, size_t width) {
   if (text.size() > width) {
     text.resize(width - 3);
     // Do not cut a UTF-8 sequence in half.
-    while (!text.empty() && (static_cast<unsigned char>(text.back()) & 0xc0) ==
-                                0x80) {
+    while (!text.empty()
+           && (static_cast<unsigned char>(text.back()) & 0xc0) == 0x80) {
       text.pop_back();
     }
     if (!text.empty() && static_cast<unsigned char>(text.back()) >= 0xc0) {
@@ -234,16 +234,15 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
     line("labels:", labels);
   }
   line("priority:", std::to_string(t.priority));
-  line("attempts:", std::to_string(t.attempts) +
-                        (t.max_attempts
-                             ? " of " + std::to_string(*t.max_attempts)
-                             : ""));
+  line("attempts:",
+       std::to_string(t.attempts)
+           + (t.max_attempts ? " of " + std::to_string(*t.max_attempts) : ""));
   line("run_at:", core::format_time(t.run_at));
   line("created_at:", core::format_time(t.created_at));
   line("updated_at:", core::format_time(t.updated_at));
   if (t.leased(now)) {
-    line("lease:", "held by " + t.lease->worker + " until " +
-                       core::format_time(t.lease->expires_at));
+    line("lease:", "held by " + t.lease->worker + " until "
+                       + core::format_time(t.lease->expires_at));
   }
   if (t.checkpoint) {
     line("checkpoint:", *t.checkpoint);
@@ -262,10 +261,10 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
   std::printf("\nevents (%zu):\n", d.events.size());
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : d.events) {
-    rows.push_back({"  " + core::format_time(e.time), e.message,
-                    (e.from.empty() ? "-" : e.from) + " -> " +
-                        (e.to.empty() ? "-" : e.to),
-                    e.actor, cell(e.detail, 80)});
+    rows.push_back(
+        {"  " + core::format_time(e.time), e.message,
+         (e.from.empty() ? "-" : e.from) + " -> " + (e.to.empty() ? "-" : e.to),
+         e.actor, cell(e.detail, 80)});
   }
   print_table({"  TIME", "MESSAGE", "TRANSITION", "BY", "DETAIL"}, rows);
 }

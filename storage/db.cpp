@@ -77,7 +77,9 @@ ErrorKind kind_for(int rc) {
 
 } // namespace
 
-void Db::Close::operator()(sqlite3* db) const { sqlite3_close_v2(db); }
+void Db::Close::operator()(sqlite3* db) const {
+  sqlite3_close_v2(db);
+}
 
 Db::Db(const std::string& path, bool create) : m_path(path) {
   sqlite3* raw = nullptr;
@@ -100,8 +102,8 @@ Db::Db(const std::string& path, bool create) : m_path(path) {
 
 void Db::fail(int rc, std::string_view context) const {
   std::string message(context);
-  const char* why = m_handle ? sqlite3_errmsg(m_handle.get())
-                             : sqlite3_errstr(rc);
+  const char* why =
+      m_handle ? sqlite3_errmsg(m_handle.get()) : sqlite3_errstr(rc);
   if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
     why = "database is locked past the busy timeout";
   }
@@ -125,9 +127,8 @@ void Statement::Finalize::operator()(sqlite3_stmt* stmt) const {
 
 Statement::Statement(Db& db, std::string_view sql) : m_db(&db) {
   sqlite3_stmt* raw = nullptr;
-  const int rc = sqlite3_prepare_v2(db.handle(), sql.data(),
-                                    static_cast<int>(sql.size()), &raw,
-                                    nullptr);
+  const int rc = sqlite3_prepare_v2(
+      db.handle(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
   m_stmt.reset(raw);
   if (rc != SQLITE_OK) {
     db.fail(rc, "cannot read the database");
@@ -176,7 +177,9 @@ void Statement::run() {
   }
 }
 
-void Statement::reset() { sqlite3_reset(m_stmt.get()); }
+void Statement::reset() {
+  sqlite3_reset(m_stmt.get());
+}
 
 bool Statement::is_null(int col) const {
   return sqlite3_column_type(m_stmt.get(), col) == SQLITE_NULL;

@@ -12,8 +12,8 @@ struct sqlite3_stmt;
 namespace taskq::storage {
 
 // One SQLite connection, set up for taskq: a busy handler that waits up to
-// the busy timeout, and no checkpoint when the connection closes. Failures throw taskq::Error
-// with context and sqlite3_errmsg().
+// the busy timeout, and no checkpoint when the connection closes. Failures
+// throw taskq::Error with context and sqlite3_errmsg().
 class Db {
 public:
   // Opens `path` read-write (creating it when `create`), or ":memory:".

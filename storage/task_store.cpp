@@ -11,11 +11,10 @@
 #include <array>
 #include <cerrno>
 #include <cstring>
+#include <fcntl.h>
 #include <filesystem>
 #include <random>
 #include <string_view>
-
-#include <fcntl.h>
 #include <unistd.h>
 
 namespace taskq::storage {
@@ -152,7 +151,9 @@ std::string random_token() {
   return out;
 }
 
-std::string task_ref(int64_t id) { return "task " + std::to_string(id); }
+std::string task_ref(int64_t id) {
+  return "task " + std::to_string(id);
+}
 
 // Creates `path`'s folder and the file itself with mode 0600 when missing,
 // so SQLite (and its -wal/-shm files, which copy the mode) never makes it
@@ -163,13 +164,13 @@ void create_private_file(const std::string& path) {
   if (p.has_parent_path()) {
     std::filesystem::create_directories(p.parent_path(), ec);
     if (ec) {
-      throw Error(ErrorKind::unavailable,
-                  "cannot create folder " + p.parent_path().string() + ": " +
-                      ec.message());
+      throw Error(ErrorKind::unavailable, "cannot create folder "
+                                              + p.parent_path().string() + ": "
+                                              + ec.message());
     }
   }
-  const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                        0600);
+  const int fd =
+      ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 && errno != EEXIST) {
     throw Error(ErrorKind::unavailable,
                 "cannot create database " + path + ": " + std::strerror(errno));
@@ -188,7 +189,9 @@ struct QueueRow {
 
 } // namespace
 
-int latest_schema_version() { return migrations().back().version; }
+int latest_schema_version() {
+  return migrations().back().version;
+}
 
 // ---------------------------------------------------------------------------
 // Shared helpers over one connection. They assume a transaction is open.
@@ -217,8 +220,8 @@ void apply_migrations(Db& db) {
 }
 
 std::optional<Task> load_task(Db& db, int64_t id) {
-  Statement st(db, join(join("SELECT ", k_task_columns),
-                        " FROM tasks WHERE id = ?1"));
+  Statement st(
+      db, join(join("SELECT ", k_task_columns), " FROM tasks WHERE id = ?1"));
   st.bind(1, id);
   if (!st.step()) {
     return std::nullopt;
@@ -337,8 +340,8 @@ void set_state(Db& db, int64_t id, TaskState state, Time now) {
 }
 
 std::string refusal(const Task& task, Message msg) {
-  return "cannot " + std::string(core::to_string(msg)) + " " +
-         task_ref(task.id) + ": it is " + std::string(core::to_string(task.state));
+  return "cannot " + std::string(core::to_string(msg)) + " " + task_ref(task.id)
+         + ": it is " + std::string(core::to_string(task.state));
 }
 
 // Loads a task for a worker write: it must exist (not_found) and `token`
@@ -350,21 +353,21 @@ Task require_lease(Db& db, int64_t id, const std::string& token, Time now) {
       return task;
     }
     throw Error(ErrorKind::conflict,
-                "lease lost: the lease on " + task_ref(id) + " expired at " +
-                    core::format_time(task.lease->expires_at));
+                "lease lost: the lease on " + task_ref(id) + " expired at "
+                    + core::format_time(task.lease->expires_at));
   }
   Statement st(db, "SELECT revoked_reason FROM tasks WHERE id = ?1 AND "
                    "revoked_token = ?2");
   st.bind(1, id).bind(2, token);
   if (st.step()) {
-    throw Error(ErrorKind::conflict, "lease lost: " + task_ref(id) +
-                                         " was revoked (" + st.get_text(0) +
-                                         ")");
+    throw Error(ErrorKind::conflict, "lease lost: " + task_ref(id)
+                                         + " was revoked (" + st.get_text(0)
+                                         + ")");
   }
   if (task.leased(now)) {
-    throw Error(ErrorKind::conflict, "lease lost: " + task_ref(id) +
-                                         " is leased by another worker (" +
-                                         task.lease->worker + ")");
+    throw Error(ErrorKind::conflict, "lease lost: " + task_ref(id)
+                                         + " is leased by another worker ("
+                                         + task.lease->worker + ")");
   }
   throw Error(ErrorKind::conflict,
               "lease lost: " + task_ref(id) + " is not leased with this token");
@@ -395,11 +398,11 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode) {
   const int version = read_user_version(*m_db);
   if (version > latest_schema_version()) {
     throw Error(ErrorKind::unavailable,
-                "cannot use database " + path + ": its schema version " +
-                    std::to_string(version) +
-                    " is newer than this taskq understands (" +
-                    std::to_string(latest_schema_version()) +
-                    "); upgrade taskq");
+                "cannot use database " + path + ": its schema version "
+                    + std::to_string(version)
+                    + " is newer than this taskq understands ("
+                    + std::to_string(latest_schema_version())
+                    + "); upgrade taskq");
   }
   if (version < latest_schema_version()) {
     if (version == 0) {
@@ -413,7 +416,9 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode) {
 
 TaskStore::~TaskStore() = default;
 
-int TaskStore::schema_version() { return read_user_version(*m_db); }
+int TaskStore::schema_version() {
+  return read_user_version(*m_db);
+}
 
 int TaskStore::migrate() {
   apply_migrations(*m_db);
@@ -477,11 +482,11 @@ int64_t TaskStore::add(const NewTask& task, Time now,
   return id;
 }
 
-int64_t TaskStore::add_many(
-    const NewTask& proto,
-    const std::function<std::optional<std::string>()>& next,
-    const std::function<void(int64_t)>& on_id, Time now,
-    const std::string& actor) {
+int64_t
+TaskStore::add_many(const NewTask& proto,
+                    const std::function<std::optional<std::string>()>& next,
+                    const std::function<void(int64_t)>& on_id, Time now,
+                    const std::string& actor) {
   Transaction tx(*m_db);
   Inserter ins(*m_db, proto, now, actor);
   int64_t count = 0;
@@ -501,9 +506,9 @@ int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
   const Task old = load_full(*m_db, id);
   if (old.state != TaskState::failed && old.state != TaskState::killed) {
     throw Error(ErrorKind::conflict,
-                "cannot retry " + task_ref(id) + ": it is " +
-                    std::string(core::to_string(old.state)) +
-                    " (only failed or killed tasks are retried)");
+                "cannot retry " + task_ref(id) + ": it is "
+                    + std::string(core::to_string(old.state))
+                    + " (only failed or killed tasks are retried)");
   }
   NewTask spec;
   spec.queue = old.queue;
@@ -601,8 +606,8 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
     reclaim_expired(*m_db, q, now);
     int64_t capacity = req.count;
     if (row.max_running) {
-      capacity = std::max<int64_t>(0, *row.max_running -
-                                          count_running(*m_db, q, now));
+      capacity =
+          std::max<int64_t>(0, *row.max_running - count_running(*m_db, q, now));
     }
     sources.push_back({q, std::move(row), capacity});
   }
@@ -625,8 +630,8 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
       break;
     }
     Task& t = *best;
-    const auto limit = t.max_attempts ? t.max_attempts
-                                      : from->settings.max_attempts;
+    const auto limit =
+        t.max_attempts ? t.max_attempts : from->settings.max_attempts;
     if (limit && t.attempts >= *limit) {
       // rescue's circuit breaker: park it for an operator instead.
       const std::string reason =
@@ -659,8 +664,8 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
         .run();
     log_event(*m_db, t.id, now, "lease", TaskState::runnable,
               TaskState::runnable, req.worker,
-              "attempt " + std::to_string(t.attempts + 1) + ", until " +
-                  core::format_time(expires));
+              "attempt " + std::to_string(t.attempts + 1) + ", until "
+                  + core::format_time(expires));
     leased.push_back(load_full(*m_db, t.id));
     --from->capacity;
   }
@@ -746,8 +751,8 @@ Task TaskStore::fail(int64_t id, const std::string& token,
         .bind(3, to_unix_ms(now))
         .run();
     log_event(*m_db, id, now, "error", task.state, TaskState::runnable, worker,
-              req.error + " (moved from " + task.queue + " to " + req.move_to +
-                  ")");
+              req.error + " (moved from " + task.queue + " to " + req.move_to
+                  + ")");
     Task out = load_full(*m_db, id);
     tx.commit();
     return out;
@@ -860,8 +865,8 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
                                   std::optional<Time> until,
                                   const std::string& actor, Time now) {
   if (!core::is_operator_message(msg)) {
-    throw Error(ErrorKind::usage, "an operator cannot send " +
-                                      std::string(core::to_string(msg)));
+    throw Error(ErrorKind::usage,
+                "an operator cannot send " + std::string(core::to_string(msg)));
   }
   if (msg == Message::sleep && !until) {
     throw Error(ErrorKind::usage, "sleep needs --until TIME or --for DUR");
@@ -880,8 +885,8 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
       throw Error(ErrorKind::conflict, refusal(task, msg));
     }
     const std::string name(core::to_string(msg));
-    const bool revokes = msg == Message::pause || msg == Message::sleep ||
-                         msg == Message::kill || msg == Message::release;
+    const bool revokes = msg == Message::pause || msg == Message::sleep
+                         || msg == Message::kill || msg == Message::release;
     if (revokes && task.lease) {
       clear_lease(*m_db, task,
                   task.leased(now) ? std::optional(name + " by " + actor)
@@ -954,12 +959,12 @@ std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
   std::string sql = join(join("SELECT ", k_task_columns),
                          " FROM tasks WHERE (?1 IS NULL OR queue = ?1)");
   const std::string state = sel.state.value_or("");
-  if (sel.state && !core::parse_state(state) && state != "running" &&
-      state != "ready") {
+  if (sel.state && !core::parse_state(state) && state != "running"
+      && state != "ready") {
     throw Error(ErrorKind::usage,
-                "unknown state '" + state +
-                    "': expected runnable, sleeping, paused, completed, "
-                    "failed, killed, running or ready");
+                "unknown state '" + state
+                    + "': expected runnable, sleeping, paused, completed, "
+                      "failed, killed, running or ready");
   }
   if (state == "running") {
     sql += " AND state = 'runnable' AND lease_token IS NOT NULL AND "
@@ -1104,16 +1109,15 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now) {
   std::vector<std::string> reasons;
   const std::string state(core::to_string(t.state));
   if (core::is_terminal(t.state)) {
-    reasons.push_back(
-        "it is " + state + " (final)" +
-        (t.reason.empty() || t.state == TaskState::completed ? ""
-                                                             : ": " + t.reason));
+    reasons.push_back("it is " + state + " (final)"
+                      + (t.reason.empty() || t.state == TaskState::completed
+                             ? ""
+                             : ": " + t.reason));
     return reasons;
   }
   if (t.state == TaskState::paused) {
-    reasons.push_back("it is paused" +
-                      (t.reason.empty() ? "" : ": " + t.reason) +
-                      " (taskq resume " + std::to_string(id) + ")");
+    reasons.push_back("it is paused" + (t.reason.empty() ? "" : ": " + t.reason)
+                      + " (taskq resume " + std::to_string(id) + ")");
   }
   if (t.state == TaskState::sleeping && t.run_at > now) {
     reasons.push_back("it is sleeping until " + core::format_time(t.run_at));
@@ -1122,22 +1126,22 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now) {
     reasons.push_back("it is not due until " + core::format_time(t.run_at));
   }
   if (t.leased(now)) {
-    reasons.push_back("it is leased by " + t.lease->worker + " until " +
-                      core::format_time(t.lease->expires_at));
+    reasons.push_back("it is leased by " + t.lease->worker + " until "
+                      + core::format_time(t.lease->expires_at));
   }
   const QueueRow q = load_queue(*m_db, t.queue);
   if (q.paused) {
     reasons.push_back("queue " + t.queue + " is paused");
   }
-  if (q.max_running && !t.leased(now) &&
-      count_running(*m_db, t.queue, now) >= *q.max_running) {
-    reasons.push_back("queue " + t.queue + " is at its running limit (" +
-                      std::to_string(*q.max_running) + ")");
+  if (q.max_running && !t.leased(now)
+      && count_running(*m_db, t.queue, now) >= *q.max_running) {
+    reasons.push_back("queue " + t.queue + " is at its running limit ("
+                      + std::to_string(*q.max_running) + ")");
   }
   const auto limit = t.max_attempts ? t.max_attempts : q.max_attempts;
   if (limit && t.attempts >= *limit && t.state != TaskState::paused) {
-    reasons.push_back("it has used its " + std::to_string(*limit) +
-                      " attempts: the next lease pauses it");
+    reasons.push_back("it has used its " + std::to_string(*limit)
+                      + " attempts: the next lease pauses it");
   }
   return reasons;
 }
@@ -1191,12 +1195,12 @@ CheckReport TaskStore::check() {
     st.step();
     report.tasks = st.get_int(0);
     if (st.get_int(1) > 0) {
-      report.problems.push_back(std::to_string(st.get_int(1)) +
-                                " task(s) left in the transient fault state");
+      report.problems.push_back(std::to_string(st.get_int(1))
+                                + " task(s) left in the transient fault state");
     }
     if (st.get_int(2) > 0) {
-      report.problems.push_back(std::to_string(st.get_int(2)) +
-                                " leased task(s) that are not runnable");
+      report.problems.push_back(std::to_string(st.get_int(2))
+                                + " leased task(s) that are not runnable");
     }
   }
   report.ok = report.problems.empty();

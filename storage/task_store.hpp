@@ -54,8 +54,8 @@ enum class FailMode { policy, no_retry, move_to };
 struct FailRequest {
   std::string error;
   FailMode mode = FailMode::policy;
-  std::string move_to;                   // with FailMode::move_to
-  std::optional<core::Millis> retry_in;  // with FailMode::policy
+  std::string move_to;                  // with FailMode::move_to
+  std::optional<core::Millis> retry_in; // with FailMode::policy
 };
 
 struct HeartbeatResult {
@@ -129,10 +129,9 @@ public:
                             const std::optional<std::string>& checkpoint,
                             core::Time now);
   core::Task complete(int64_t id, const std::string& token,
-                      const std::optional<std::string>& result,
-                      core::Time now);
-  core::Task fail(int64_t id, const std::string& token,
-                  const FailRequest& req, core::Time now);
+                      const std::optional<std::string>& result, core::Time now);
+  core::Task fail(int64_t id, const std::string& token, const FailRequest& req,
+                  core::Time now);
   core::Task release(int64_t id, const std::string& token,
                      std::optional<core::Millis> delay, core::Time now);
   core::Task worker_sleep(int64_t id, const std::string& token,
