@@ -20,6 +20,11 @@
 //     Runs CMD once (stdout and stderr captured) and prints one line:
 //     `wall_us=N cpu_us=N rss_kb=N rc=N out=FIRST-LINE-OF-STDOUT`.
 //
+// Common options: --synchronous MODE, --no-ckpt-on-close 0|1 and
+// --busy-timeout-ms N give the baseline taskq's connection settings;
+// --max-seconds S with --min-reps N (default 20) end a loop early once it
+// has run S seconds; lease-scale's --prefix P names its series P<name>.
+//
 // The summaries are lines of `series NAME n=N med_us=N p25_us=N p75_us=N
 // cpu_med_us=N rss_med_kb=N rss_max_kb=N`, one per series, for bench/run to
 // put into its table. Any failing command stops the harness with its
@@ -290,26 +295,60 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
+// taskq's connection settings, which the baseline copies (bench/run reads
+// them from storage/ and passes them on).
+struct Settings {
+  std::string synchronous = "NORMAL";
+  bool no_ckpt_on_close = false;
+  std::string busy_timeout_ms = "30000";
+};
+Settings g_settings;
+
 // The sqlite3 shell with taskq's connection settings: the database is in
 // WAL mode already (persistent in the file), `.timeout` is the busy
-// timeout, and the write runs in BEGIN IMMEDIATE ... COMMIT as taskq's do.
-// -json prints the RETURNING row(s), as taskq prints JSON.
+// timeout, `.dbconfig no_ckpt_on_close` as taskq sets it, and the write
+// runs in BEGIN IMMEDIATE ... COMMIT as taskq's do. -json prints the
+// RETURNING row(s), as taskq prints JSON.
 std::vector<std::string> shell(const std::string& sqlite3,
                                const std::string& db,
                                const std::string& statement) {
-  return {sqlite3,
-          "-batch",
-          "-bail",
-          "-init",
-          "/dev/null",
-          "-cmd",
-          ".timeout 5000",
-          "-json",
-          db,
-          "PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=OFF; "
-          "BEGIN IMMEDIATE; " +
-              statement + "; COMMIT;"};
+  std::vector<std::string> argv = {sqlite3, "-batch", "-bail", "-init",
+                                   "/dev/null", "-cmd",
+                                   ".timeout " + g_settings.busy_timeout_ms};
+  if (g_settings.no_ckpt_on_close) {
+    // .dbconfig echoes the setting: keep that off the output.
+    for (const char* c : {".output /dev/null", ".dbconfig no_ckpt_on_close on",
+                          ".output stdout"}) {
+      argv.emplace_back("-cmd");
+      argv.emplace_back(c);
+    }
+  }
+  argv.emplace_back("-json");
+  argv.push_back(db);
+  argv.push_back("PRAGMA synchronous=" + g_settings.synchronous +
+                 "; PRAGMA foreign_keys=OFF; BEGIN IMMEDIATE; " + statement +
+                 "; COMMIT;");
+  return argv;
 }
+
+// Stops a measurement loop early, past --max-seconds, once --min-reps are
+// done: a pathologically slow command must not hold the run for an hour.
+class Budget {
+public:
+  explicit Budget(const Options& o)
+      : m_min_reps(std::stoi(o.get("min-reps", "20"))),
+        m_max_ns(static_cast<int64_t>(std::stod(o.get("max-seconds", "0")) *
+                                      1e9)) {}
+  bool over(int reps_done) const {
+    return reps_done >= m_min_reps && m_max_ns > 0 &&
+           now_ns() - m_start > m_max_ns;
+  }
+
+private:
+  int m_min_reps;
+  int64_t m_max_ns;
+  int64_t m_start = now_ns();
+};
 
 std::string quote(const std::string& s) {
   std::string q = "'";
@@ -382,9 +421,10 @@ int cmd_single(const Options& o) {
   const std::string queue = o.get("queue", "bench");
   const int reps = std::stoi(o.get("reps", "200"));
   const int warmup = std::stoi(o.get("warmup", "5"));
+  const Budget budget(o);
   Series series;
 
-  for (int rep = -warmup; rep < reps; ++rep) {
+  for (int rep = -warmup; rep < reps && !budget.over(rep); ++rep) {
     const bool taskq_first = (rep & 1) == 0;
     auto pair = [&](const std::string& op, const std::vector<std::string>& a,
                     const auto& make_b, Result& ra, Result& rb) {
@@ -440,20 +480,22 @@ int cmd_lease_scale(const Options& o) {
   const int reps = std::stoi(o.get("reps", "200"));
   const int warmup = std::stoi(o.get("warmup", "5"));
   const bool baseline = o.has("sqlite3");
+  const std::string prefix = o.get("prefix", "-") == "-" ? "" : o.get("prefix");
+  const Budget budget(o);
   Series series;
 
   auto tlease = [&](const std::string& db) {
     return std::vector<std::string>{taskq, "--db", db,  "lease",
                                     queue, "--for", "5m"};
   };
-  for (int rep = -warmup; rep < reps; ++rep) {
+  for (int rep = -warmup; rep < reps && !budget.over(rep); ++rep) {
     const bool small_first = (rep & 1) == 0;
     auto one = [&](const std::string& name, const auto& make, bool sql) {
       const auto argv = make();
       const Result r = must(argv);
       leased(r, sql ? "lease_token" : "token", argv);
       if (rep >= 0) {
-        series.add(name, rep, r);
+        series.add(prefix + name, rep, r);
       }
     };
     auto t_small = [&] { return tlease(small); };
@@ -511,6 +553,9 @@ int main(int argc, char** argv) {
   }
   const std::string cmd = argv[1];
   const Options o = parse(argc, argv);
+  g_settings.synchronous = o.get("synchronous", "NORMAL");
+  g_settings.no_ckpt_on_close = o.get("no-ckpt-on-close", "0") == "1";
+  g_settings.busy_timeout_ms = o.get("busy-timeout-ms", "30000");
   if (cmd == "single") {
     return cmd_single(o);
   }

@@ -2,15 +2,17 @@
 // measurement (b)): the least a program can do to get the same rows into
 // the same schema with the same durability settings.
 //
-//   taskq_bench_raw_insert DB QUEUE FILE|-
+//   taskq_bench_raw_insert [--synchronous MODE] [--no-ckpt-on-close]
+//                          DB QUEUE FILE|-
 //
 // DB must already hold the taskq schema (bench/run creates it with
 // `taskq db migrate`). Each non-blank line of FILE becomes one row of
 // `tasks`, exactly as taskq writes it (queue, state 'runnable', the line as
 // payload, priority 0, run_at = created_at = updated_at = now in ms, rev 1
 // and attempts 0 by the column defaults), through one prepared INSERT, in one
-// BEGIN IMMEDIATE transaction, with taskq's connection settings (WAL,
-// synchronous=NORMAL, busy_timeout, foreign_keys off, no mutex). No JSON
+// BEGIN IMMEDIATE transaction, with taskq's connection settings (WAL, the
+// synchronous MODE (default NORMAL) and checkpoint-on-close that bench/run
+// reads from storage/, busy timeout, foreign_keys off, no mutex). No JSON
 // parsing, no ids kept: it prints the count, like taskq does.
 
 #include <sqlite3.h>
@@ -20,6 +22,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 namespace {
 
@@ -51,27 +54,45 @@ bool blank(const char* s, size_t n) {
 } // namespace
 
 int main(int argc, char** argv) {
-  if (argc != 4) {
-    std::fprintf(stderr, "usage: taskq_bench_raw_insert DB QUEUE FILE|-\n");
+  std::string synchronous = "NORMAL";
+  bool no_ckpt_on_close = false;
+  int i = 1;
+  for (; i < argc && std::strncmp(argv[i], "--", 2) == 0; ++i) {
+    if (std::strcmp(argv[i], "--synchronous") == 0 && i + 1 < argc) {
+      synchronous = argv[++i];
+    } else if (std::strcmp(argv[i], "--no-ckpt-on-close") == 0) {
+      no_ckpt_on_close = true;
+    } else {
+      break;
+    }
+  }
+  if (argc - i != 3) {
+    std::fprintf(stderr, "usage: taskq_bench_raw_insert [--synchronous MODE] "
+                         "[--no-ckpt-on-close] DB QUEUE FILE|-\n");
     return 2;
   }
-  const char* queue = argv[2];
-  FILE* in = std::strcmp(argv[3], "-") == 0 ? stdin : std::fopen(argv[3], "r");
+  const char* path = argv[i];
+  const char* queue = argv[i + 1];
+  const char* file = argv[i + 2];
+  FILE* in = std::strcmp(file, "-") == 0 ? stdin : std::fopen(file, "r");
   if (in == nullptr) {
-    std::perror(argv[3]);
+    std::perror(file);
     return 1;
   }
 
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(argv[1], &db,
+  if (sqlite3_open_v2(path, &db,
                       SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
                       nullptr) != SQLITE_OK) {
-    die(db, argv[1]);
+    die(db, path);
+  }
+  if (no_ckpt_on_close) {
+    sqlite3_db_config(db, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
   }
   exec(db, "PRAGMA journal_mode=WAL");
-  exec(db, "PRAGMA synchronous=NORMAL");
+  exec(db, ("PRAGMA synchronous=" + synchronous).c_str());
   exec(db, "PRAGMA foreign_keys=OFF");
-  sqlite3_busy_timeout(db, 5000);
+  sqlite3_busy_timeout(db, 30000);
 
   const int64_t now =
       std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -110,7 +131,7 @@ int main(int argc, char** argv) {
     ++count;
   }
   if (std::ferror(in) != 0) {
-    std::perror(argv[3]);
+    std::perror(file);
     return 1;
   }
   exec(db, "COMMIT");

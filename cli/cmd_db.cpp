@@ -3,9 +3,24 @@
 #include "core/error.hpp"
 
 #include <cstdio>
+#include <filesystem>
 #include <memory>
 
 namespace taskq::cli {
+namespace {
+
+// Administration of a database that does not exist is a mistake (a typo in
+// --db), not an empty database.
+storage::TaskStore& existing_store(Context& ctx) {
+  const std::string path = ctx.db_path();
+  std::error_code ec;
+  if (!std::filesystem::exists(path, ec)) {
+    throw Error(ErrorKind::unavailable, "no database at " + path);
+  }
+  return ctx.store(storage::OpenMode::read);
+}
+
+} // namespace
 
 void register_db(CLI::App& app, Context& ctx) {
   CLI::App* db =
@@ -20,7 +35,7 @@ void register_db(CLI::App& app, Context& ctx) {
               "when unhealthy)",
               "taskq db check")
       ->callback([&ctx] {
-        const auto r = ctx.store(storage::OpenMode::read).check();
+        const auto r = existing_store(ctx).check();
         if (!r.ok) {
           std::string problems;
           for (const auto& p : r.problems) {

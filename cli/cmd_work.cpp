@@ -45,15 +45,11 @@ void run_lease(const LeaseOptions& o, Context& ctx) {
       // So that `eval "$(taskq lease q -o env)" || exit 0` sees the 75.
       std::puts("(exit 75)");
     }
-    std::fprintf(stderr, "taskq: nothing to lease in %s\n",
-                 [&] {
-                   std::string names;
-                   for (const auto& q : o.queues) {
-                     names += (names.empty() ? "" : ", ") + q;
-                   }
-                   return names;
-                 }()
-                     .c_str());
+    std::string names;
+    for (const auto& q : o.queues) {
+      names += (names.empty() ? "" : ", ") + q;
+    }
+    std::fprintf(stderr, "taskq: nothing to lease in %s\n", names.c_str());
     ctx.exit_code = k_exit_nothing;
     return;
   }
