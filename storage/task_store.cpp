@@ -598,7 +598,10 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
     int64_t capacity; // how many more it may lease (max-running)
   };
   std::vector<Source> sources;
-  for (const auto& q : req.queues) {
+  std::vector<std::string> queues = req.queues;
+  std::sort(queues.begin(), queues.end());
+  queues.erase(std::unique(queues.begin(), queues.end()), queues.end());
+  for (const auto& q : queues) {
     QueueRow row = load_queue(*m_db, q);
     if (row.paused) {
       continue;
