@@ -30,14 +30,6 @@
 // put into its table. Any failing command stops the harness with its
 // stderr and exit status 1: a figure is never made of failed runs.
 
-#include <fcntl.h>
-#include <poll.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <time.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -45,8 +37,15 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fcntl.h>
 #include <map>
+#include <poll.h>
+#include <spawn.h>
 #include <string>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
 #include <vector>
 
 extern char** environ;
@@ -118,7 +117,8 @@ Result spawn(const std::vector<std::string>& argv) {
   Result r;
   pid_t pid = 0;
   const int64_t t0 = now_ns();
-  const int rc = posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+  const int rc =
+      posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
   posix_spawn_file_actions_destroy(&fa);
   close(out_pipe[1]);
   close(err_pipe[1]);
@@ -168,9 +168,9 @@ Result spawn(const std::vector<std::string>& argv) {
 Result must(const std::vector<std::string>& argv, int want = 0) {
   Result r = spawn(argv);
   if (r.status != want) {
-    fatal("exit " + std::to_string(r.status) + " (wanted " +
-          std::to_string(want) + ") from: " + show(argv) + "\n" + r.err +
-          r.out);
+    fatal("exit " + std::to_string(r.status) + " (wanted "
+          + std::to_string(want) + ") from: " + show(argv) + "\n" + r.err
+          + r.out);
   }
   return r;
 }
@@ -207,10 +207,9 @@ public:
       m_order.push_back(name);
     }
     m_samples[name].push_back({r.wall_us, r.cpu_us, r.rss_kb});
-    m_rows.push_back(name + "," + std::to_string(rep) + "," +
-                     std::to_string(r.wall_us) + "," +
-                     std::to_string(r.cpu_us) + "," +
-                     std::to_string(r.rss_kb));
+    m_rows.push_back(
+        name + "," + std::to_string(rep) + "," + std::to_string(r.wall_us) + ","
+        + std::to_string(r.cpu_us) + "," + std::to_string(r.rss_kb));
   }
 
   void print(const std::string& samples_file) const {
@@ -222,16 +221,15 @@ public:
         cpu.push_back(s.cpu_us);
         rss.push_back(s.rss_kb);
       }
-      std::printf("series %s n=%zu med_us=%lld p25_us=%lld p75_us=%lld "
-                  "cpu_med_us=%lld rss_med_kb=%lld rss_max_kb=%lld\n",
-                  name.c_str(), v.size(),
-                  static_cast<long long>(quantile(wall, 0.5)),
-                  static_cast<long long>(quantile(wall, 0.25)),
-                  static_cast<long long>(quantile(wall, 0.75)),
-                  static_cast<long long>(quantile(cpu, 0.5)),
-                  static_cast<long long>(quantile(rss, 0.5)),
-                  static_cast<long long>(*std::max_element(rss.begin(),
-                                                           rss.end())));
+      std::printf(
+          "series %s n=%zu med_us=%lld p25_us=%lld p75_us=%lld "
+          "cpu_med_us=%lld rss_med_kb=%lld rss_max_kb=%lld\n",
+          name.c_str(), v.size(), static_cast<long long>(quantile(wall, 0.5)),
+          static_cast<long long>(quantile(wall, 0.25)),
+          static_cast<long long>(quantile(wall, 0.75)),
+          static_cast<long long>(quantile(cpu, 0.5)),
+          static_cast<long long>(quantile(rss, 0.5)),
+          static_cast<long long>(*std::max_element(rss.begin(), rss.end())));
     }
     if (!samples_file.empty()) {
       FILE* f = std::fopen(samples_file.c_str(), "w");
@@ -253,8 +251,8 @@ private:
     const auto lo = static_cast<size_t>(pos);
     const auto hi = std::min(lo + 1, v.size() - 1);
     const double frac = pos - static_cast<double>(lo);
-    return static_cast<int64_t>(static_cast<double>(v[lo]) * (1 - frac) +
-                                static_cast<double>(v[hi]) * frac + 0.5);
+    return static_cast<int64_t>(static_cast<double>(v[lo]) * (1 - frac)
+                                + static_cast<double>(v[hi]) * frac + 0.5);
   }
 
   std::vector<std::string> m_order;
@@ -312,8 +310,12 @@ Settings g_settings;
 std::vector<std::string> shell(const std::string& sqlite3,
                                const std::string& db,
                                const std::string& statement) {
-  std::vector<std::string> argv = {sqlite3, "-batch", "-bail", "-init",
-                                   "/dev/null", "-cmd",
+  std::vector<std::string> argv = {sqlite3,
+                                   "-batch",
+                                   "-bail",
+                                   "-init",
+                                   "/dev/null",
+                                   "-cmd",
                                    ".timeout " + g_settings.busy_timeout_ms};
   if (g_settings.no_ckpt_on_close) {
     // .dbconfig echoes the setting: keep that off the output.
@@ -325,9 +327,9 @@ std::vector<std::string> shell(const std::string& sqlite3,
   }
   argv.emplace_back("-json");
   argv.push_back(db);
-  argv.push_back("PRAGMA synchronous=" + g_settings.synchronous +
-                 "; PRAGMA foreign_keys=OFF; BEGIN IMMEDIATE; " + statement +
-                 "; COMMIT;");
+  argv.push_back("PRAGMA synchronous=" + g_settings.synchronous
+                 + "; PRAGMA foreign_keys=OFF; BEGIN IMMEDIATE; " + statement
+                 + "; COMMIT;");
   return argv;
 }
 
@@ -337,11 +339,11 @@ class Budget {
 public:
   explicit Budget(const Options& o)
       : m_min_reps(std::stoi(o.get("min-reps", "20"))),
-        m_max_ns(static_cast<int64_t>(std::stod(o.get("max-seconds", "0")) *
-                                      1e9)) {}
+        m_max_ns(
+            static_cast<int64_t>(std::stod(o.get("max-seconds", "0")) * 1e9)) {}
   bool over(int reps_done) const {
-    return reps_done >= m_min_reps && m_max_ns > 0 &&
-           now_ns() - m_start > m_max_ns;
+    return reps_done >= m_min_reps && m_max_ns > 0
+           && now_ns() - m_start > m_max_ns;
   }
 
 private:
@@ -367,35 +369,35 @@ const char* const kPayload = R"({"file":"img/000042.png","size":31337})";
 std::string sql_add(const std::string& queue) {
   const std::string now = std::to_string(unix_ms());
   return "INSERT INTO tasks(queue, state, payload, priority, run_at, "
-         "created_at, updated_at) VALUES(" +
-         quote(queue) + ", 'runnable', " + quote(kPayload) + ", 0, " + now +
-         ", " + now + ", " + now + ") RETURNING id";
+         "created_at, updated_at) VALUES("
+         + quote(queue) + ", 'runnable', " + quote(kPayload) + ", 0, " + now
+         + ", " + now + ", " + now + ") RETURNING id";
 }
 
 std::string sql_lease(const std::string& queue) {
   const std::string now = std::to_string(unix_ms());
   return "UPDATE tasks SET state = 'runnable', "
          "lease_token = lower(hex(randomblob(16))), "
-         "lease_worker = 'bench:1', lease_expires = " +
-         now + " + 300000, lease_for_ms = 300000, attempts = attempts + 1, "
-               "rev = rev + 1, updated_at = " +
-         now +
-         " WHERE id = (SELECT id FROM tasks WHERE queue = " + quote(queue) +
-         " AND lease_token IS NULL AND state IN ('runnable', 'sleeping') "
-         "AND run_at <= " +
-         now +
-         " ORDER BY priority DESC, run_at, id LIMIT 1) RETURNING *";
+         "lease_worker = 'bench:1', lease_expires = "
+         + now
+         + " + 300000, lease_for_ms = 300000, attempts = attempts + 1, "
+           "rev = rev + 1, updated_at = "
+         + now
+         + " WHERE id = (SELECT id FROM tasks WHERE queue = " + quote(queue)
+         + " AND lease_token IS NULL AND state IN ('runnable', 'sleeping') "
+           "AND run_at <= "
+         + now + " ORDER BY priority DESC, run_at, id LIMIT 1) RETURNING *";
 }
 
 std::string sql_done(int64_t id, const std::string& token) {
   const std::string now = std::to_string(unix_ms());
   return "UPDATE tasks SET state = 'completed', rev = rev + 1, "
-         "updated_at = " +
-         now +
-         ", lease_token = NULL, lease_worker = NULL, lease_expires = NULL, "
-         "lease_for_ms = NULL WHERE id = " +
-         std::to_string(id) + " AND lease_token = " + quote(token) +
-         " AND lease_expires > " + now + " RETURNING id";
+         "updated_at = "
+         + now
+         + ", lease_token = NULL, lease_worker = NULL, lease_expires = NULL, "
+           "lease_for_ms = NULL WHERE id = "
+         + std::to_string(id) + " AND lease_token = " + quote(token)
+         + " AND lease_expires > " + now + " RETURNING id";
 }
 
 struct Leased {
@@ -407,8 +409,8 @@ Leased leased(const Result& r, const char* token_key,
               const std::vector<std::string>& argv) {
   Leased l{json_int(r.out, "id"), json_str(r.out, token_key)};
   if (l.id < 0 || l.token.empty()) {
-    fatal("no leased task (id and " + std::string(token_key) +
-          ") in the output of: " + show(argv) + "\n" + r.out);
+    fatal("no leased task (id and " + std::string(token_key)
+          + ") in the output of: " + show(argv) + "\n" + r.out);
   }
   return l;
 }
@@ -447,23 +449,25 @@ int cmd_single(const Options& o) {
       series.add("floor_true", rep, fl);
     }
     // The statement text holds "now", so it is made right before its run.
-    pair("add", {taskq, "--db", tdb, "add", queue, "--payload", kPayload},
-         [&] { return shell(sqlite3, bdb, sql_add(queue)); }, ta, ba);
-    if (json_int("\"id\":" + ta.out, "id") <= 0 ||
-        json_int(ba.out, "id") <= 0) {
+    pair(
+        "add", {taskq, "--db", tdb, "add", queue, "--payload", kPayload},
+        [&] { return shell(sqlite3, bdb, sql_add(queue)); }, ta, ba);
+    if (json_int("\"id\":" + ta.out, "id") <= 0
+        || json_int(ba.out, "id") <= 0) {
       fatal("add printed no id: [" + ta.out + "] [" + ba.out + "]");
     }
-    const std::vector<std::string> tlease = {taskq, "--db", tdb, "lease",
+    const std::vector<std::string> tlease = {taskq, "--db",  tdb, "lease",
                                              queue, "--for", "5m"};
-    pair("lease", tlease,
-         [&] { return shell(sqlite3, bdb, sql_lease(queue)); }, tl, bl);
+    pair(
+        "lease", tlease, [&] { return shell(sqlite3, bdb, sql_lease(queue)); },
+        tl, bl);
     const Leased lt = leased(tl, "token", tlease);
     const Leased lb = leased(bl, "lease_token", {"sqlite3 lease"});
-    pair("done",
-         {taskq, "--db", tdb, "done", std::to_string(lt.id), "--lease",
-          lt.token},
-         [&] { return shell(sqlite3, bdb, sql_done(lb.id, lb.token)); }, td,
-         bd);
+    pair(
+        "done",
+        {taskq, "--db", tdb, "done", std::to_string(lt.id), "--lease",
+         lt.token},
+        [&] { return shell(sqlite3, bdb, sql_done(lb.id, lb.token)); }, td, bd);
     if (json_int(bd.out, "id") != lb.id) {
       fatal("the sqlite3 done statement changed no row: " + bd.out);
     }
@@ -485,7 +489,7 @@ int cmd_lease_scale(const Options& o) {
   Series series;
 
   auto tlease = [&](const std::string& db) {
-    return std::vector<std::string>{taskq, "--db", db,  "lease",
+    return std::vector<std::string>{taskq, "--db",  db,  "lease",
                                     queue, "--for", "5m"};
   };
   for (int rep = -warmup; rep < reps && !budget.over(rep); ++rep) {

@@ -81,9 +81,9 @@ int main(int argc, char** argv) {
   }
 
   sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path, &db,
-                      SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
-                      nullptr) != SQLITE_OK) {
+  if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX,
+                      nullptr)
+      != SQLITE_OK) {
     die(db, path);
   }
   if (no_ckpt_on_close) {
@@ -94,17 +94,17 @@ int main(int argc, char** argv) {
   exec(db, "PRAGMA foreign_keys=OFF");
   sqlite3_busy_timeout(db, 30000);
 
-  const int64_t now =
-      std::chrono::duration_cast<std::chrono::milliseconds>(
-          std::chrono::system_clock::now().time_since_epoch())
-          .count();
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
 
   sqlite3_stmt* ins = nullptr;
   if (sqlite3_prepare_v3(
           db,
           "INSERT INTO tasks(queue, state, payload, priority, run_at, "
           "created_at, updated_at) VALUES(?1, 'runnable', ?2, 0, ?3, ?3, ?3)",
-          -1, SQLITE_PREPARE_PERSISTENT, &ins, nullptr) != SQLITE_OK) {
+          -1, SQLITE_PREPARE_PERSISTENT, &ins, nullptr)
+      != SQLITE_OK) {
     die(db, "prepare");
   }
   // The queue and the time are the same for every row: bind them once.

@@ -33,12 +33,16 @@ int busy_timeout_ms() {
 // until the deadline.
 struct BusyState {
   int timeout_ms = k_default_busy_timeout_ms;
+  bool no_wait = false; // set while a best-effort checkpoint runs
   std::chrono::steady_clock::time_point start;
   std::minstd_rand rng{std::random_device{}()};
 };
 
 int on_busy(void* arg, int attempt) {
   auto* state = static_cast<BusyState*>(arg);
+  if (state->no_wait) {
+    return 0;
+  }
   const auto now = std::chrono::steady_clock::now();
   if (attempt == 0) {
     state->start = now;
@@ -53,8 +57,30 @@ int on_busy(void* arg, int attempt) {
 }
 
 BusyState& busy_state() {
-  static BusyState state{busy_timeout_ms(), {}, {}};
+  static BusyState state{busy_timeout_ms(), false, {}, {}};
   return state;
+}
+
+// WAL frames (pages) after which a commit truncates the WAL.
+constexpr int k_wal_truncate_frames = 256;
+
+// Replaces SQLite's autocheckpoint. taskq closes without a checkpoint (see
+// Db::Db), and a process that opens the database alone rebuilds the WAL
+// index, forgetting how much was already copied back; a passive checkpoint
+// then never lets the WAL start over, and every open reads it all. So once
+// the WAL passes the threshold, the committing process copies it back and
+// truncates it, without waiting: if a reader is in the way, a later commit
+// tries again.
+int on_wal_commit(void* arg, sqlite3* db, const char* name, int frames) {
+  if (frames < k_wal_truncate_frames) {
+    return SQLITE_OK;
+  }
+  auto* state = static_cast<BusyState*>(arg);
+  state->no_wait = true;
+  sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_TRUNCATE, nullptr,
+                            nullptr);
+  state->no_wait = false;
+  return SQLITE_OK;
 }
 
 ErrorKind kind_for(int rc) {
@@ -95,9 +121,10 @@ Db::Db(const std::string& path, bool create) : m_path(path) {
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_handler(raw, on_busy, &busy_state());
   // Every invocation is a short-lived process: checkpointing the WAL each
-  // time the last one closes costs two fsyncs per command. SQLite's
-  // autocheckpoint (every 1000 pages) keeps the WAL bounded instead.
+  // time the last connection closes would cost two more fsyncs and a WAL
+  // re-creation per command. on_wal_commit keeps the WAL short instead.
   sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  sqlite3_wal_hook(raw, on_wal_commit, &busy_state());
 }
 
 void Db::fail(int rc, std::string_view context) const {
