@@ -56,8 +56,11 @@ CREATE INDEX tasks_ready ON tasks (queue, priority DESC, run_at, id)
 CREATE INDEX tasks_leased ON tasks (queue, lease_expires)
   WHERE lease_token IS NOT NULL;
 
--- list/stats by queue and state.
-CREATE INDEX tasks_queue_state ON tasks (queue, state, updated_at);
+-- list and stats by queue and state, for tasks past `runnable` (sleeping,
+-- paused, finished). New tasks are runnable, so an add maintains only
+-- tasks_ready; runnable ones are listed through tasks_ready or a scan.
+CREATE INDEX tasks_settled ON tasks (state, queue, id)
+  WHERE state <> 'runnable';
 
 CREATE TABLE task_errors (
   task_id INTEGER NOT NULL,

@@ -27,16 +27,22 @@ int busy_timeout_ms() {
   return k_default_busy_timeout_ms;
 }
 
+} // namespace
+
 // SQLite's default busy handler sleeps up to 100 ms at a time; under
 // contention between many short transactions that wastes most of the
 // wait. This one sleeps 50 µs to 2 ms, randomised so waiters spread out,
-// until the deadline.
-struct BusyState {
-  int timeout_ms = k_default_busy_timeout_ms;
+// until the deadline. One per connection.
+struct Db::BusyState {
+  int timeout_ms = busy_timeout_ms();
   bool no_wait = false; // set while a best-effort checkpoint runs
   std::chrono::steady_clock::time_point start;
   std::minstd_rand rng{std::random_device{}()};
 };
+
+namespace {
+
+using BusyState = Db::BusyState;
 
 int on_busy(void* arg, int attempt) {
   auto* state = static_cast<BusyState*>(arg);
@@ -54,11 +60,6 @@ int on_busy(void* arg, int attempt) {
   std::uniform_int_distribution<int> jitter(50, cap_us);
   std::this_thread::sleep_for(std::chrono::microseconds(jitter(state->rng)));
   return 1;
-}
-
-BusyState& busy_state() {
-  static BusyState state{busy_timeout_ms(), false, {}, {}};
-  return state;
 }
 
 // WAL frames (pages) after which a commit truncates the WAL.
@@ -107,7 +108,10 @@ void Db::Close::operator()(sqlite3* db) const {
   sqlite3_close_v2(db);
 }
 
-Db::Db(const std::string& path, bool create) : m_path(path) {
+Db::~Db() = default;
+
+Db::Db(const std::string& path, bool create)
+    : m_path(path), m_busy(std::make_unique<BusyState>()) {
   sqlite3* raw = nullptr;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (create) {
@@ -119,12 +123,12 @@ Db::Db(const std::string& path, bool create) : m_path(path) {
     fail(rc, "cannot open database " + path);
   }
   sqlite3_extended_result_codes(raw, 1);
-  sqlite3_busy_handler(raw, on_busy, &busy_state());
+  sqlite3_busy_handler(raw, on_busy, m_busy.get());
   // Every invocation is a short-lived process: checkpointing the WAL each
   // time the last connection closes would cost two more fsyncs and a WAL
   // re-creation per command. on_wal_commit keeps the WAL short instead.
   sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-  sqlite3_wal_hook(raw, on_wal_commit, &busy_state());
+  sqlite3_wal_hook(raw, on_wal_commit, m_busy.get());
 }
 
 void Db::fail(int rc, std::string_view context) const {

@@ -18,8 +18,14 @@ class Db {
 public:
   // Opens `path` read-write (creating it when `create`), or ":memory:".
   Db(const std::string& path, bool create);
+  ~Db();
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
   sqlite3* handle() const { return m_handle.get(); }
   const std::string& path() const { return m_path; }
+
+  // The busy handler's per-connection state (storage/db.cpp).
+  struct BusyState;
 
   // Runs SQL without results (may hold several statements).
   void exec(const char* sql, std::string_view context);
@@ -30,8 +36,10 @@ private:
   struct Close {
     void operator()(sqlite3* db) const;
   };
-  std::unique_ptr<sqlite3, Close> m_handle;
   std::string m_path;
+  // Declared before m_handle, so the connection closes first.
+  std::unique_ptr<BusyState> m_busy;
+  std::unique_ptr<sqlite3, Close> m_handle;
 };
 
 // A prepared statement; bind indexes are 1-based, column indexes 0-based.

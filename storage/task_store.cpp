@@ -959,8 +959,11 @@ std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
     }
     return out;
   }
+  // Conditions are added only when given, so the planner sees plain
+  // equalities it can look up in an index.
   std::string sql = join(join("SELECT ", k_task_columns),
-                         " FROM tasks WHERE (?1 IS NULL OR queue = ?1)");
+                         sel.queue ? " FROM tasks WHERE queue = ?1"
+                                   : " FROM tasks WHERE ?1 IS NULL");
   const std::string state = sel.state.value_or("");
   if (sel.state && !core::parse_state(state) && state != "running"
       && state != "ready") {
@@ -975,8 +978,11 @@ std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
   } else if (state == "ready") {
     sql += " AND state IN ('runnable', 'sleeping') AND run_at <= ?2 AND "
            "(lease_token IS NULL OR lease_expires <= ?2)";
-  } else if (!state.empty()) {
+  } else if (state == "runnable") {
     sql += " AND state = ?3 AND ?2 IS NOT NULL";
+  } else if (!state.empty()) {
+    // The literal term lets the planner use the partial tasks_settled.
+    sql += " AND state = ?3 AND state <> 'runnable' AND ?2 IS NOT NULL";
   } else {
     sql += " AND ?2 IS NOT NULL";
   }
