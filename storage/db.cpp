@@ -131,6 +131,24 @@ Db::Db(const std::string& path, bool create)
   sqlite3_wal_hook(raw, on_wal_commit, m_busy.get());
 }
 
+void Db::enable_wal() {
+  const auto deadline = std::chrono::steady_clock::now()
+                        + std::chrono::milliseconds(m_busy->timeout_ms);
+  while (true) {
+    const int rc = sqlite3_exec(m_handle.get(), "PRAGMA journal_mode = WAL",
+                                nullptr, nullptr, nullptr);
+    const int primary = rc & 0xff;
+    if (rc == SQLITE_OK) {
+      return;
+    }
+    if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED)
+        || std::chrono::steady_clock::now() >= deadline) {
+      fail(rc, "cannot switch " + m_path + " to WAL mode");
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+}
+
 void Db::fail(int rc, std::string_view context) const {
   std::string message(context);
   const char* why =

@@ -27,6 +27,11 @@ public:
   // The busy handler's per-connection state (storage/db.cpp).
   struct BusyState;
 
+  // Switches the file to WAL mode (stored in the file). SQLite answers
+  // SQLITE_BUSY at once, without the busy handler, while another process
+  // holds a lock, so this retries until the busy timeout.
+  void enable_wal();
+
   // Runs SQL without results (may hold several statements).
   void exec(const char* sql, std::string_view context);
   // Throws the taskq::Error for SQLite result code `rc`.

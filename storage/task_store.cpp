@@ -408,7 +408,7 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode) {
     if (version == 0) {
       // WAL lets readers run while a writer commits; the mode is stored in
       // the file, so it is set once, when taskq first creates the schema.
-      m_db->exec("PRAGMA journal_mode = WAL", "cannot configure " + path);
+      m_db->enable_wal();
     }
     apply_migrations(*m_db);
   }
