@@ -610,6 +610,23 @@ TEST_CASE("a queue's max_running limits how many of its tasks are leased") {
   CHECK(store.lease(req, t0 + 1min).size() == 2);
 }
 
+TEST_CASE("a queue named twice in one lease is still limited by its "
+          "max_running") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  storage::QueueSettings settings;
+  settings.max_running = 1;
+  store.set_queue("q", settings);
+  for (int i = 0; i < 3; ++i) {
+    add_task(store, "q");
+  }
+  auto req = lease_request("q");
+  req.queues = {"q", "q"};
+  req.count = 3;
+  CHECK(store.lease(req, t0).size() == 1);
+  CHECK(store.lease(req, t0).empty());
+}
+
 TEST_CASE("a queue's max_attempts applies to its tasks") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
