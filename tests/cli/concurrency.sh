@@ -50,7 +50,7 @@ conc_worker() {
       failures=$((failures + 1))
       continue
     fi
-    timeout -k 5 "$conc_cmd_timeout" "$TASKQ" done 2>>"conc.$n.err"
+    timeout -k 5 "$conc_cmd_timeout" "$TASKQ" "done" 2>>"conc.$n.err"
     rc=$?
     if ((rc == 0)); then
       echo "$TASKQ_ID" >>"conc.$n.done"
@@ -164,3 +164,119 @@ for round in 1 2 3 4 5; do
   expect_exit 0 "$TASKQ" db check
   expect_exit 0 "$TASKQ" db migrate
 done
+
+section "workers and an operator pausing and resuming the queue at once"
+# SPEC §4: "a task is completed at most once, by the holder of its current
+# lease", also while operators revoke leases. Four workers drain queue r
+# while an operator pauses and resumes the whole queue ten times. A done
+# whose lease was revoked must fail with exit 4 and change nothing; the
+# task is leased again after the resume. When the operator has finished, a
+# second round of workers drains what is left.
+conc_op_tasks=400
+fresh_db conc-op
+awk -v n="$conc_op_tasks" 'BEGIN { for (i = 1; i <= n; i++) printf "{\"r\":%d}\n", i }' \
+  >conc-op.jsonl
+expect_exit 0 "$TASKQ" add r --jsonl conc-op.jsonl -o id
+printf '%s\n' "$out" >conc-op.ids
+
+# conc_op_worker TAG: like conc_worker on queue r, but a done refused with
+# exit 4 (lease revoked) is expected. Files: op.TAG.done (completed ids),
+# op.TAG.lost (ids whose done got exit 4), op.TAG.err, op.TAG.fail.
+conc_op_worker() {
+  local tag=$1 env rc failures=0
+  export TASKQ_WORKER=worker-$tag
+  : >"op.$tag.done"
+  : >"op.$tag.lost"
+  : >"op.$tag.err"
+  : >"op.$tag.fail"
+  while ((failures < 20)); do
+    env=$(timeout -k 5 "$conc_cmd_timeout" "$TASKQ" lease r -o env --for 1h \
+      2>"op.$tag.lease-err")
+    rc=$?
+    if ((rc == 75)); then
+      break
+    fi
+    cat "op.$tag.lease-err" >>"op.$tag.err"
+    if ((rc != 0)); then
+      echo "lease: exit $rc" >>"op.$tag.fail"
+      failures=$((failures + 1))
+      continue
+    fi
+    unset TASKQ_ID TASKQ_LEASE
+    eval "$env"
+    timeout -k 5 "$conc_cmd_timeout" "$TASKQ" "done" 2>"op.$tag.done-err"
+    rc=$?
+    if ((rc == 0)); then
+      echo "$TASKQ_ID" >>"op.$tag.done"
+    elif ((rc == 4)) && grep -q 'lease lost' "op.$tag.done-err"; then
+      echo "$TASKQ_ID" >>"op.$tag.lost"
+    else
+      echo "done $TASKQ_ID: exit $rc: $(cat "op.$tag.done-err")" >>"op.$tag.fail"
+      failures=$((failures + 1))
+    fi
+  done
+}
+
+# conc_operator: pauses and resumes queue r ten times, recording failures.
+conc_operator() {
+  local c rc
+  export TASKQ_WORKER=operator
+  : >op.operator.fail
+  : >op.operator.err
+  for ((c = 1; c <= 10; c++)); do
+    for verb in pause resume; do
+      timeout -k 5 "$conc_cmd_timeout" "$TASKQ" "$verb" --queue r \
+        >/dev/null 2>>op.operator.err
+      rc=$?
+      if ((rc != 0)); then
+        echo "$verb --queue r: exit $rc" >>op.operator.fail
+      fi
+    done
+  done
+}
+
+conc_pids=()
+for w in 1 2 3 4; do
+  conc_op_worker "a$w" 3>&- &
+  conc_pids+=($!)
+done
+conc_operator 3>&- &
+conc_pids+=($!)
+for pid in "${conc_pids[@]}"; do
+  wait "$pid"
+done
+# Nothing is left paused, then a second round drains the rest.
+expect_exit 0 "$TASKQ" resume --queue r
+conc_pids=()
+for w in 1 2 3 4; do
+  conc_op_worker "b$w" 3>&- &
+  conc_pids+=($!)
+done
+for pid in "${conc_pids[@]}"; do
+  wait "$pid"
+done
+
+expect_eq "$(cat op.*.err | grep -iE 'locked|busy' | head -5)" "" \
+  "stderr mentioning locked/busy (workers and operator)"
+expect_eq "$(cat op.*.fail | head -10)" "" "unexpected exit statuses"
+expect_eq "$(cat op.*.done | wc -l)" "$conc_op_tasks" "successful dones"
+expect_eq "$(cat op.*.done | sort -n | uniq -d | head -5)" "" \
+  "ids completed by two dones"
+expect_eq "$(cat op.*.done | sort -n | md5sum)" "$(sort -n conc-op.ids | md5sum)" \
+  "completed ids = added ids"
+expect_exit 0 "$TASKQ" list --queue r --state completed -o id
+expect_eq "$(grep -c . <<<"$out")" "$conc_op_tasks" "completed tasks in r"
+xargs -P 4 -I{} timeout -k 5 "$conc_cmd_timeout" "$TASKQ" show {} -o json \
+  <conc-op.ids >conc-op-shows 2>conc-op-shows.err 3>&-
+expect_eq "$(cat conc-op-shows.err)" "" "stderr of show for every task of r"
+expect_eq "$(jq -c 'select(([.events[] | select(.message == "complete")] | length) != 1) | .id' \
+  <conc-op-shows | head -5)" "" "tasks of r whose events lack exactly one complete"
+# Each lost done was a real revocation: its task shows a pause by the operator.
+conc_lost=$(cat op.*.lost | sort -nu)
+expect_eq "$(for id in $conc_lost; do
+  jq -c --argjson id "$id" 'select(.id == $id and
+    ([.events[] | select(.message == "pause" and .actor == "operator")] | length) == 0) | .id' \
+    conc-op-shows
+done | head -5)" "" "tasks whose done was refused without an operator pause"
+echo "operator revoked $(wc -w <<<"$conc_lost") leases" >conc-op.summary
+expect_exit 0 "$TASKQ" db check

@@ -62,11 +62,11 @@ crash_state() {
 }
 
 # crash_killed_add QUEUE: starts `add QUEUE --jsonl big.jsonl`, waits until
-# it is part-way, stops it (SIGSTOP, so it cannot move on while we look),
+# it is part-way, stops it (SIGSTOP: it cannot move on while we look, so no
+# check below races with it), checks that a reader sees none of its tasks,
 # records how far it had read, kills it with SIGKILL and reaps it. Sets
 # crash_rc (its exit status: 137 when the kill hit it) and crash_pos (the
-# input offset at the kill; -1 when unknown). Also checks that a concurrent
-# reader sees none of the uncommitted tasks.
+# input offset at the kill; -1 when unknown).
 crash_killed_add() {
   local queue=$1 pid i wal_size reached="" input
   input=$(realpath big.jsonl)
@@ -86,10 +86,6 @@ crash_killed_add() {
     sleep 0.01
   done
   if [[ -n $reached ]]; then
-    # In flight: a reader is not blocked by the writer and sees only what
-    # was committed before the add began.
-    expect_eq "$(crash_count "$queue")" "$crash_expected_before" \
-      "tasks a reader sees while the add runs"
     kill -STOP "$pid" 2>/dev/null
     for ((i = 0; i < 1000; i++)); do
       case $(crash_state "$pid") in
@@ -97,6 +93,10 @@ crash_killed_add() {
       esac
       sleep 0.01
     done
+    # Stopped mid-transaction: a reader is not blocked by the writer and
+    # sees only what was committed before the add began.
+    expect_eq "$(crash_count "$queue")" "$crash_expected_before" \
+      "tasks a reader sees while the add is in flight"
     crash_pos=$(crash_input_pos "$pid" "$input")
   fi
   kill -KILL "$pid" 2>/dev/null

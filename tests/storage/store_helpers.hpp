@@ -57,7 +57,8 @@ template <> struct StringMaker<std::vector<int64_t>> {
   static String convert(const std::vector<int64_t>& v) {
     std::string out = "{";
     for (std::size_t i = 0; i < v.size(); ++i) {
-      out += (i == 0 ? "" : ", ") + std::to_string(v[i]);
+      out += i == 0 ? "" : ", ";
+      out += std::to_string(v[i]);
     }
     return (out + "}").c_str();
   }
@@ -95,10 +96,9 @@ inline int64_t add_task(TaskStore& store, const std::string& queue,
   return store.add(new_task(queue, payload), now, k_operator);
 }
 
-inline storage::LeaseRequest lease_request(const std::string& queue,
-                                           Millis lease_for = 5min,
-                                           const std::string& worker =
-                                               k_worker) {
+inline storage::LeaseRequest
+lease_request(const std::string& queue, Millis lease_for = 5min,
+              const std::string& worker = k_worker) {
   storage::LeaseRequest req;
   req.queues = {queue};
   req.lease_for = lease_for;
@@ -107,13 +107,10 @@ inline storage::LeaseRequest lease_request(const std::string& queue,
 }
 
 // Leases at most one task of `queue`.
-inline std::optional<core::Task> lease_one(TaskStore& store,
-                                           const std::string& queue, Time now,
-                                           Millis lease_for = 5min,
-                                           const std::string& worker =
-                                               k_worker) {
-  const auto leased =
-      store.lease(lease_request(queue, lease_for, worker), now);
+inline std::optional<core::Task>
+lease_one(TaskStore& store, const std::string& queue, Time now,
+          Millis lease_for = 5min, const std::string& worker = k_worker) {
+  const auto leased = store.lease(lease_request(queue, lease_for, worker), now);
   REQUIRE(leased.size() <= 1);
   if (leased.empty()) {
     return std::nullopt;
@@ -146,9 +143,9 @@ send_one(TaskStore& store, int64_t id, Message msg, Time now,
   return store.send(by_ids({id}), msg, until, k_operator, now);
 }
 
-inline storage::FailRequest fail_request(
-    const std::string& error,
-    storage::FailMode mode = storage::FailMode::policy) {
+inline storage::FailRequest
+fail_request(const std::string& error,
+             storage::FailMode mode = storage::FailMode::policy) {
   storage::FailRequest req;
   req.error = error;
   req.mode = mode;
@@ -174,6 +171,14 @@ template <typename F> std::string error_message(F&& f) {
     return e.what();
   }
   return {};
+}
+
+// `prefix` followed by `n`. Appended rather than `prefix + std::to_string(n)`:
+// GCC 12 at -O3 reports a false -Wrestrict on that operator+.
+inline std::string numbered(const std::string& prefix, int64_t n) {
+  std::string out = prefix;
+  out += std::to_string(n);
+  return out;
 }
 
 inline bool contains(const std::string& text, const std::string& part) {
@@ -202,8 +207,7 @@ inline std::optional<std::string> token_of(const core::Task& task) {
 }
 
 // Asserts that nothing observable about a task changed between two reads.
-inline void check_unchanged(const core::Task& before,
-                            const core::Task& after) {
+inline void check_unchanged(const core::Task& before, const core::Task& after) {
   CHECK(after.rev == before.rev);
   CHECK(after.state == before.state);
   CHECK(after.queue == before.queue);

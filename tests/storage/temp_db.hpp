@@ -16,8 +16,7 @@ class TempDb {
 public:
   TempDb() {
     const std::string pattern =
-        (std::filesystem::temp_directory_path() / "taskq-test-XXXXXX")
-            .string();
+        (std::filesystem::temp_directory_path() / "taskq-test-XXXXXX").string();
     std::string buffer = pattern;
     if (::mkdtemp(buffer.data()) == nullptr) {
       throw std::runtime_error("mkdtemp failed for " + pattern);

@@ -2,9 +2,6 @@
 // files it cannot use, and the `db` administration calls.
 #include "storage/task_store.hpp"
 
-#include "store_helpers.hpp"
-#include "temp_db.hpp"
-
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 
@@ -15,6 +12,9 @@
 #include <string>
 #include <sys/stat.h>
 #include <sys/types.h>
+
+#include "store_helpers.hpp"
+#include "temp_db.hpp"
 
 using namespace taskq;
 using namespace taskq::test;
@@ -46,9 +46,9 @@ unsigned mode_of(const std::string& path) {
 // external tools and handles a -wal file left by the store.
 void set_user_version(const std::string& path, int version) {
   sqlite3* raw = nullptr;
-  REQUIRE(sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE,
-                          nullptr) == SQLITE_OK);
-  const std::string sql = "PRAGMA user_version = " + std::to_string(version);
+  REQUIRE(sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr)
+          == SQLITE_OK);
+  const std::string sql = numbered("PRAGMA user_version = ", version);
   const int rc = sqlite3_exec(raw, sql.c_str(), nullptr, nullptr, nullptr);
   sqlite3_close(raw);
   REQUIRE(rc == SQLITE_OK);
@@ -56,13 +56,13 @@ void set_user_version(const std::string& path, int version) {
 
 int user_version(const std::string& path) {
   sqlite3* raw = nullptr;
-  REQUIRE(sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY,
-                          nullptr) == SQLITE_OK);
+  REQUIRE(sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READONLY, nullptr)
+          == SQLITE_OK);
   sqlite3_stmt* st = nullptr;
   int version = -1;
-  if (sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &st, nullptr) ==
-          SQLITE_OK &&
-      sqlite3_step(st) == SQLITE_ROW) {
+  if (sqlite3_prepare_v2(raw, "PRAGMA user_version", -1, &st, nullptr)
+          == SQLITE_OK
+      && sqlite3_step(st) == SQLITE_ROW) {
     version = sqlite3_column_int(st, 0);
   }
   sqlite3_finalize(st);
@@ -113,8 +113,7 @@ TEST_CASE("a file that is not a database is refused as unavailable and left "
   TempDb db;
   std::string garbage;
   for (int i = 0; i < 200; ++i) {
-    garbage += "this is not an SQLite database, line " + std::to_string(i) +
-               "\n";
+    garbage += numbered("this is not an SQLite database, line ", i) + "\n";
   }
   write_file(db.path(), garbage);
 

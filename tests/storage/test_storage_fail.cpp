@@ -3,10 +3,10 @@
 #include "core/error_policy.hpp"
 #include "storage/task_store.hpp"
 
+#include <doctest/doctest.h>
+
 #include "store_helpers.hpp"
 #include "temp_db.hpp"
-
-#include <doctest/doctest.h>
 
 using namespace taskq;
 using namespace taskq::test;
@@ -63,8 +63,7 @@ TEST_CASE("the eighth error within the window fails the task with "
   Time now = t0;
   for (int i = 1; i <= 7; ++i) {
     CAPTURE(i);
-    const auto t = lease_and_fail(store, id, "q", now,
-                                  "error " + std::to_string(i));
+    const auto t = lease_and_fail(store, id, "q", now, numbered("error ", i));
     CHECK(t.state == TaskState::sleeping);
     CHECK(t.run_at == now + 10min);
     CHECK(t.errors.size() == static_cast<std::size_t>(i));
@@ -91,11 +90,11 @@ TEST_CASE("errors at exactly now minus the window no longer count") {
   spec.policy.window = 1h;
   const int64_t id = store.add(spec, t0, k_operator);
 
-  CHECK(lease_and_fail(store, id, "q", t0, "first").state ==
-        TaskState::sleeping);
+  CHECK(lease_and_fail(store, id, "q", t0, "first").state
+        == TaskState::sleeping);
   // The first error is at now - window: not strictly after it.
-  CHECK(lease_and_fail(store, id, "q", t0 + 1h, "second").state ==
-        TaskState::sleeping);
+  CHECK(lease_and_fail(store, id, "q", t0 + 1h, "second").state
+        == TaskState::sleeping);
   // Now the second and the third are both within the window.
   const auto third = lease_and_fail(store, id, "q", t0 + 1h + 10min, "third");
   CHECK(third.state == TaskState::failed);
@@ -121,8 +120,8 @@ TEST_CASE("a task's policy overrides its queue's, which override the "
   store.set_queue("strict", settings);
 
   const int64_t by_queue_policy = add_task(store, "strict");
-  const auto failed = lease_and_fail(store, by_queue_policy, "strict", t0,
-                                     "once is enough");
+  const auto failed =
+      lease_and_fail(store, by_queue_policy, "strict", t0, "once is enough");
   CHECK(failed.state == TaskState::failed);
 
   storage::NewTask lenient = new_task("strict");
@@ -169,9 +168,9 @@ TEST_CASE("fail with no_retry fails the task at once") {
   CHECK(stored->state == TaskState::failed);
   CHECK_FALSE(lease_one(store, "q", t0 + std::chrono::weeks(1)));
   // The spent token cannot complete a failed task.
-  CHECK(error_kind([&] {
-          store.complete(id, *token_of(*leased), std::nullopt, t0);
-        }) == ErrorKind::conflict);
+  CHECK(error_kind(
+            [&] { store.complete(id, *token_of(*leased), std::nullopt, t0); })
+        == ErrorKind::conflict);
 }
 
 TEST_CASE("fail with move_to sends the task to the dead-letter queue") {
@@ -203,7 +202,8 @@ TEST_CASE("fail with move_to sends the task to the dead-letter queue") {
   CHECK(again->attempts == 1);
   CHECK(error_kind([&] {
           store.complete(id, *token_of(*leased), std::nullopt, t0 + 2s);
-        }) == ErrorKind::conflict);
+        })
+        == ErrorKind::conflict);
 }
 
 TEST_CASE("a failing task never stays in fault") {
@@ -225,7 +225,7 @@ TEST_CASE("the error history keeps at least the last 100 errors") {
   const int64_t id = store.add(spec, t0, k_operator);
   Time now = t0;
   for (int i = 1; i <= 120; ++i) {
-    lease_and_fail(store, id, "q", now, "e" + std::to_string(i));
+    lease_and_fail(store, id, "q", now, numbered("e", i));
     now += 1s;
   }
   const auto stored = store.find(id);
@@ -246,8 +246,8 @@ TEST_CASE("the error history is trimmed to the last 100 errors") {
   const int64_t id = store.add(spec, t0, k_operator);
   Time now = t0;
   for (int i = 1; i <= 130; ++i) {
-    CHECK(lease_and_fail(store, id, "q", now, "e" + std::to_string(i)).state ==
-          TaskState::sleeping);
+    CHECK(lease_and_fail(store, id, "q", now, numbered("e", i)).state
+          == TaskState::sleeping);
     now += 1s;
   }
   const auto stored = store.find(id);

@@ -3,12 +3,12 @@
 // SQLite file.
 #include "storage/task_store.hpp"
 
-#include "store_helpers.hpp"
-#include "temp_db.hpp"
-
 #include <doctest/doctest.h>
 
 #include <set>
+
+#include "store_helpers.hpp"
+#include "temp_db.hpp"
 
 using namespace taskq;
 using namespace taskq::test;
@@ -30,8 +30,8 @@ TEST_CASE("an added task reads back exactly as it was given") {
   CHECK(task->queue == "thumbs");
   CHECK(task->state == TaskState::runnable);
   // The JSON text is kept as given: spacing, key order and number spelling.
-  CHECK(task->payload ==
-        R"({"file": "a.png",  "sizes":[1, 2.50,3e2], "z":null})");
+  CHECK(task->payload
+        == R"({"file": "a.png",  "sizes":[1, 2.50,3e2], "z":null})");
   CHECK(task->labels == core::Labels{{"kind", "image"}, {"tier", ""}});
   CHECK(task->priority == -3);
   CHECK(task->run_at == t0 + 90s + 5ms);
@@ -125,9 +125,9 @@ TEST_CASE("lease order is priority descending, then run_at, then id") {
   while (const auto task = lease_one(store, "q", t0)) {
     order.push_back(task->id);
   }
-  CHECK(order == std::vector<int64_t>{high_early, high_late, mid_early,
-                                      mid_late_a, mid_late_b, low_early,
-                                      negative});
+  CHECK(order
+        == std::vector<int64_t>{high_early, high_late, mid_early, mid_late_a,
+                                mid_late_b, low_early, negative});
 }
 
 TEST_CASE("lease with a count returns up to that many tasks in order") {
@@ -260,18 +260,19 @@ TEST_CASE("an expired lease makes the task leasable again and the old token "
   REQUIRE(before);
   CHECK(error_kind([&] {
           store.complete(id, old_token, std::string(R"("late")"), now);
-        }) == ErrorKind::conflict);
-  CHECK(error_kind([&] {
-          store.heartbeat(id, old_token, 10min, std::nullopt, now);
-        }) == ErrorKind::conflict);
+        })
+        == ErrorKind::conflict);
+  CHECK(error_kind(
+            [&] { store.heartbeat(id, old_token, 10min, std::nullopt, now); })
+        == ErrorKind::conflict);
   CHECK(error_kind([&] {
           store.fail(id, old_token, fail_request("late failure"), now);
-        }) == ErrorKind::conflict);
-  CHECK(error_kind([&] { store.release(id, old_token, std::nullopt, now); }) ==
-        ErrorKind::conflict);
-  CHECK(error_kind([&] {
-          store.worker_sleep(id, old_token, now + 1h, now);
-        }) == ErrorKind::conflict);
+        })
+        == ErrorKind::conflict);
+  CHECK(error_kind([&] { store.release(id, old_token, std::nullopt, now); })
+        == ErrorKind::conflict);
+  CHECK(error_kind([&] { store.worker_sleep(id, old_token, now + 1h, now); })
+        == ErrorKind::conflict);
   const auto after = store.find(id);
   REQUIRE(after);
   check_unchanged(*before, *after);
@@ -294,11 +295,13 @@ TEST_CASE("an expired token is refused even when nobody leased the task "
   REQUIRE(before);
   CHECK(error_kind([&] {
           store.complete(id, *token_of(*leased), std::nullopt, t0 + 1min);
-        }) == ErrorKind::conflict);
+        })
+        == ErrorKind::conflict);
   CHECK(error_kind([&] {
           store.heartbeat(id, *token_of(*leased), std::nullopt, std::nullopt,
                           t0 + 1min);
-        }) == ErrorKind::conflict);
+        })
+        == ErrorKind::conflict);
   const auto after = store.find(id);
   REQUIRE(after);
   check_unchanged(*before, *after);
@@ -369,8 +372,8 @@ TEST_CASE("an operator checkpoint request reaches the worker's heartbeat "
   CHECK(store.find(id)->checkpoint_requested);
   CHECK(store.find(id)->state == TaskState::runnable);
 
-  const auto beat = store.heartbeat(id, token, std::nullopt, std::nullopt,
-                                    t0 + 2s);
+  const auto beat =
+      store.heartbeat(id, token, std::nullopt, std::nullopt, t0 + 2s);
   CHECK(beat.checkpoint_requested);
   // Storing a checkpoint answers the request.
   const auto answered = store.heartbeat(id, token, std::nullopt,
@@ -378,8 +381,8 @@ TEST_CASE("an operator checkpoint request reaches the worker's heartbeat "
   CHECK_FALSE(answered.checkpoint_requested);
   REQUIRE(store.find(id));
   CHECK_FALSE(store.find(id)->checkpoint_requested);
-  CHECK(store.complete(id, token, std::nullopt, t0 + 4s).state ==
-        TaskState::completed);
+  CHECK(store.complete(id, token, std::nullopt, t0 + 4s).state
+        == TaskState::completed);
 }
 
 TEST_CASE("complete with the lease token completes the task and stores the "
@@ -410,11 +413,11 @@ TEST_CASE("complete with a wrong token is a conflict and changes nothing") {
   REQUIRE(leased);
   const auto before = store.find(id);
   REQUIRE(before);
-  CHECK(error_kind([&] {
-          store.complete(id, "not-the-token", std::nullopt, t0 + 1s);
-        }) == ErrorKind::conflict);
-  CHECK(error_kind([&] { store.complete(id, "", std::nullopt, t0 + 1s); }) ==
-        ErrorKind::conflict);
+  CHECK(error_kind(
+            [&] { store.complete(id, "not-the-token", std::nullopt, t0 + 1s); })
+        == ErrorKind::conflict);
+  CHECK(error_kind([&] { store.complete(id, "", std::nullopt, t0 + 1s); })
+        == ErrorKind::conflict);
   const auto after = store.find(id);
   REQUIRE(after);
   check_unchanged(*before, *after);
@@ -430,9 +433,9 @@ TEST_CASE("a task is completed at most once") {
   store.complete(id, token, std::string("1"), t0 + 1s);
   const auto before = store.find(id);
   REQUIRE(before);
-  CHECK(error_kind([&] {
-          store.complete(id, token, std::string("2"), t0 + 2s);
-        }) == ErrorKind::conflict);
+  CHECK(
+      error_kind([&] { store.complete(id, token, std::string("2"), t0 + 2s); })
+      == ErrorKind::conflict);
   const auto after = store.find(id);
   REQUIRE(after);
   check_unchanged(*before, *after);
@@ -443,11 +446,12 @@ TEST_CASE("a worker write to a task that does not exist is not_found") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
   add_task(store, "q");
-  CHECK(error_kind([&] { store.complete(999, "tok", std::nullopt, t0); }) ==
-        ErrorKind::not_found);
+  CHECK(error_kind([&] { store.complete(999, "tok", std::nullopt, t0); })
+        == ErrorKind::not_found);
   CHECK(error_kind([&] {
           store.heartbeat(999, "tok", std::nullopt, std::nullopt, t0);
-        }) == ErrorKind::not_found);
+        })
+        == ErrorKind::not_found);
 }
 
 TEST_CASE("a worker write to a task that was never leased is a conflict") {
@@ -456,8 +460,8 @@ TEST_CASE("a worker write to a task that was never leased is a conflict") {
   const int64_t id = add_task(store, "q");
   const auto before = store.find(id);
   REQUIRE(before);
-  CHECK(error_kind([&] { store.complete(id, "tok", std::nullopt, t0); }) ==
-        ErrorKind::conflict);
+  CHECK(error_kind([&] { store.complete(id, "tok", std::nullopt, t0); })
+        == ErrorKind::conflict);
   const auto after = store.find(id);
   REQUIRE(after);
   check_unchanged(*before, *after);
@@ -489,7 +493,8 @@ TEST_CASE("a worker release gives the task back with its attempt") {
   CHECK(again->attempts == 1);
   CHECK(error_kind([&] {
           store.complete(id, *token_of(*leased), std::nullopt, t0 + 2s);
-        }) == ErrorKind::conflict);
+        })
+        == ErrorKind::conflict);
 }
 
 TEST_CASE("a worker release with a delay makes the task due later") {
@@ -537,8 +542,8 @@ TEST_CASE("a worker sleep puts the task to sleep until the given time") {
   CHECK(woken->id == id);
   // Leasing a sleeping task whose time has come runs it.
   CHECK(woken->state == TaskState::runnable);
-  CHECK(store.complete(id, *token_of(*woken), std::nullopt, t0 + 1h).state ==
-        TaskState::completed);
+  CHECK(store.complete(id, *token_of(*woken), std::nullopt, t0 + 1h).state
+        == TaskState::completed);
 }
 
 TEST_CASE("a task over max_attempts is paused with a reason instead of "

@@ -2,13 +2,13 @@
 // report. Each test runs on a real SQLite file.
 #include "storage/task_store.hpp"
 
-#include "store_helpers.hpp"
-#include "temp_db.hpp"
-
 #include <doctest/doctest.h>
 
 #include <map>
 #include <tuple>
+
+#include "store_helpers.hpp"
+#include "temp_db.hpp"
 
 using namespace taskq;
 using namespace taskq::test;
@@ -30,15 +30,15 @@ TEST_CASE("an operator pause on a leased task revokes the lease") {
   CHECK(store.revoked_reason(id, token) == std::string("pause"));
 
   // The worker learns it at its next write and can no longer complete.
-  const std::string why = error_message([&] {
-    store.heartbeat(id, token, std::nullopt, std::nullopt, t0 + 2s);
-  });
+  const std::string why = error_message(
+      [&] { store.heartbeat(id, token, std::nullopt, std::nullopt, t0 + 2s); });
   CHECK(contains(why, "pause"));
   CHECK(error_kind([&] {
           store.heartbeat(id, token, std::nullopt, std::nullopt, t0 + 2s);
-        }) == ErrorKind::conflict);
-  CHECK(error_kind([&] { store.complete(id, token, std::nullopt, t0 + 2s); }) ==
-        ErrorKind::conflict);
+        })
+        == ErrorKind::conflict);
+  CHECK(error_kind([&] { store.complete(id, token, std::nullopt, t0 + 2s); })
+        == ErrorKind::conflict);
   const auto after = store.find(id);
   REQUIRE(after);
   check_unchanged(*paused, *after);
@@ -57,11 +57,11 @@ TEST_CASE("an operator kill on a leased task revokes the lease") {
   REQUIRE(killed);
   CHECK(killed->state == TaskState::killed);
   CHECK(store.revoked_reason(id, token) == std::string("kill"));
-  CHECK(error_kind([&] {
-          store.fail(id, token, fail_request("boom"), t0 + 2s);
-        }) == ErrorKind::conflict);
-  CHECK(error_kind([&] { store.complete(id, token, std::nullopt, t0 + 2s); }) ==
-        ErrorKind::conflict);
+  CHECK(
+      error_kind([&] { store.fail(id, token, fail_request("boom"), t0 + 2s); })
+      == ErrorKind::conflict);
+  CHECK(error_kind([&] { store.complete(id, token, std::nullopt, t0 + 2s); })
+        == ErrorKind::conflict);
   const auto after = store.find(id);
   REQUIRE(after);
   check_unchanged(*killed, *after);
@@ -91,17 +91,19 @@ TEST_CASE("an operator sleep or release on a leased task revokes the lease "
   CHECK(store.revoked_reason(sleeper, sleeper_token) == std::string("sleep"));
   CHECK(error_kind([&] {
           store.complete(sleeper, sleeper_token, std::nullopt, t0 + 2s);
-        }) == ErrorKind::conflict);
+        })
+        == ErrorKind::conflict);
 
   const auto released = store.find(releaser);
   REQUIRE(released);
   CHECK(released->state == TaskState::runnable);
   CHECK_FALSE(released->leased(t0 + 1s));
-  CHECK(store.revoked_reason(releaser, releaser_token) ==
-        std::string("release"));
+  CHECK(store.revoked_reason(releaser, releaser_token)
+        == std::string("release"));
   CHECK(error_kind([&] {
           store.complete(releaser, releaser_token, std::nullopt, t0 + 2s);
-        }) == ErrorKind::conflict);
+        })
+        == ErrorKind::conflict);
   // A released task is eligible again at once.
   const auto again = lease_one(store, "q", t0 + 2s);
   REQUIRE(again);
@@ -129,8 +131,8 @@ TEST_CASE("an operator run on a leased task keeps the lease") {
   REQUIRE(stored);
   CHECK(stored->leased(t0 + 1s));
   CHECK(token_of(*stored) == token_of(*leased));
-  CHECK(store.complete(id, *token_of(*leased), std::nullopt, t0 + 2s).state ==
-        TaskState::completed);
+  CHECK(store.complete(id, *token_of(*leased), std::nullopt, t0 + 2s).state
+        == TaskState::completed);
 }
 
 TEST_CASE("a refused message is a conflict and leaves the task unchanged") {
@@ -146,13 +148,12 @@ TEST_CASE("a refused message is a conflict and leaves the task unchanged") {
       error_message([&] { send_one(store, id, Message::run, t0 + 1s); });
   CHECK(contains(why, "run"));
   CHECK(contains(why, "killed"));
-  for (const Message msg : {Message::run, Message::pause, Message::sleep,
-                            Message::release, Message::checkpoint,
-                            Message::kill}) {
+  for (const Message msg :
+       {Message::run, Message::pause, Message::sleep, Message::release,
+        Message::checkpoint, Message::kill}) {
     CAPTURE(core::to_string(msg));
-    CHECK(error_kind([&] {
-            send_one(store, id, msg, t0 + 1s, t0 + 1h);
-          }) == ErrorKind::conflict);
+    CHECK(error_kind([&] { send_one(store, id, msg, t0 + 1s, t0 + 1h); })
+          == ErrorKind::conflict);
   }
   const auto after = store.find(id);
   REQUIRE(after);
@@ -223,7 +224,8 @@ TEST_CASE("send to several ids is all or nothing when one refuses") {
   CHECK(error_kind([&] {
           store.send(by_ids({a, b, c}), Message::pause, std::nullopt,
                      k_operator, t0 + 1s);
-        }) == ErrorKind::conflict);
+        })
+        == ErrorKind::conflict);
   check_unchanged(*a_before, *store.find(a));
   check_unchanged(*b_before, *store.find(b));
   check_unchanged(*c_before, *store.find(c));
@@ -239,7 +241,8 @@ TEST_CASE("send to several ids is all or nothing when one is missing") {
   CHECK(error_kind([&] {
           store.send(by_ids({a, 9999, b}), Message::kill, std::nullopt,
                      k_operator, t0 + 1s);
-        }) == ErrorKind::not_found);
+        })
+        == ErrorKind::not_found);
   check_unchanged(*a_before, *store.find(a));
   REQUIRE(store.find(b));
   CHECK(store.find(b)->state == TaskState::runnable);
@@ -250,8 +253,8 @@ TEST_CASE("send to several ids changes them all when all accept") {
   TaskStore store(db.path(), OpenMode::write);
   const int64_t a = add_task(store, "q");
   const int64_t b = add_task(store, "q");
-  const auto changed = store.send(by_ids({a, b}), Message::pause,
-                                  std::nullopt, k_operator, t0 + 1s);
+  const auto changed = store.send(by_ids({a, b}), Message::pause, std::nullopt,
+                                  k_operator, t0 + 1s);
   CHECK(sorted(ids_of(changed)) == std::vector<int64_t>{a, b});
   CHECK(store.find(a)->state == TaskState::paused);
   CHECK(store.find(b)->state == TaskState::paused);
@@ -283,8 +286,8 @@ TEST_CASE("a bulk send by queue applies only where the state allows it") {
   // which is no error in a bulk send.
   const auto changed = store.send(by_queue("q"), Message::kill, std::nullopt,
                                   k_operator, t0 + 1s);
-  CHECK(sorted(ids_of(changed)) ==
-        std::vector<int64_t>{runnable, paused, sleeping});
+  CHECK(sorted(ids_of(changed))
+        == std::vector<int64_t>{runnable, paused, sleeping});
   CHECK(store.find(runnable)->state == TaskState::killed);
   CHECK(store.find(paused)->state == TaskState::killed);
   CHECK(store.find(sleeping)->state == TaskState::killed);
@@ -293,9 +296,10 @@ TEST_CASE("a bulk send by queue applies only where the state allows it") {
   check_unchanged(*other_before, *store.find(other_queue));
 
   // Nothing left to change: an empty result, not an error.
-  CHECK(store.send(by_queue("q"), Message::kill, std::nullopt, k_operator,
-                   t0 + 2s)
-            .empty());
+  CHECK(
+      store
+          .send(by_queue("q"), Message::kill, std::nullopt, k_operator, t0 + 2s)
+          .empty());
 }
 
 TEST_CASE("a bulk kill by state and label changes only the selected tasks") {
@@ -368,10 +372,10 @@ TEST_CASE("retry of a failed task works; of a live or missing task it is "
   const int64_t retried = store.retry(failed, k_operator, t0);
   REQUIRE(store.find(retried));
   CHECK(store.find(retried)->retry_of == failed);
-  CHECK(error_kind([&] { store.retry(live, k_operator, t0); }) ==
-        ErrorKind::conflict);
-  CHECK(error_kind([&] { store.retry(4242, k_operator, t0); }) ==
-        ErrorKind::not_found);
+  CHECK(error_kind([&] { store.retry(live, k_operator, t0); })
+        == ErrorKind::conflict);
+  CHECK(error_kind([&] { store.retry(4242, k_operator, t0); })
+        == ErrorKind::not_found);
 }
 
 TEST_CASE("show returns the task's events in order with from, to and "
@@ -380,14 +384,12 @@ TEST_CASE("show returns the task's events in order with from, to and "
   TaskStore store(db.path(), OpenMode::write);
   const int64_t id = add_task(store, "q");
   REQUIRE(lease_one(store, "q", t0 + 1s, 5min, "w1"));
-  store.send(by_ids({id}), Message::pause, std::nullopt, "alice@host",
-             t0 + 2s);
+  store.send(by_ids({id}), Message::pause, std::nullopt, "alice@host", t0 + 2s);
   store.send(by_ids({id}), Message::run, std::nullopt, "bob@host", t0 + 3s);
-  store.send(by_ids({id}), Message::kill, std::nullopt, "carol@host",
-             t0 + 4s);
+  store.send(by_ids({id}), Message::kill, std::nullopt, "carol@host", t0 + 4s);
   // A refused message records nothing.
-  CHECK_THROWS(store.send(by_ids({id}), Message::run, std::nullopt,
-                          "dave@host", t0 + 5s));
+  CHECK_THROWS(store.send(by_ids({id}), Message::run, std::nullopt, "dave@host",
+                          t0 + 5s));
 
   const auto detail = store.show(id);
   CHECK(detail.task.id == id);
@@ -489,7 +491,8 @@ TEST_CASE("a send with neither ids nor filters is refused and changes "
   CHECK(error_kind([&] {
           store.send(storage::Selector{}, Message::kill, std::nullopt,
                      k_operator, t0);
-        }) == ErrorKind::usage);
+        })
+        == ErrorKind::usage);
   CHECK(store.find(a)->state == TaskState::runnable);
   CHECK(store.find(b)->state == TaskState::runnable);
 }
@@ -500,8 +503,8 @@ TEST_CASE("an operator sleep without a time is a usage error") {
   const int64_t id = add_task(store, "q");
   const auto before = store.find(id);
   REQUIRE(before);
-  CHECK(error_kind([&] { send_one(store, id, Message::sleep, t0); }) ==
-        ErrorKind::usage);
+  CHECK(error_kind([&] { send_one(store, id, Message::sleep, t0); })
+        == ErrorKind::usage);
   check_unchanged(*before, *store.find(id));
 }
 
@@ -575,38 +578,38 @@ TEST_CASE("list filters by queue, state, running, ready, labels and limit") {
   send_one(store, killed, Message::kill, t0);
   const int64_t other = add_task(store, "other");
 
-  CHECK(sorted(ids_of(store.list(by_queue("q"), now))) ==
-        std::vector<int64_t>{running, ready_a, ready_b, delayed, paused,
-                             killed});
-  CHECK(sorted(ids_of(store.list(storage::Selector{}, now))) ==
-        std::vector<int64_t>{running, ready_a, ready_b, delayed, paused,
-                             killed, other});
-  CHECK(sorted(ids_of(store.list(by_state("runnable"), now))) ==
-        std::vector<int64_t>{running, ready_a, ready_b, delayed, other});
-  CHECK(ids_of(store.list(by_state("paused"), now)) ==
-        std::vector<int64_t>{paused});
-  CHECK(ids_of(store.list(by_state("killed"), now)) ==
-        std::vector<int64_t>{killed});
-  CHECK(ids_of(store.list(by_state("running"), now)) ==
-        std::vector<int64_t>{running});
-  CHECK(sorted(ids_of(store.list(by_state("ready"), now))) ==
-        std::vector<int64_t>{ready_a, ready_b, other});
+  CHECK(sorted(ids_of(store.list(by_queue("q"), now)))
+        == std::vector<int64_t>{running, ready_a, ready_b, delayed, paused,
+                                killed});
+  CHECK(sorted(ids_of(store.list(storage::Selector{}, now)))
+        == std::vector<int64_t>{running, ready_a, ready_b, delayed, paused,
+                                killed, other});
+  CHECK(sorted(ids_of(store.list(by_state("runnable"), now)))
+        == std::vector<int64_t>{running, ready_a, ready_b, delayed, other});
+  CHECK(ids_of(store.list(by_state("paused"), now))
+        == std::vector<int64_t>{paused});
+  CHECK(ids_of(store.list(by_state("killed"), now))
+        == std::vector<int64_t>{killed});
+  CHECK(ids_of(store.list(by_state("running"), now))
+        == std::vector<int64_t>{running});
+  CHECK(sorted(ids_of(store.list(by_state("ready"), now)))
+        == std::vector<int64_t>{ready_a, ready_b, other});
 
   storage::Selector ready_in_q = by_queue("q");
   ready_in_q.state = "ready";
-  CHECK(sorted(ids_of(store.list(ready_in_q, now))) ==
-        std::vector<int64_t>{ready_a, ready_b});
+  CHECK(sorted(ids_of(store.list(ready_in_q, now)))
+        == std::vector<int64_t>{ready_a, ready_b});
 
   // After the lease expires (and before `delayed` is due) the running task
   // is ready again.
-  CHECK(sorted(ids_of(store.list(ready_in_q, t0 + 90min))) ==
-        std::vector<int64_t>{running, ready_a, ready_b});
+  CHECK(sorted(ids_of(store.list(ready_in_q, t0 + 90min)))
+        == std::vector<int64_t>{running, ready_a, ready_b});
   CHECK(store.list(by_state("running"), t0 + 90min).empty());
 
   storage::Selector images;
   images.match = {core::LabelPattern{"kind", "image"}};
-  CHECK(sorted(ids_of(store.list(images, now))) ==
-        std::vector<int64_t>{running, ready_a});
+  CHECK(sorted(ids_of(store.list(images, now)))
+        == std::vector<int64_t>{running, ready_a});
 
   storage::Selector limited = by_queue("q");
   limited.limit = 2;
