@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
 
 #include <cstdio>
 #include <fstream>
@@ -109,6 +110,9 @@ void run_add(const AddOptions& o, Context& ctx) {
     }
     task.payload = parse_json_arg(*o.payload, "--payload");
   } else if (o.text) {
+    if (!core::is_valid_utf8(*o.text)) {
+      throw Error(ErrorKind::usage, "--text is not valid UTF-8");
+    }
     task.payload = json_string(*o.text);
   } else if (o.payload_file) {
     task.payload = parse_json_arg(read_file(*o.payload_file), *o.payload_file);

@@ -229,7 +229,8 @@ core::Labels parse_labels(const std::vector<std::string>& texts) {
       throw Error(ErrorKind::usage,
                   "invalid label '" + t
                       + "': expected KEY=VALUE, KEY made of letters, digits "
-                        "and . _ / -");
+                        "and . _ / -, VALUE UTF-8 text without control "
+                        "characters");
     }
     labels[kv->first] = kv->second;
   }

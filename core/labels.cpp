@@ -1,5 +1,7 @@
 #include "core/labels.hpp"
 
+#include "core/text.hpp"
+
 #include <algorithm>
 
 namespace taskq::core {
@@ -19,12 +21,13 @@ bool valid_key(std::string_view key) {
          && std::all_of(key.begin(), key.end(), is_key_char);
 }
 
-// Control characters are C0 and DEL; bytes >= 0x80 are UTF-8 and allowed.
+// No control characters (C0 and DEL); bytes >= 0x80 must form UTF-8.
 bool valid_value(std::string_view value) {
-  return std::none_of(value.begin(), value.end(), [](char c) {
-    const auto u = static_cast<unsigned char>(c);
-    return u < 0x20 || u == 0x7f;
-  });
+  return is_valid_utf8(value)
+         && std::none_of(value.begin(), value.end(), [](char c) {
+              const auto u = static_cast<unsigned char>(c);
+              return u < 0x20 || u == 0x7f;
+            });
 }
 
 bool key_matches(std::string_view pattern, std::string_view key) {

@@ -18,7 +18,7 @@ struct LabelPattern {
 };
 
 // Parses `K=V` for `--label`: K is 1-128 characters of [A-Za-z0-9._/-],
-// V any text without control characters (may be empty). std::nullopt when
+// V any UTF-8 text without control characters (may be empty). std::nullopt when
 // malformed.
 std::optional<std::pair<std::string, std::string>>
 parse_label(std::string_view text);

@@ -133,9 +133,9 @@ expect_exit 75 "$TASKQ" lease q
 
 section "8 processes that start together on a missing database all succeed"
 # The first write creates the file and runs the migrations; processes that
-# open it meanwhile must wait for that, not fail or migrate twice. Five
+# open it meanwhile must wait for that, not fail or migrate twice. Ten
 # rounds, each on a new database: four adds and four leases at once.
-for round in 1 2 3 4 5; do
+for round in 1 2 3 4 5 6 7 8 9 10; do
   fresh_db "conc-new-$round"
   conc_pids=()
   for ((w = 1; w <= conc_workers; w++)); do

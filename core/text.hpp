@@ -1,0 +1,12 @@
+#pragma once
+
+#include <string_view>
+
+namespace taskq::core {
+
+// True when `text` is well-formed UTF-8: no stray continuation bytes, no
+// truncated or overlong sequences, no surrogates, nothing above U+10FFFF.
+// Everything taskq stores as JSON text must be.
+bool is_valid_utf8(std::string_view text);
+
+} // namespace taskq::core
