@@ -339,6 +339,32 @@ void set_state(Db& db, int64_t id, TaskState state, Time now) {
       .run();
 }
 
+void set_reason(Db& db, int64_t id, std::string_view reason) {
+  Statement(db, "UPDATE tasks SET reason = ?2 WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, reason)
+      .run();
+}
+
+void set_run_at(Db& db, int64_t id, Time at) {
+  Statement(db, "UPDATE tasks SET run_at = ?2 WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, to_unix_ms(at))
+      .run();
+}
+
+// "<message> by <actor>" when an operator revoked `token` on task `id`.
+std::optional<std::string> find_revoked(Db& db, int64_t id,
+                                        const std::string& token) {
+  Statement st(db, "SELECT revoked_reason FROM tasks WHERE id = ?1 AND "
+                   "revoked_token = ?2");
+  st.bind(1, id).bind(2, token);
+  if (!st.step()) {
+    return std::nullopt;
+  }
+  return st.get_text(0);
+}
+
 std::string refusal(const Task& task, Message msg) {
   return "cannot " + std::string(core::to_string(msg)) + " " + task_ref(task.id)
          + ": it is " + std::string(core::to_string(task.state));
@@ -356,13 +382,9 @@ Task require_lease(Db& db, int64_t id, const std::string& token, Time now) {
                 "lease lost: the lease on " + task_ref(id) + " expired at "
                     + core::format_time(task.lease->expires_at));
   }
-  Statement st(db, "SELECT revoked_reason FROM tasks WHERE id = ?1 AND "
-                   "revoked_token = ?2");
-  st.bind(1, id).bind(2, token);
-  if (st.step()) {
+  if (const auto revoked = find_revoked(db, id, token)) {
     throw Error(ErrorKind::conflict, "lease lost: " + task_ref(id)
-                                         + " was revoked (" + st.get_text(0)
-                                         + ")");
+                                         + " was revoked (" + *revoked + ")");
   }
   if (task.leased(now)) {
     throw Error(ErrorKind::conflict, "lease lost: " + task_ref(id)
@@ -640,10 +662,7 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
       const std::string reason =
           "reached max attempts (" + std::to_string(*limit) + ")";
       set_state(*m_db, t.id, TaskState::paused, now);
-      Statement(*m_db, "UPDATE tasks SET reason = ?2 WHERE id = ?1")
-          .bind(1, t.id)
-          .bind(2, reason)
-          .run();
+      set_reason(*m_db, t.id, reason);
       log_event(*m_db, t.id, now, "pause", t.state, TaskState::paused,
                 k_system_actor, reason);
       continue;
@@ -764,10 +783,7 @@ Task TaskStore::fail(int64_t id, const std::string& token,
   log_event(*m_db, id, now, "error", task.state, *fault, worker, req.error);
   if (req.mode == FailMode::no_retry) {
     set_state(*m_db, id, TaskState::failed, now);
-    Statement(*m_db, "UPDATE tasks SET reason = ?2 WHERE id = ?1")
-        .bind(1, id)
-        .bind(2, req.error)
-        .run();
+    set_reason(*m_db, id, req.error);
     log_event(*m_db, id, now, "error", *fault, TaskState::failed,
               k_system_actor, "not retried (--no-retry)");
   } else {
@@ -776,18 +792,12 @@ Task TaskStore::fail(int64_t id, const std::string& token,
     if (decision.fail) {
       append_error(*m_db, id, now, core::k_exceeded_error_rate, keep);
       set_state(*m_db, id, TaskState::failed, now);
-      Statement(*m_db, "UPDATE tasks SET reason = ?2 WHERE id = ?1")
-          .bind(1, id)
-          .bind(2, core::k_exceeded_error_rate)
-          .run();
+      set_reason(*m_db, id, core::k_exceeded_error_rate);
       log_event(*m_db, id, now, "error", *fault, TaskState::failed,
                 k_system_actor, core::k_exceeded_error_rate);
     } else {
       set_state(*m_db, id, TaskState::sleeping, now);
-      Statement(*m_db, "UPDATE tasks SET run_at = ?2 WHERE id = ?1")
-          .bind(1, id)
-          .bind(2, to_unix_ms(*decision.until))
-          .run();
+      set_run_at(*m_db, id, *decision.until);
       log_event(*m_db, id, now, "sleep", *fault, TaskState::sleeping,
                 k_system_actor,
                 "retry at " + core::format_time(*decision.until));
@@ -829,10 +839,7 @@ Task TaskStore::worker_sleep(int64_t id, const std::string& token, Time until,
   }
   clear_lease(*m_db, task, std::nullopt);
   set_state(*m_db, id, *next, now);
-  Statement(*m_db, "UPDATE tasks SET run_at = ?2 WHERE id = ?1")
-      .bind(1, id)
-      .bind(2, to_unix_ms(until))
-      .run();
+  set_run_at(*m_db, id, until);
   log_event(*m_db, id, now, "sleep", task.state, *next, task.lease->worker,
             "until " + core::format_time(until));
   Task out = load_full(*m_db, id);
@@ -842,15 +849,11 @@ Task TaskStore::worker_sleep(int64_t id, const std::string& token, Time until,
 
 std::optional<std::string> TaskStore::revoked_reason(int64_t id,
                                                      const std::string& token) {
-  Statement st(*m_db, "SELECT revoked_reason FROM tasks WHERE id = ?1 AND "
-                      "revoked_token = ?2");
-  st.bind(1, id).bind(2, token);
-  if (!st.step()) {
+  const auto revoked = find_revoked(*m_db, id, token);
+  if (!revoked) {
     return std::nullopt;
   }
-  // Stored as "<message> by <actor>".
-  const std::string stored = st.get_text(0);
-  return stored.substr(0, stored.find(' '));
+  return revoked->substr(0, revoked->find(' ')); // the message
 }
 
 // ---------------------------------------------------------------------------
@@ -901,17 +904,11 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
     case Message::pause:
     case Message::kill:
       detail = (msg == Message::pause ? "paused by " : "killed by ") + actor;
-      Statement(*m_db, "UPDATE tasks SET reason = ?2 WHERE id = ?1")
-          .bind(1, task.id)
-          .bind(2, detail)
-          .run();
+      set_reason(*m_db, task.id, detail);
       break;
     case Message::sleep:
       detail = "until " + core::format_time(*until);
-      Statement(*m_db, "UPDATE tasks SET run_at = ?2 WHERE id = ?1")
-          .bind(1, task.id)
-          .bind(2, to_unix_ms(*until))
-          .run();
+      set_run_at(*m_db, task.id, *until);
       break;
     case Message::run:
       // Resuming starts afresh: attempts reset (rescue's Cycles), and a
