@@ -56,14 +56,16 @@ public:
   JsonlReader(const JsonlReader&) = delete;
   JsonlReader& operator=(const JsonlReader&) = delete;
 
-  std::optional<std::string> next() {
+  // Puts the next payload, minified, in `out` (reusing its buffer); false
+  // at the end of the input.
+  bool next(std::string& out) {
     while (true) {
       const ssize_t n = ::getline(&m_line, &m_capacity, m_file);
       if (n < 0) {
         if (std::ferror(m_file)) {
           throw Error(ErrorKind::internal, "cannot read " + m_path);
         }
-        return std::nullopt;
+        return false;
       }
       ++m_number;
       std::string_view line(m_line, static_cast<size_t>(n));
@@ -79,7 +81,8 @@ public:
                                           + (m_path == "-" ? "stdin" : m_path)
                                           + "; nothing was added");
       }
-      return minify_json(line);
+      minify_json_into(line, out);
+      return true;
     }
   }
 
@@ -154,7 +157,7 @@ void run_add(const AddOptions& o, Context& ctx) {
   // the count give them all without holding them in memory.
   int64_t first = 0;
   const int64_t count = store.add_many(
-      task, [&] { return reader.next(); },
+      task, [&](std::string& payload) { return reader.next(payload); },
       [&](int64_t id) {
         if (first == 0) {
           first = id;

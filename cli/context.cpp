@@ -177,14 +177,16 @@ std::optional<std::string> parse_json_arg(const OptText& text,
   return parse_json_arg(*text, what);
 }
 
-std::string minify_json(std::string_view text) {
-  std::string out;
-  out.reserve(text.size());
+void minify_json_into(std::string_view text, std::string& out) {
+  // Written through a pointer into a buffer sized for the worst case: a
+  // bulk add runs this once per line.
+  out.resize(text.size());
+  char* w = out.data();
   bool in_string = false;
   bool escaped = false;
-  for (char c : text) {
+  for (const char c : text) {
     if (in_string) {
-      out += c;
+      *w++ = c;
       if (escaped) {
         escaped = false;
       } else if (c == '\\') {
@@ -194,11 +196,17 @@ std::string minify_json(std::string_view text) {
       }
     } else if (c == '"') {
       in_string = true;
-      out += c;
+      *w++ = c;
     } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
-      out += c;
+      *w++ = c;
     }
   }
+  out.resize(static_cast<size_t>(w - out.data()));
+}
+
+std::string minify_json(std::string_view text) {
+  std::string out;
+  minify_json_into(text, out);
   return out;
 }
 

@@ -72,6 +72,8 @@ std::optional<std::string> parse_json_arg(const OptText& text,
                                           const std::string& what);
 // `text`, known to be valid JSON, without whitespace outside strings.
 std::string minify_json(std::string_view text);
+// The same into `out`, replacing its contents and reusing its buffer.
+void minify_json_into(std::string_view text, std::string& out);
 core::Labels parse_labels(const std::vector<std::string>& texts);
 std::vector<core::LabelPattern>
 parse_patterns(const std::vector<std::string>& texts);

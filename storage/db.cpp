@@ -202,6 +202,15 @@ Statement& Statement::bind(int index, std::string_view value) {
   return *this;
 }
 
+Statement& Statement::bind_borrowed(int index, std::string_view value) {
+  const int rc = sqlite3_bind_text64(m_stmt.get(), index, value.data(),
+                                     value.size(), SQLITE_STATIC, SQLITE_UTF8);
+  if (rc != SQLITE_OK) {
+    m_db->fail(rc, "cannot bind a value");
+  }
+  return *this;
+}
+
 Statement& Statement::bind_null(int index) {
   const int rc = sqlite3_bind_null(m_stmt.get(), index);
   if (rc != SQLITE_OK) {

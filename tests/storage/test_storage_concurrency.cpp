@@ -62,11 +62,12 @@ TEST_CASE("stores in concurrent threads lease and complete every task "
     int produced = 0;
     store.add_many(
         new_task("q"),
-        [&]() -> std::optional<std::string> {
+        [&](std::string& payload) {
           if (produced == k_tasks) {
-            return std::nullopt;
+            return false;
           }
-          return std::to_string(produced++);
+          payload = std::to_string(produced++);
+          return true;
         },
         [&](int64_t id) { all_ids.push_back(id); }, t0, k_operator);
   }

@@ -657,11 +657,12 @@ TEST_CASE("add_many adds every payload and reports each id") {
   proto.priority = 2;
   const int64_t count = store.add_many(
       proto,
-      [&]() -> std::optional<std::string> {
+      [&](std::string& payload) {
         if (next_index == payloads.size()) {
-          return std::nullopt;
+          return false;
         }
-        return payloads[next_index++];
+        payload = payloads[next_index++];
+        return true;
       },
       [&](int64_t id) { seen.push_back(id); }, t0, k_operator);
 
@@ -681,12 +682,47 @@ TEST_CASE("add_many adds every payload and reports each id") {
   CHECK(store.list(by_queue("bulk"), t0).size() == 5);
 }
 
+TEST_CASE("add_many keeps order and consecutive ids across full and "
+          "partial batches") {
+  // Bulk adds insert many rows per statement; these counts land exactly on,
+  // just under and past a batch boundary.
+  for (const int n : {1, 63, 64, 65, 128, 133}) {
+    CAPTURE(n);
+    TempDb db;
+    TaskStore store(db.path(), OpenMode::write);
+    const int64_t before = add_task(store, "bulk", t0, R"("before")");
+    int produced = 0;
+    std::vector<int64_t> seen;
+    const int64_t count = store.add_many(
+        new_task("bulk"),
+        [&](std::string& payload) {
+          if (produced == n) {
+            return false;
+          }
+          payload = R"({"n":)" + std::to_string(produced++) + "}";
+          return true;
+        },
+        [&](int64_t id) { seen.push_back(id); }, t0, k_operator);
+    CHECK(count == n);
+    REQUIRE(seen.size() == static_cast<std::size_t>(n));
+    for (int i = 0; i < n; ++i) {
+      const auto index = static_cast<std::size_t>(i);
+      CHECK(seen[index] == before + 1 + i);
+      const auto task = store.find(seen[index]);
+      REQUIRE(task);
+      CHECK(task->payload == R"({"n":)" + std::to_string(i) + "}");
+    }
+    CHECK(store.list(by_queue("bulk"), t0).size()
+          == static_cast<std::size_t>(n + 1));
+  }
+}
+
 TEST_CASE("add_many of nothing adds nothing") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
   const int64_t count = store.add_many(
-      new_task("bulk"), []() -> std::optional<std::string> { return {}; },
-      [](int64_t) {}, t0, k_operator);
+      new_task("bulk"), [](std::string&) { return false; }, [](int64_t) {}, t0,
+      k_operator);
   CHECK(count == 0);
   CHECK(store.list(by_queue("bulk"), t0).empty());
 }
@@ -698,13 +734,14 @@ TEST_CASE("add_many adds nothing when the generator throws midway") {
   int produced = 0;
   CHECK_THROWS_AS(store.add_many(
                       new_task("bulk"),
-                      [&]() -> std::optional<std::string> {
+                      [&](std::string& payload) {
                         if (produced == 1000) {
                           throw taskq::Error(ErrorKind::usage,
                                              "line 1001: not JSON");
                         }
                         ++produced;
-                        return std::string("{}");
+                        payload = "{}";
+                        return true;
                       },
                       [](int64_t) {}, t0, k_operator),
                   taskq::Error);

@@ -444,12 +444,13 @@ TEST_CASE("adding a task records an add event by its actor") {
   bool produced = false;
   store.add_many(
       new_task("q"),
-      [&]() -> std::optional<std::string> {
+      [&](std::string& payload) {
         if (produced) {
-          return std::nullopt;
+          return false;
         }
         produced = true;
-        return std::string("1");
+        payload = "1";
+        return true;
       },
       [&](int64_t new_id) { bulk_id = new_id; }, t0 + 1s, "bob@host");
 
