@@ -2,6 +2,7 @@
 // sleep share their commands with the operator forms: cmd_operate.cpp.)
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "core/duration.hpp"
 #include "core/error.hpp"
 
 #include <cstdio>
@@ -15,7 +16,51 @@ struct LeaseOptions {
   std::string lease_for = "5m";
   std::vector<std::string> match;
   int count = 1;
+  OptText wait; // "" when --wait has no value: no limit
 };
+
+// Leases as `lease` does; with --wait, blocks until something can be leased
+// (or the wait runs out), waking on each change to the database and when
+// the next task comes due, never polling.
+std::vector<core::Task>
+lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
+  auto& store = ctx.store(storage::OpenMode::write);
+  if (!o.wait) {
+    return store.lease(req, ctx.now());
+  }
+  std::optional<core::Millis> limit;
+  if (!o.wait->empty()) {
+    limit = core::parse_duration(*o.wait);
+    if (!limit) {
+      throw Error(ErrorKind::usage,
+                  "invalid duration '" + *o.wait
+                      + "' for --wait: expected e.g. 30s, 5m or 1h (give the "
+                        "queues before --wait, or write --wait=DUR)");
+    }
+  }
+  using Clock = std::chrono::steady_clock;
+  const auto deadline = Clock::now() + limit.value_or(core::Millis{0});
+  storage::ChangeFeed feed = store.changes(); // before the first look
+  while (true) {
+    feed.drain();
+    auto tasks = store.lease(req, ctx.live_now());
+    if (!tasks.empty()) {
+      return tasks;
+    }
+    std::optional<core::Millis> wait;
+    if (limit) {
+      wait = std::chrono::ceil<core::Millis>(deadline - Clock::now());
+      if (wait->count() <= 0) {
+        return tasks;
+      }
+    }
+    if (const auto due = store.next_due(req.queues, ctx.live_now())) {
+      const auto in = std::max(core::Millis{0}, *due - ctx.live_now());
+      wait = wait ? std::min(*wait, in) : in;
+    }
+    feed.wait(wait);
+  }
+}
 
 void run_lease(const LeaseOptions& o, Context& ctx) {
   const Format format = ctx.format(
@@ -38,8 +83,8 @@ void run_lease(const LeaseOptions& o, Context& ctx) {
   }
   req.count = o.count;
   req.worker = ctx.worker();
-  const core::Time now = ctx.now();
-  const auto tasks = ctx.store(storage::OpenMode::write).lease(req, now);
+  const auto tasks = lease_or_wait(o, req, ctx);
+  const core::Time now = ctx.live_now();
   if (tasks.empty()) {
     if (format == Format::env) {
       // So that `eval "$(taskq lease q -o env)" || exit 0` sees the 75.
@@ -104,6 +149,12 @@ void register_work(CLI::App& app, Context& ctx) {
       ->type_name("K=V");
   lease->add_option("--count", lo->count, "lease up to N tasks")
       ->type_name("N");
+  lease
+      ->add_option("--wait", lo->wait,
+                   "block until a task is eligible, at most DUR if given "
+                   "(then exit 75)")
+      ->expected(0, 1)
+      ->type_name("[DUR]");
   lease->callback([lo, &ctx] { run_lease(*lo, ctx); });
 
   struct HeartbeatOptions : WorkerOptions {

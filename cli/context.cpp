@@ -61,6 +61,14 @@ core::Time Context::now() {
   return *m_now;
 }
 
+core::Time Context::live_now() {
+  if (std::getenv("TASKQ_NOW") != nullptr) {
+    return now();
+  }
+  return std::chrono::time_point_cast<core::Millis>(
+      std::chrono::system_clock::now());
+}
+
 std::string Context::db_path() const {
   if (db_option) {
     if (db_option->empty()) {

@@ -27,9 +27,13 @@ public:
   std::optional<std::string> db_option;     // --db
   std::optional<std::string> worker_option; // --worker
   std::optional<std::string> output_option; // -o/--output
-  int exit_code = k_exit_ok; // set by commands whose outcome is not 0
+  int exit_code = k_exit_ok;        // set by commands whose outcome is not 0
+  std::vector<std::string> command; // `taskq run ... -- CMD ARG...`
 
   core::Time now();
+  // For commands that run on (run, wait, progress, lease --wait): the time
+  // now, read afresh at each call, unless TASKQ_NOW freezes it.
+  core::Time live_now();
   // --db, else TASKQ_DB, else $XDG_DATA_HOME/taskq/taskq.db (falling back
   // to ~/.local/share/taskq/taskq.db).
   std::string db_path() const;

@@ -3,6 +3,7 @@
 
 #include <cstdio>
 #include <exception>
+#include <string_view>
 
 namespace taskq::cli {
 namespace {
@@ -35,13 +36,29 @@ void refuse_empty_values(CLI::App& app) {
       "", "non-empty");
   for (CLI::Option* opt : app.get_options()) {
     const std::string& name = opt->get_single_name();
-    if (opt->get_type_size_max() > 0 && name != "text" && name != "payload") {
+    if (opt->get_type_size_max() > 0 && name != "text" && name != "payload"
+        && name != "wait") {
       opt->check(non_empty);
     }
   }
   for (CLI::App* sub : app.get_subcommands({})) {
     refuse_empty_values(*sub);
   }
+}
+
+// Where the subcommand's name is in argv (0 when none): the first word
+// that is neither an option nor the value of a global option.
+int subcommand_index(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--db" || arg == "--worker" || arg == "-o"
+        || arg == "--output") {
+      ++i;
+    } else if (arg.empty() || arg.front() != '-') {
+      return i;
+    }
+  }
+  return 0;
 }
 
 } // namespace
@@ -83,7 +100,21 @@ int run(int argc, char** argv) {
   register_queue(app, ctx);
   register_db(app, ctx);
   register_completion(app, ctx);
+  register_run(app, ctx);
   refuse_empty_values(app);
+
+  // `taskq run QUEUE... -- CMD ARG...`: what follows the -- is the
+  // handler's argv, not taskq's, so it never reaches CLI11.
+  const int sub = subcommand_index(argc, argv);
+  if (sub > 0 && std::string_view(argv[sub]) == "run") {
+    for (int i = sub + 1; i < argc; ++i) {
+      if (std::string_view(argv[i]) == "--") {
+        ctx.command.assign(argv + i + 1, argv + argc);
+        argc = i;
+        break;
+      }
+    }
+  }
 
   try {
     app.parse(argc, argv);

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <string>
 #include <string_view>
 
 namespace taskq::core {
@@ -8,5 +9,9 @@ namespace taskq::core {
 // truncated or overlong sequences, no surrogates, nothing above U+10FFFF.
 // Everything taskq stores as JSON text must be.
 bool is_valid_utf8(std::string_view text);
+
+// `text` with each byte that is not part of a well-formed sequence replaced
+// by U+FFFD, for text taskq did not write (a handler's stderr or stdout).
+std::string to_valid_utf8(std::string_view text);
 
 } // namespace taskq::core

@@ -13,6 +13,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <limits>
 #include <random>
 #include <string_view>
 #include <unistd.h>
@@ -902,6 +903,73 @@ std::optional<std::string> TaskStore::revoked_reason(int64_t id,
     return std::nullopt;
   }
   return revoked->substr(0, revoked->find(' ')); // the message
+}
+
+bool TaskStore::lease_held(int64_t id, const std::string& token, Time now) {
+  Statement st(*m_db, "SELECT 1 FROM tasks WHERE id = ?1 AND lease_token = ?2 "
+                      "AND lease_expires > ?3");
+  st.bind(1, id).bind(2, token).bind(3, to_unix_ms(now));
+  return st.step();
+}
+
+std::optional<Time> TaskStore::next_due(const std::vector<std::string>& queues,
+                                        Time now) {
+  // tasks_ready is ordered by priority first, so "the smallest run_at after
+  // now" is one index seek per distinct priority: walk the priorities
+  // downwards, seeking each one's first future run_at.
+  Statement next_priority(
+      *m_db, "SELECT priority FROM tasks INDEXED BY tasks_ready "
+             "WHERE queue = ?1 AND lease_token IS NULL "
+             "AND state IN ('runnable', 'sleeping') AND priority < ?2 "
+             "ORDER BY priority DESC LIMIT 1");
+  Statement first_future(
+      *m_db, "SELECT min(run_at) FROM tasks INDEXED BY tasks_ready "
+             "WHERE queue = ?1 AND lease_token IS NULL "
+             "AND state IN ('runnable', 'sleeping') AND priority = ?2 "
+             "AND run_at > ?3");
+  Statement first_expiry(
+      *m_db, "SELECT min(lease_expires) FROM tasks INDEXED BY tasks_leased "
+             "WHERE queue = ?1 AND lease_token IS NOT NULL "
+             "AND lease_expires > ?2");
+  const int64_t now_ms = to_unix_ms(now);
+  std::optional<int64_t> best;
+  const auto consider = [&](Statement& st, int col) {
+    if (st.step() && !st.is_null(col)) {
+      const int64_t t = st.get_int(col);
+      best = best ? std::min(*best, t) : t;
+    }
+    st.reset();
+  };
+  Transaction tx(*m_db, Transaction::Kind::read);
+  for (const auto& queue : queues) {
+    int64_t below = std::numeric_limits<int64_t>::max();
+    while (true) {
+      next_priority.bind(1, queue).bind(2, below);
+      if (!next_priority.step()) {
+        next_priority.reset();
+        break;
+      }
+      const int64_t priority = next_priority.get_int(0);
+      next_priority.reset();
+      first_future.bind(1, queue).bind(2, priority).bind(3, now_ms);
+      consider(first_future, 0);
+      if (priority == std::numeric_limits<int64_t>::min()) {
+        break;
+      }
+      below = priority;
+    }
+    first_expiry.bind(1, queue).bind(2, now_ms);
+    consider(first_expiry, 0);
+  }
+  tx.commit();
+  if (!best) {
+    return std::nullopt;
+  }
+  return core::from_unix_ms(*best);
+}
+
+ChangeFeed TaskStore::changes() const {
+  return ChangeFeed(m_db->path());
 }
 
 // ---------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "core/task.hpp"
+#include "storage/change_feed.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -142,6 +143,21 @@ public:
   // `release`), if one did.
   std::optional<std::string> revoked_reason(int64_t id,
                                             const std::string& token);
+
+  // Whether `token` is still the live lease of task `id` at `now`. Reads
+  // only, so a worker can check its leases on every change without waking
+  // the others.
+  bool lease_held(int64_t id, const std::string& token, core::Time now);
+
+  // The earliest time after `now` at which a task of `queues` can become
+  // eligible with no write to the database: a delayed task coming due, a
+  // sleeper waking, a lease expiring. std::nullopt when none will. Costs
+  // O(log n) per queue and distinct priority.
+  std::optional<core::Time> next_due(const std::vector<std::string>& queues,
+                                     core::Time now);
+
+  // A feed of the database's changes, to wait on between looks.
+  ChangeFeed changes() const;
 
   // Operator message to the selected tasks. With ids: all or nothing, and a
   // refused transition on any id is a conflict. With filters: applies to the

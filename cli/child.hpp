@@ -1,0 +1,72 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <sys/types.h>
+#include <vector>
+
+namespace taskq::cli {
+
+// An owned file descriptor, closed on destruction.
+class Fd {
+public:
+  Fd() = default;
+  explicit Fd(int fd) : m_fd(fd) {}
+  ~Fd();
+  Fd(Fd&& other) noexcept;
+  Fd& operator=(Fd&& other) noexcept;
+  Fd(const Fd&) = delete;
+  Fd& operator=(const Fd&) = delete;
+
+  int get() const { return m_fd; }
+  explicit operator bool() const { return m_fd >= 0; }
+  void reset();
+
+private:
+  int m_fd = -1;
+};
+
+// What to start: a program by argv, never through a shell.
+struct ChildSpec {
+  std::string path;              // the executable, as resolve_command found it
+  std::vector<std::string> argv; // argv[0] is the name as the user gave it
+  std::vector<std::string> env;  // the whole environment, KEY=VALUE
+  std::string stdin_data;        // what the child reads on stdin
+  bool capture_stdout = false;   // else stdout is inherited
+};
+
+// A handler process of `taskq run`. It leads its own process group, so a
+// terminal's Ctrl-C reaches only `run`, and stopping the group reaches the
+// processes the handler started too. Its stdin is a sealed in-memory file
+// holding the payload (no pipe to keep fed, so a child that never reads
+// cannot block `run`); its stderr, and its stdout when captured, are pipes
+// that the run loop reads.
+class Child {
+public:
+  // Starts `spec`. Throws Error(internal) naming the reason when the
+  // program cannot be executed.
+  static Child spawn(const ChildSpec& spec);
+
+  pid_t pid() const { return m_pid; }
+  Fd& stderr_pipe() { return m_stderr; }
+  Fd& stdout_pipe() { return m_stdout; }
+
+  // Sends `signal` to the whole process group (ignored once it is gone).
+  void signal_group(int signal) const;
+  // Sends `signal` to the handler process alone.
+  void signal_leader(int signal) const;
+
+private:
+  pid_t m_pid = -1;
+  Fd m_stderr;
+  Fd m_stdout;
+};
+
+// The executable `name` runs as: itself when it holds a '/', else the first
+// match on $PATH; std::nullopt when there is none that can be executed.
+std::optional<std::string> resolve_command(const std::string& name);
+
+// Reads what `fd` (non-blocking) has now into `out`; false at end of file.
+bool read_available(int fd, std::string& out);
+
+} // namespace taskq::cli

@@ -1,0 +1,330 @@
+// Commands that run on: run (the worker loop), wait, progress.
+#include "cli/child.hpp"
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "cli/runner.hpp"
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "core/outcome.hpp"
+#include "core/progress.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <memory>
+#include <unistd.h>
+
+namespace taskq::cli {
+namespace {
+
+struct RunArgs {
+  std::vector<std::string> queues;
+  std::string lease_for = "5m";
+  int concurrency = 1;
+  std::optional<int64_t> max_tasks;
+  bool until_empty = false;
+  OptText timeout;
+  std::string grace = "10s";
+  std::string release_delay = "10s";
+  bool result_stdout = false;
+  std::vector<std::string> match;
+  std::string checkpoint_signal = "USR1";
+  bool verbose = false;
+};
+
+RunOptions check_run_args(const RunArgs& a, const Context& ctx) {
+  RunOptions o;
+  for (const auto& q : a.queues) {
+    check_queue_name(q);
+  }
+  o.queues = a.queues;
+  o.lease_for = parse_duration_arg(a.lease_for, "--for");
+  if (o.lease_for.count() <= 0) {
+    throw Error(ErrorKind::usage, "--for must be longer than 0");
+  }
+  if (a.concurrency < 1) {
+    throw Error(ErrorKind::usage, "--concurrency must be at least 1");
+  }
+  o.concurrency = a.concurrency;
+  if (a.max_tasks && *a.max_tasks < 1) {
+    throw Error(ErrorKind::usage, "--max-tasks must be at least 1");
+  }
+  o.max_tasks = a.max_tasks;
+  o.until_empty = a.until_empty;
+  o.timeout = parse_duration_arg(a.timeout, "--timeout");
+  if (o.timeout && o.timeout->count() <= 0) {
+    throw Error(ErrorKind::usage, "--timeout must be longer than 0");
+  }
+  o.grace = parse_duration_arg(a.grace, "--grace");
+  o.release_delay = parse_duration_arg(a.release_delay, "--release-delay");
+  o.result_stdout = a.result_stdout;
+  o.match = parse_patterns(a.match);
+  const auto sig = core::parse_signal(a.checkpoint_signal);
+  if (!sig) {
+    throw Error(ErrorKind::usage,
+                "invalid signal '" + a.checkpoint_signal
+                    + "' for --checkpoint-signal: expected a name such as "
+                      "USR1 or a number");
+  }
+  o.checkpoint_signal = *sig;
+  o.verbose = a.verbose;
+  if (ctx.command.empty()) {
+    throw Error(ErrorKind::usage,
+                "give the command to run after --: taskq run QUEUE -- CMD "
+                "[ARG...]");
+  }
+  o.command = ctx.command;
+  const auto path = resolve_command(o.command.front());
+  if (!path) {
+    throw Error(ErrorKind::usage,
+                "cannot run " + o.command.front() + ": no such executable file"
+                    + (o.command.front().find('/') == std::string::npos
+                           ? " on $PATH"
+                           : ""));
+  }
+  o.command_path = *path;
+  return o;
+}
+
+bool terminal(core::TaskState s) {
+  return s == core::TaskState::completed || s == core::TaskState::failed
+         || s == core::TaskState::killed;
+}
+
+std::string join_ids(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (const int64_t id : ids) {
+    out += (out.empty() ? "" : ", ") + std::to_string(id);
+  }
+  return out;
+}
+
+void run_wait(const std::vector<std::string>& id_args,
+              const OptText& timeout_arg, Context& ctx) {
+  const Format format =
+      ctx.format(Format::table, {Format::table, Format::json, Format::id});
+  const auto ids = parse_ids(id_args);
+  const auto timeout = parse_duration_arg(timeout_arg, "--timeout");
+  const auto deadline =
+      std::chrono::steady_clock::now() + timeout.value_or(core::Millis{0});
+  auto& store = ctx.store(storage::OpenMode::read);
+  std::optional<storage::ChangeFeed> feed;
+  while (true) {
+    if (feed) {
+      feed->drain(); // changes after this read wake the wait below
+    }
+    std::vector<core::Task> tasks;
+    std::vector<int64_t> pending;
+    for (const int64_t id : ids) {
+      auto t = store.find(id);
+      if (!t) {
+        throw Error(ErrorKind::not_found, "no task " + std::to_string(id));
+      }
+      if (!terminal(t->state)) {
+        pending.push_back(id);
+      }
+      tasks.push_back(std::move(*t));
+    }
+    if (pending.empty()) {
+      const core::Time now = ctx.live_now();
+      bool all_completed = true;
+      std::vector<std::vector<std::string>> rows;
+      for (const auto& t : tasks) {
+        all_completed = all_completed && t.state == core::TaskState::completed;
+        if (format == Format::json) {
+          print_task_json(t, now);
+        } else if (format == Format::id) {
+          std::printf("%lld\n", static_cast<long long>(t.id));
+        } else {
+          rows.push_back(
+              {std::to_string(t.id), std::string(core::to_string(t.state)),
+               t.state == core::TaskState::completed ? t.result.value_or("")
+                                                     : t.reason});
+        }
+      }
+      if (format == Format::table) {
+        print_table({"ID", "STATE", "RESULT"}, rows);
+      }
+      ctx.exit_code = all_completed ? k_exit_ok : k_exit_task_failed;
+      return;
+    }
+    std::optional<core::Millis> left;
+    if (timeout) {
+      left = std::chrono::ceil<core::Millis>(
+          deadline - std::chrono::steady_clock::now());
+      if (left->count() <= 0) {
+        std::fprintf(stderr, "taskq: timed out after %s; not finished: %s\n",
+                     core::format_duration(*timeout).c_str(),
+                     join_ids(pending).c_str());
+        ctx.exit_code = k_exit_nothing;
+        return;
+      }
+    }
+    if (!feed) {
+      // Watch from before the next look, so no change slips between them.
+      feed = store.changes();
+      continue;
+    }
+    feed->wait(left);
+  }
+}
+
+void run_progress(const std::string& queue, const std::string& interval_arg,
+                  Context& ctx) {
+  check_queue_name(queue);
+  const auto interval = parse_duration_arg(interval_arg, "--interval");
+  if (interval.count() <= 0) {
+    throw Error(ErrorKind::usage, "--interval must be longer than 0");
+  }
+  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+  auto& store = ctx.store(storage::OpenMode::read);
+  auto feed = store.changes();
+  const auto counts = [&] {
+    const auto stats = store.stats(queue, ctx.live_now());
+    return stats.empty() ? storage::QueueStats{} : stats.front();
+  };
+  // What was finished before we started is not this run's progress.
+  const storage::QueueStats start = counts();
+  const int64_t finished_before = start.completed + start.failed + start.killed;
+  const int64_t failed_before = start.failed + start.killed;
+  core::RateMeter meter;
+  // On a terminal, redraw at most this often however fast tasks finish.
+  const core::Millis redraw = std::min(interval, core::Millis{200});
+  while (true) {
+    feed.drain();
+    const storage::QueueStats now = counts();
+    const int64_t finished = now.completed + now.failed + now.killed;
+    const int64_t open = now.runnable + now.sleeping + now.paused;
+    core::ProgressView view;
+    view.done = std::max<int64_t>(0, finished - finished_before);
+    view.total = view.done + open;
+    view.failed = std::max<int64_t>(0, now.failed + now.killed - failed_before);
+    meter.sample(ctx.live_now(), view.done);
+    view.rate = meter.per_second();
+    view.eta = meter.eta(open);
+    const std::string line = core::format_progress(view, tty ? 30 : 0);
+    if (tty) {
+      std::printf("\r\033[K%s %s", queue.c_str(), line.c_str());
+    } else {
+      std::printf("%s %s\n", queue.c_str(), line.c_str());
+    }
+    std::fflush(stdout);
+    if (open == 0) {
+      if (tty) {
+        std::putchar('\n');
+      }
+      return;
+    }
+    if (tty) {
+      // Wake on a change, but also each interval: the rate and ETA age.
+      feed.wait(interval);
+      ::usleep(static_cast<useconds_t>(redraw.count() * 1000));
+    } else {
+      // One plain line per interval; a drained queue ends it sooner.
+      const auto until = std::chrono::steady_clock::now() + interval;
+      while (std::chrono::steady_clock::now() < until) {
+        feed.wait(std::chrono::ceil<core::Millis>(
+            until - std::chrono::steady_clock::now()));
+        const auto s = counts();
+        if (s.runnable + s.sleeping + s.paused == 0) {
+          break;
+        }
+      }
+    }
+  }
+}
+
+} // namespace
+
+void register_run(CLI::App& app, Context& ctx) {
+  auto a = std::make_shared<RunArgs>();
+  CLI::App* run = add_command(
+      app, "run",
+      "Work QUEUE...: lease each task and run CMD for it (payload on stdin, "
+      "TASKQ_* in its environment); exit 0 completes, 75 releases, anything "
+      "else fails",
+      "taskq run thumbs --concurrency 4 -- ./make-thumb.sh");
+  run->add_option("queue", a->queues, "queues to work")->required();
+  run->add_option("--for", a->lease_for,
+                  "lease duration (default 5m); heartbeats every third")
+      ->type_name("DUR");
+  run->add_option("--concurrency", a->concurrency,
+                  "run up to N handlers at once (default 1)")
+      ->type_name("N");
+  run->add_option("--max-tasks", a->max_tasks,
+                  "lease at most N tasks, then exit")
+      ->type_name("N");
+  run->add_flag("--until-empty", a->until_empty,
+                "exit when nothing is eligible (default: wait for work)");
+  run->add_option("--timeout", a->timeout,
+                  "stop a handler after DUR and fail its task")
+      ->type_name("DUR");
+  run->add_option("--grace", a->grace,
+                  "between SIGTERM and SIGKILL when stopping a handler "
+                  "(default 10s)")
+      ->type_name("DUR");
+  run->add_option("--release-delay", a->release_delay,
+                  "when a handler exits 75, its task is due again after DUR "
+                  "(default 10s)")
+      ->type_name("DUR");
+  run->add_flag("--result-stdout", a->result_stdout,
+                "store the handler's stdout as the result (JSON, or a string)");
+  run->add_option("--match", a->match,
+                  "only tasks with labels matching K=V (repeatable)")
+      ->type_name("K=V");
+  run->add_option("--checkpoint-signal", a->checkpoint_signal,
+                  "signal for an operator's checkpoint request (default USR1)")
+      ->type_name("SIG");
+  run->add_flag("-v,--verbose", a->verbose, "one line per task on stderr");
+  run->callback([a, &ctx] {
+    const RunOptions o = check_run_args(*a, ctx);
+    const RunSummary s = run_worker(o, ctx);
+    const Format format =
+        ctx.format(Format::table, {Format::table, Format::json});
+    if (format == Format::json) {
+      std::printf("%s\n", nlohmann::json{{"leased", s.leased},
+                                         {"completed", s.completed},
+                                         {"failed", s.failed},
+                                         {"released", s.released},
+                                         {"revoked", s.revoked}}
+                              .dump()
+                              .c_str());
+    } else {
+      std::printf(
+          "leased %lld, completed %lld, failed %lld, released %lld, "
+          "revoked %lld\n",
+          static_cast<long long>(s.leased), static_cast<long long>(s.completed),
+          static_cast<long long>(s.failed), static_cast<long long>(s.released),
+          static_cast<long long>(s.revoked));
+    }
+  });
+
+  auto ids = std::make_shared<std::vector<std::string>>();
+  auto timeout = std::make_shared<OptText>();
+  CLI::App* wait = add_command(
+      app, "wait",
+      "Block until every task ID is finished; exit 0 if all completed, 6 if "
+      "any failed or was killed, 75 on --timeout",
+      "taskq wait \"$id\" --timeout 10m");
+  wait->add_option("id", *ids, "task ids")->required()->type_name("ID");
+  wait->add_option("--timeout", *timeout, "give up after DUR (exit 75)")
+      ->type_name("DUR");
+  wait->callback([ids, timeout, &ctx] { run_wait(*ids, *timeout, ctx); });
+
+  auto queue = std::make_shared<std::string>();
+  auto interval = std::make_shared<std::string>("1s");
+  CLI::App* progress = add_command(
+      app, "progress",
+      "Show QUEUE's progress (done of total, rate, ETA) until nothing in it "
+      "is left to do; a live bar on a terminal, else a line per interval",
+      "taskq progress thumbs");
+  progress->add_option("queue", *queue, "queue to watch")->required();
+  progress
+      ->add_option("--interval", *interval,
+                   "seconds between lines when not on a terminal (default 1s)")
+      ->type_name("DUR");
+  progress->callback(
+      [queue, interval, &ctx] { run_progress(*queue, *interval, ctx); });
+}
+
+} // namespace taskq::cli

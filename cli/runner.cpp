@@ -1,0 +1,606 @@
+#include "cli/runner.hpp"
+
+#include "cli/child.hpp"
+#include "cli/output.hpp"
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "core/outcome.hpp"
+#include "core/text.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <list>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace taskq::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Instant = Clock::time_point;
+
+// The most --result-stdout keeps; a handler that prints more fails.
+constexpr size_t k_max_result_bytes = 16 * 1024 * 1024;
+
+// The variables `run` sets for a handler; any inherited value is replaced.
+constexpr std::string_view k_task_vars[] = {
+    "TASKQ_ID",      "TASKQ_LEASE",      "TASKQ_QUEUE", "TASKQ_ATTEMPT",
+    "TASKQ_PAYLOAD", "TASKQ_CHECKPOINT", "TASKQ_DB",    "TASKQ_WORKER"};
+
+// One task whose handler is running.
+struct Running {
+  core::Task task;
+  Child child;
+  Instant started;
+  Instant next_heartbeat;
+  std::optional<Instant> deadline; // --timeout
+  std::optional<Instant> kill_at;  // SIGKILL, once asked to stop
+  core::StopCause cause = core::StopCause::none;
+  std::string revoked_by; // the operator's message, when revoked
+  core::OutputTail tail;
+  std::string out; // stdout, with --result-stdout
+  bool out_too_big = false;
+  std::optional<core::ChildExit> exit;
+};
+
+// Blocks SIGCHLD, SIGINT and SIGTERM for the loop, which reads them from a
+// signalfd; restores the mask when done. Handlers get an empty mask.
+class SignalFeed {
+public:
+  SignalFeed() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    ::sigprocmask(SIG_BLOCK, &set, &m_old);
+    m_fd = Fd(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+    if (!m_fd) {
+      ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
+      throw Error(ErrorKind::internal,
+                  std::string("cannot watch signals: ") + std::strerror(errno));
+    }
+    // A closed stderr must not kill the worker mid-task.
+    m_old_pipe = ::signal(SIGPIPE, SIG_IGN);
+  }
+  ~SignalFeed() {
+    ::signal(SIGPIPE, m_old_pipe);
+    ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
+  }
+  SignalFeed(const SignalFeed&) = delete;
+  SignalFeed& operator=(const SignalFeed&) = delete;
+
+  int fd() const { return m_fd.get(); }
+
+  // The signals that arrived, in order.
+  std::vector<int> take() {
+    std::vector<int> out;
+    signalfd_siginfo info{};
+    while (::read(m_fd.get(), &info, sizeof info)
+           == static_cast<ssize_t>(sizeof info)) {
+      out.push_back(static_cast<int>(info.ssi_signo));
+    }
+    return out;
+  }
+
+private:
+  Fd m_fd;
+  sigset_t m_old{};
+  void (*m_old_pipe)(int) = SIG_DFL;
+};
+
+std::vector<std::string> child_environment(const core::Task& t,
+                                           const std::string& db_path,
+                                           const std::string& worker) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) {
+    const std::string_view entry(*e);
+    const auto name = entry.substr(0, entry.find('='));
+    if (std::find(std::begin(k_task_vars), std::end(k_task_vars), name)
+        == std::end(k_task_vars)) {
+      env.emplace_back(entry);
+    }
+  }
+  env.push_back("TASKQ_ID=" + std::to_string(t.id));
+  env.push_back("TASKQ_LEASE=" + (t.lease ? t.lease->token : ""));
+  env.push_back("TASKQ_QUEUE=" + t.queue);
+  env.push_back("TASKQ_ATTEMPT=" + std::to_string(t.attempts));
+  // An environment string ends at its first NUL; a payload holding one
+  // (a JSON string with \u0000) is passed as JSON text instead.
+  std::string payload = payload_text(t.payload);
+  if (payload.find('\0') != std::string::npos) {
+    payload = t.payload;
+  }
+  env.push_back("TASKQ_PAYLOAD=" + payload);
+  if (t.checkpoint) {
+    env.push_back("TASKQ_CHECKPOINT=" + *t.checkpoint);
+  }
+  env.push_back("TASKQ_DB=" + db_path);
+  env.push_back("TASKQ_WORKER=" + worker);
+  return env;
+}
+
+// What a handler printed, as a task result: its JSON when stdout is one
+// JSON value, else a JSON string of the text (one final newline dropped).
+std::string result_from_stdout(std::string text) {
+  if (nlohmann::json::accept(text)) {
+    return minify_json(text);
+  }
+  if (!text.empty() && text.back() == '\n') {
+    text.pop_back();
+  }
+  return nlohmann::json(core::to_valid_utf8(text)).dump();
+}
+
+int poll_timeout(Instant now, const std::optional<Instant>& until) {
+  if (!until) {
+    return -1;
+  }
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - now);
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
+}
+
+class Runner {
+public:
+  Runner(const RunOptions& o, Context& ctx)
+      : m_o(o), m_ctx(ctx), m_store(ctx.store(storage::OpenMode::write)),
+        m_feed(m_store.changes()),
+        m_db_path(std::filesystem::absolute(ctx.db_path()).string()),
+        m_worker(ctx.worker()) {
+    m_request.queues = o.queues;
+    m_request.match = o.match;
+    m_request.lease_for = o.lease_for;
+    m_request.worker = m_worker;
+    m_heartbeat_every = std::max(core::Millis{1}, o.lease_for / 3);
+  }
+
+  RunSummary run() {
+    while (true) {
+      if (m_look && can_take()) {
+        take_work();
+      }
+      if (m_running.empty()) {
+        if (m_stopping || max_reached() || (m_o.until_empty && !m_look)) {
+          break;
+        }
+      }
+      wait_and_handle();
+      finish_exited();
+    }
+    return m_summary;
+  }
+
+private:
+  bool max_reached() const {
+    return m_o.max_tasks && m_summary.leased >= *m_o.max_tasks;
+  }
+
+  bool can_take() const {
+    return !m_stopping && static_cast<int>(m_running.size()) < m_o.concurrency
+           && !max_reached();
+  }
+
+  void take_work() {
+    m_look = false;
+    m_wake_at.reset();
+    m_feed.drain(); // what changes after this point wakes the poll below
+    int want = m_o.concurrency - static_cast<int>(m_running.size());
+    if (m_o.max_tasks) {
+      want = static_cast<int>(
+          std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
+    }
+    m_request.count = want;
+    std::vector<core::Task> tasks;
+    try {
+      tasks = m_store.lease(m_request, m_ctx.live_now());
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+      // Locked past the busy timeout: say so, and try again shortly.
+      std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
+      m_wake_at = Clock::now() + std::chrono::seconds(1);
+      return;
+    }
+    for (auto& t : tasks) {
+      start(std::move(t));
+    }
+    if (static_cast<int>(tasks.size()) == want) {
+      m_look = true; // there may be more
+      return;
+    }
+    if (const auto due = m_store.next_due(m_o.queues, m_ctx.live_now())) {
+      const auto in = *due - m_ctx.live_now();
+      m_wake_at = Clock::now() + std::max(core::Millis{0}, in);
+    }
+  }
+
+  void start(core::Task t) {
+    ++m_summary.leased;
+    ChildSpec spec;
+    spec.path = m_o.command_path;
+    spec.argv = m_o.command;
+    spec.env = child_environment(t, m_db_path, m_worker);
+    spec.stdin_data = payload_text(t.payload);
+    spec.capture_stdout = m_o.result_stdout;
+    const Instant now = Clock::now();
+    try {
+      Running r;
+      r.child = Child::spawn(spec);
+      r.task = std::move(t);
+      r.started = now;
+      r.next_heartbeat = now + m_heartbeat_every;
+      if (m_o.timeout) {
+        r.deadline = now + *m_o.timeout;
+      }
+      if (m_o.verbose) {
+        std::fprintf(stderr, "taskq: task %lld: started (attempt %lld)\n",
+                     static_cast<long long>(r.task.id),
+                     static_cast<long long>(r.task.attempts));
+      }
+      m_running.push_back(std::move(r));
+    } catch (const Error& e) {
+      // Could not even start: an error like any other, for the policy.
+      record(t, core::Outcome{core::Verdict::fail, e.what()}, now);
+    }
+  }
+
+  void stop(Running& r, core::StopCause cause) {
+    if (r.cause != core::StopCause::none && cause != core::StopCause::revoked) {
+      return; // already stopping; a revocation still wins (nothing to write)
+    }
+    const bool first = r.cause == core::StopCause::none;
+    r.cause = cause;
+    if (first && !r.exit) {
+      r.child.signal_group(SIGTERM);
+      r.kill_at = Clock::now() + m_o.grace;
+    }
+  }
+
+  void wait_and_handle() {
+    std::vector<pollfd> fds;
+    fds.push_back({m_signals.fd(), POLLIN, 0});
+    const bool watch_db = !m_feed.polling();
+    if (watch_db) {
+      fds.push_back({m_feed.fd(), POLLIN, 0});
+    }
+    const size_t first_pipe = fds.size();
+    std::vector<std::pair<Running*, bool>> owners; // (task, is stdout)
+    for (auto& r : m_running) {
+      if (r.child.stderr_pipe()) {
+        fds.push_back({r.child.stderr_pipe().get(), POLLIN, 0});
+        owners.emplace_back(&r, false);
+      }
+      if (r.child.stdout_pipe()) {
+        fds.push_back({r.child.stdout_pipe().get(), POLLIN, 0});
+        owners.emplace_back(&r, true);
+      }
+    }
+
+    std::optional<Instant> until;
+    const auto earliest = [&](const std::optional<Instant>& t) {
+      if (t && (!until || *t < *until)) {
+        until = t;
+      }
+    };
+    if (can_take()) {
+      earliest(m_wake_at);
+      if (m_feed.polling()) {
+        earliest(Clock::now() + storage::ChangeFeed::k_fallback_poll);
+      }
+    }
+    for (const auto& r : m_running) {
+      if (!r.exit) {
+        earliest(r.next_heartbeat);
+        if (r.cause == core::StopCause::none) {
+          earliest(r.deadline);
+        }
+        earliest(r.kill_at);
+      }
+    }
+    const int rc =
+        ::poll(fds.data(), fds.size(), poll_timeout(Clock::now(), until));
+    if (rc < 0 && errno != EINTR) {
+      throw Error(ErrorKind::internal,
+                  std::string("poll: ") + std::strerror(errno));
+    }
+    const Instant now = Clock::now();
+
+    if (rc > 0 && (fds[0].revents & POLLIN) != 0) {
+      for (const int sig : m_signals.take()) {
+        on_signal(sig);
+      }
+    }
+    bool db_changed = m_feed.polling() ? (until && now >= *until) : false;
+    if (watch_db && rc > 0 && (fds[1].revents & POLLIN) != 0) {
+      db_changed = m_feed.drain();
+    }
+    if (db_changed) {
+      m_look = true;
+      check_leases();
+    }
+    if (m_wake_at && now >= *m_wake_at) {
+      m_look = true;
+    }
+    for (size_t i = first_pipe; i < fds.size(); ++i) {
+      if (fds[i].revents != 0) {
+        auto& [r, is_stdout] = owners[i - first_pipe];
+        read_pipe(*r, is_stdout);
+      }
+    }
+    on_timers(now);
+  }
+
+  void on_signal(int sig) {
+    if (sig == SIGCHLD) {
+      reap();
+      return;
+    }
+    if (!m_stopping) {
+      m_stopping = true;
+      if (!m_running.empty()) {
+        std::fprintf(stderr,
+                     "taskq: run: stopping; %zu running task(s) get %s to "
+                     "finish (signal again to kill them now)\n",
+                     m_running.size(),
+                     core::format_duration(m_o.grace).c_str());
+      }
+      for (auto& r : m_running) {
+        stop(r, core::StopCause::shutdown);
+      }
+      return;
+    }
+    for (auto& r : m_running) {
+      if (!r.exit) {
+        r.child.signal_group(SIGKILL);
+      }
+    }
+  }
+
+  void reap() {
+    while (true) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) {
+        return;
+      }
+      for (auto& r : m_running) {
+        if (r.child.pid() == pid) {
+          r.exit = WIFSIGNALED(status)
+                       ? core::ChildExit{true, WTERMSIG(status)}
+                       : core::ChildExit{false, WEXITSTATUS(status)};
+        }
+      }
+    }
+  }
+
+  // After any change to the database: has an operator taken a lease?
+  void check_leases() {
+    const core::Time now = m_ctx.live_now();
+    for (auto& r : m_running) {
+      if (r.exit || r.cause == core::StopCause::revoked) {
+        continue;
+      }
+      try {
+        if (!m_store.lease_held(r.task.id, r.task.lease->token, now)) {
+          revoke(r);
+        }
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::unavailable) {
+          throw;
+        }
+      }
+    }
+  }
+
+  void revoke(Running& r) {
+    r.revoked_by =
+        m_store.revoked_reason(r.task.id, r.task.lease->token).value_or("");
+    if (m_o.verbose || r.revoked_by.empty()) {
+      std::fprintf(stderr, "taskq: task %lld: lease %s; stopping its handler\n",
+                   static_cast<long long>(r.task.id),
+                   r.revoked_by.empty()
+                       ? "lost"
+                       : ("revoked by " + r.revoked_by).c_str());
+    }
+    stop(r, core::StopCause::revoked);
+  }
+
+  void read_pipe(Running& r, bool is_stdout) {
+    Fd& fd = is_stdout ? r.child.stdout_pipe() : r.child.stderr_pipe();
+    std::string data;
+    const bool open = read_available(fd.get(), data);
+    if (is_stdout) {
+      if (r.out.size() + data.size() > k_max_result_bytes) {
+        r.out_too_big = true;
+      } else {
+        r.out += data;
+      }
+    } else if (!data.empty()) {
+      r.tail.append(data);
+      // The handler's stderr is the worker's: pass it through.
+      [[maybe_unused]] const size_t n =
+          std::fwrite(data.data(), 1, data.size(), stderr);
+      std::fflush(stderr);
+    }
+    if (!open) {
+      fd.reset();
+    }
+  }
+
+  void on_timers(Instant now) {
+    for (auto& r : m_running) {
+      if (r.exit) {
+        continue;
+      }
+      if (r.kill_at && now >= *r.kill_at) {
+        r.child.signal_group(SIGKILL);
+        r.kill_at.reset();
+      }
+      if (r.cause == core::StopCause::none && r.deadline
+          && now >= *r.deadline) {
+        stop(r, core::StopCause::timeout);
+      }
+      if (now >= r.next_heartbeat) {
+        r.next_heartbeat = now + m_heartbeat_every;
+        if (r.cause != core::StopCause::revoked) {
+          heartbeat(r);
+        }
+      }
+    }
+  }
+
+  void heartbeat(Running& r) {
+    try {
+      const auto hb =
+          m_store.heartbeat(r.task.id, r.task.lease->token, m_o.lease_for,
+                            std::nullopt, m_ctx.live_now());
+      if (hb.checkpoint_requested) {
+        r.child.signal_leader(m_o.checkpoint_signal);
+      }
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::conflict) {
+        revoke(r);
+      } else if (e.kind() == ErrorKind::unavailable) {
+        std::fprintf(stderr, "taskq: task %lld: heartbeat: %s\n",
+                     static_cast<long long>(r.task.id), e.what());
+      } else {
+        throw;
+      }
+    }
+  }
+
+  void finish_exited() {
+    for (auto it = m_running.begin(); it != m_running.end();) {
+      if (!it->exit) {
+        ++it;
+        continue;
+      }
+      Running& r = *it;
+      // What the handler wrote before it exited is in the pipes; a
+      // background process it left may hold them open, so do not wait
+      // for end of file.
+      if (r.child.stderr_pipe()) {
+        read_pipe(r, false);
+      }
+      if (r.child.stdout_pipe()) {
+        read_pipe(r, true);
+      }
+      if (r.cause != core::StopCause::none) {
+        // Whatever the stopped handler started goes with it.
+        r.child.signal_group(SIGKILL);
+      }
+      core::Outcome outcome =
+          core::judge(*r.exit, r.cause, m_o.timeout, r.tail.text());
+      if (outcome.verdict == core::Verdict::complete && r.out_too_big) {
+        outcome = {core::Verdict::fail,
+                   "stdout exceeds the 16 MiB a result may hold"};
+      }
+      record(r.task, outcome, r.started, &r);
+      it = m_running.erase(it);
+      m_look = true;
+    }
+  }
+
+  // Writes a handler's outcome and counts it.
+  void record(const core::Task& t, const core::Outcome& outcome,
+              Instant started, Running* r = nullptr) {
+    const std::string& token = t.lease->token;
+    const core::Time now = m_ctx.live_now();
+    const auto took =
+        std::chrono::duration_cast<core::Millis>(Clock::now() - started);
+    std::string what;
+    try {
+      switch (outcome.verdict) {
+      case core::Verdict::complete: {
+        std::optional<std::string> result;
+        if (m_o.result_stdout && r != nullptr) {
+          result = result_from_stdout(r->out);
+        }
+        m_store.complete(t.id, token, result, now);
+        ++m_summary.completed;
+        what = "completed";
+        break;
+      }
+      case core::Verdict::release:
+        // Unfinished at shutdown: due at once, for another worker. A
+        // handler's own 75: after --release-delay.
+        m_store.release(t.id, token,
+                        r != nullptr && r->cause == core::StopCause::shutdown
+                            ? std::nullopt
+                            : std::optional(m_o.release_delay),
+                        now);
+        ++m_summary.released;
+        what = "released";
+        break;
+      case core::Verdict::fail: {
+        storage::FailRequest req;
+        req.error = outcome.error;
+        const core::Task after = m_store.fail(t.id, token, req, now);
+        ++m_summary.failed;
+        what = "failed (" + outcome.error + "); now "
+               + std::string(core::to_string(after.state));
+        break;
+      }
+      case core::Verdict::none:
+        ++m_summary.revoked;
+        what = r != nullptr && !r->revoked_by.empty()
+                   ? "stopped: " + r->revoked_by
+                   : "stopped: lease lost";
+        break;
+      }
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::conflict
+          && e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+      // The lease went between the last check and now (or the database
+      // stayed locked): the task is another holder's, or will be once the
+      // lease expires. Nothing was written.
+      ++m_summary.revoked;
+      std::fprintf(stderr,
+                   "taskq: task %lld: %s; its outcome was not "
+                   "recorded\n",
+                   static_cast<long long>(t.id), e.what());
+      return;
+    }
+    if (m_o.verbose) {
+      std::fprintf(stderr, "taskq: task %lld: %s after %s\n",
+                   static_cast<long long>(t.id), what.c_str(),
+                   core::format_duration(took).c_str());
+    }
+  }
+
+  const RunOptions& m_o;
+  Context& m_ctx;
+  storage::TaskStore& m_store;
+  storage::ChangeFeed m_feed;
+  SignalFeed m_signals;
+  std::string m_db_path;
+  std::string m_worker;
+  storage::LeaseRequest m_request;
+  core::Millis m_heartbeat_every{};
+  std::list<Running> m_running; // stable addresses for the poll owners
+  RunSummary m_summary;
+  bool m_look = true;               // try to lease at the next turn
+  bool m_stopping = false;          // SIGINT/SIGTERM arrived
+  std::optional<Instant> m_wake_at; // a task comes due, a lease expires
+};
+
+} // namespace
+
+RunSummary run_worker(const RunOptions& o, Context& ctx) {
+  Runner runner(o, ctx);
+  return runner.run();
+}
+
+} // namespace taskq::cli

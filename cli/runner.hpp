@@ -1,0 +1,51 @@
+#pragma once
+
+#include "cli/context.hpp"
+#include "core/labels.hpp"
+#include "core/time.hpp"
+
+#include <csignal>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace taskq::cli {
+
+// `taskq run`'s settings, parsed and checked.
+struct RunOptions {
+  std::vector<std::string> queues;
+  core::Millis lease_for = std::chrono::minutes(5);
+  int concurrency = 1;
+  std::optional<int64_t> max_tasks;
+  bool until_empty = false;
+  std::optional<core::Millis> timeout;
+  core::Millis grace = std::chrono::seconds(10);
+  // A task whose handler exits 75 is due again after this long, so that
+  // `run` does not hand it straight back to the same busy handler.
+  core::Millis release_delay = std::chrono::seconds(10);
+  bool result_stdout = false;
+  std::vector<core::LabelPattern> match;
+  int checkpoint_signal = SIGUSR1;
+  bool verbose = false;
+  std::string command_path;         // the resolved executable
+  std::vector<std::string> command; // argv, as the user gave it
+};
+
+struct RunSummary {
+  int64_t leased = 0;
+  int64_t completed = 0;
+  int64_t failed = 0;   // reported to the error policy (it may retry)
+  int64_t released = 0; // given back: exit 75, or unfinished at shutdown
+  int64_t revoked = 0;  // an operator took the lease, or it was lost
+};
+
+// The worker loop (SPEC §3 "Working"): leases from `o.queues`, runs the
+// command once per task with up to `o.concurrency` at a time, heartbeats
+// while they run, records how each ended, and stops a handler whose lease
+// an operator revoked. Blocks on the database's change feed, never polls,
+// while there is nothing to do. Returns when --until-empty finds nothing,
+// --max-tasks is reached, or SIGINT/SIGTERM asked it to stop.
+RunSummary run_worker(const RunOptions& o, Context& ctx);
+
+} // namespace taskq::cli

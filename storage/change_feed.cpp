@@ -1,0 +1,135 @@
+#include "storage/change_feed.hpp"
+
+#include <array>
+#include <cerrno>
+#include <filesystem>
+#include <poll.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+#include <utility>
+
+namespace taskq::storage {
+
+ChangeFeed::ChangeFeed(const std::string& db_path) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  fs::path path = fs::absolute(db_path, ec);
+  if (ec) {
+    path = db_path;
+  }
+  // Follow a symlinked database to the folder where SQLite writes its WAL.
+  if (const fs::path real = fs::canonical(path, ec); !ec) {
+    path = real;
+  }
+  const std::string name = path.filename().string();
+  m_names[0] = name;
+  m_names[1] = name + "-wal";
+  m_names[2] = name + "-journal";
+
+  m_fd = ::inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
+  if (m_fd < 0) {
+    return;
+  }
+  // The folder, not the files: the WAL is created and removed as
+  // connections come and go, and a watch on a removed file goes silent.
+  const std::string dir = path.parent_path().string();
+  if (::inotify_add_watch(m_fd, dir.c_str(),
+                          IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE)
+      < 0) {
+    ::close(m_fd);
+    m_fd = -1;
+  }
+}
+
+ChangeFeed::~ChangeFeed() {
+  if (m_fd >= 0) {
+    ::close(m_fd);
+  }
+}
+
+ChangeFeed::ChangeFeed(ChangeFeed&& other) noexcept
+    : m_fd(std::exchange(other.m_fd, -1)) {
+  for (int i = 0; i < 3; ++i) {
+    m_names[i] = std::move(other.m_names[i]);
+  }
+}
+
+ChangeFeed& ChangeFeed::operator=(ChangeFeed&& other) noexcept {
+  if (this != &other) {
+    if (m_fd >= 0) {
+      ::close(m_fd);
+    }
+    m_fd = std::exchange(other.m_fd, -1);
+    for (int i = 0; i < 3; ++i) {
+      m_names[i] = std::move(other.m_names[i]);
+    }
+  }
+  return *this;
+}
+
+bool ChangeFeed::drain() {
+  if (m_fd < 0) {
+    return true;
+  }
+  bool changed = false;
+  alignas(inotify_event) std::array<char, 4096> buf{};
+  while (true) {
+    const ssize_t n = ::read(m_fd, buf.data(), buf.size());
+    if (n <= 0) {
+      // EAGAIN: nothing more. An error other than EINTR would repeat
+      // forever: report a change so the caller looks at the database.
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0 && errno != EAGAIN) {
+        changed = true;
+      }
+      return changed;
+    }
+    for (ssize_t off = 0; off < n;) {
+      const auto* ev = reinterpret_cast<const inotify_event*>(buf.data() + off);
+      if ((ev->mask & IN_Q_OVERFLOW) != 0) {
+        changed = true; // events were lost: assume the worst
+      } else if (ev->len > 0) {
+        const std::string_view file(ev->name);
+        for (const auto& watched : m_names) {
+          changed = changed || file == watched;
+        }
+      }
+      off += static_cast<ssize_t>(sizeof(inotify_event) + ev->len);
+    }
+  }
+}
+
+bool ChangeFeed::wait(std::optional<core::Millis> timeout) {
+  if (m_fd < 0) {
+    const auto step =
+        timeout ? std::min(*timeout, k_fallback_poll) : k_fallback_poll;
+    ::usleep(static_cast<useconds_t>(step.count() * 1000));
+    return !timeout || *timeout > k_fallback_poll;
+  }
+  const auto deadline =
+      timeout ? std::optional(std::chrono::steady_clock::now() + *timeout)
+              : std::nullopt;
+  while (true) {
+    if (drain()) {
+      return true;
+    }
+    int wait_ms = -1;
+    if (deadline) {
+      const auto left = std::chrono::ceil<core::Millis>(
+          *deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0) {
+        return false;
+      }
+      wait_ms = static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
+    }
+    pollfd p{m_fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, wait_ms);
+    if (rc < 0 && errno == EINTR) {
+      return true;
+    }
+  }
+}
+
+} // namespace taskq::storage

@@ -1,0 +1,53 @@
+#pragma once
+
+#include "core/time.hpp"
+
+#include <optional>
+#include <string>
+
+namespace taskq::storage {
+
+// Tells a waiting process that another one may have written to the
+// database, so `lease --wait`, `run` and `wait` block without polling.
+//
+// On SQLite it watches the database's folder with inotify for writes to the
+// database file and its WAL: every commit appends to the WAL, so a commit
+// in any process wakes the watcher within microseconds, and a process that
+// waits uses no CPU. A PostgreSQL backend would LISTEN instead.
+//
+// Events can be spurious (a checkpoint, a reader's own write, a commit that
+// changed nothing the caller cares about): a wake-up means "look again",
+// never "something is there". Where inotify is unavailable it degrades to
+// waking every k_fallback_poll.
+class ChangeFeed {
+public:
+  static constexpr core::Millis k_fallback_poll{250};
+
+  explicit ChangeFeed(const std::string& db_path);
+  ~ChangeFeed();
+  ChangeFeed(ChangeFeed&& other) noexcept;
+  ChangeFeed& operator=(ChangeFeed&& other) noexcept;
+  ChangeFeed(const ChangeFeed&) = delete;
+  ChangeFeed& operator=(const ChangeFeed&) = delete;
+
+  // A descriptor that becomes readable when the database may have changed,
+  // for poll(2) next to others; -1 without inotify (then poll with a
+  // timeout of at most k_fallback_poll and treat each timeout as a change).
+  int fd() const { return m_fd; }
+  bool polling() const { return m_fd < 0; }
+
+  // Consumes what is pending without blocking; true when it concerned the
+  // database (always true without inotify).
+  bool drain();
+
+  // Blocks until the database may have changed (true) or `timeout` passes
+  // (false); std::nullopt waits without a limit. Interrupted by a signal,
+  // returns true so that the caller looks again.
+  bool wait(std::optional<core::Millis> timeout);
+
+private:
+  int m_fd = -1;
+  std::string m_names[3]; // the database file, its -wal and its -journal
+};
+
+} // namespace taskq::storage
