@@ -24,3 +24,19 @@ TEST_CASE("malformed UTF-8 is invalid") {
   CHECK_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));     // above U+10FFFF
   CHECK_FALSE(is_valid_utf8("\xf8\x88\x80\x80\x80")); // 5-byte form
 }
+
+TEST_CASE("to_valid_utf8 keeps well-formed text and replaces the rest") {
+  using taskq::core::to_valid_utf8;
+  CHECK(to_valid_utf8("") == "");
+  CHECK(to_valid_utf8("naïve café — 🎉") == "naïve café — 🎉");
+  CHECK(to_valid_utf8("a\xff"
+                      "b")
+        == "a\xef\xbf\xbd"
+           "b");
+  // A truncated sequence: each of its bytes is replaced.
+  CHECK(to_valid_utf8("caf\xc3") == "caf\xef\xbf\xbd");
+  CHECK(to_valid_utf8("\xe2\x82") == "\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(to_valid_utf8("\xed\xa0\x80") // a surrogate: three bad bytes
+        == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+  CHECK(is_valid_utf8(to_valid_utf8("\x80\xc0\xaf\xf8 ok \xf4\x90\x80\x80")));
+}

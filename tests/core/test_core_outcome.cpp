@@ -1,0 +1,144 @@
+#include "core/outcome.hpp"
+#include "core/text.hpp"
+
+#include <doctest/doctest.h>
+
+#include <csignal>
+#include <string>
+
+using namespace std::chrono_literals;
+namespace core = taskq::core;
+using core::ChildExit;
+using core::judge;
+using core::StopCause;
+using core::Verdict;
+
+namespace {
+ChildExit exited(int code) {
+  return {false, code};
+}
+ChildExit killed_by(int signal) {
+  return {true, signal};
+}
+} // namespace
+
+TEST_CASE("a handler's exit status decides the task's fate") {
+  CHECK(judge(exited(0), StopCause::none, {}, "").verdict == Verdict::complete);
+  CHECK(judge(exited(75), StopCause::none, {}, "").verdict == Verdict::release);
+  const auto failed = judge(exited(3), StopCause::none, {}, "");
+  CHECK(failed.verdict == Verdict::fail);
+  CHECK(failed.error == "exit status 3");
+  CHECK(judge(exited(1), StopCause::none, {}, "").error == "exit status 1");
+  CHECK(judge(exited(74), StopCause::none, {}, "").verdict == Verdict::fail);
+  CHECK(judge(exited(76), StopCause::none, {}, "").verdict == Verdict::fail);
+}
+
+TEST_CASE("the tail of stderr follows the status in the error") {
+  CHECK(judge(exited(2), StopCause::none, {}, "convert: bad header").error
+        == "exit status 2: convert: bad header");
+  CHECK(judge(killed_by(SIGSEGV), StopCause::none, {}, "x").error
+        == "killed by SIGSEGV: x");
+  // Nothing is written on success or release, whatever stderr held.
+  CHECK(judge(exited(0), StopCause::none, {}, "warning").error.empty());
+  CHECK(judge(exited(75), StopCause::none, {}, "busy").error.empty());
+}
+
+TEST_CASE("a signal fails the task, naming the signal") {
+  const auto o = judge(killed_by(SIGKILL), StopCause::none, {}, "");
+  CHECK(o.verdict == Verdict::fail);
+  CHECK(o.error == "killed by SIGKILL");
+  // Even a signal whose number means "exit 0" or "75" elsewhere.
+  CHECK(judge(killed_by(0 + SIGTERM), StopCause::none, {}, "").verdict
+        == Verdict::fail);
+}
+
+TEST_CASE("a handler stopped at --timeout fails with the limit") {
+  const auto o = judge(killed_by(SIGTERM), StopCause::timeout, 90s, "");
+  CHECK(o.verdict == Verdict::fail);
+  CHECK(o.error == "timed out after 1m30s");
+  // However it then ended: the timeout is the reason.
+  CHECK(judge(exited(0), StopCause::timeout, 2s, "half done").error
+        == "timed out after 2s: half done");
+}
+
+TEST_CASE("at shutdown an unfinished handler's task is released") {
+  CHECK(judge(killed_by(SIGTERM), StopCause::shutdown, {}, "").verdict
+        == Verdict::release);
+  CHECK(judge(exited(1), StopCause::shutdown, {}, "").verdict
+        == Verdict::release);
+  // One that still finished its work completes it.
+  CHECK(judge(exited(0), StopCause::shutdown, {}, "").verdict
+        == Verdict::complete);
+}
+
+TEST_CASE("a revoked lease writes nothing, however the handler ended") {
+  for (const auto& e : {exited(0), exited(75), exited(3), killed_by(SIGKILL)}) {
+    CHECK(judge(e, StopCause::revoked, 5s, "tail").verdict == Verdict::none);
+  }
+}
+
+TEST_CASE("signal names and numbers") {
+  CHECK(core::signal_name(SIGKILL) == "SIGKILL");
+  CHECK(core::signal_name(SIGUSR1) == "SIGUSR1");
+  CHECK(core::signal_name(SIGSEGV) == "SIGSEGV");
+  CHECK(core::parse_signal("USR1") == SIGUSR1);
+  CHECK(core::parse_signal("SIGUSR2") == SIGUSR2);
+  CHECK(core::parse_signal("sighup") == SIGHUP);
+  CHECK(core::parse_signal("10") == 10);
+  CHECK_FALSE(core::parse_signal(""));
+  CHECK_FALSE(core::parse_signal("0"));
+  CHECK_FALSE(core::parse_signal("999"));
+  CHECK_FALSE(core::parse_signal("12345678901234567890"));
+  CHECK_FALSE(core::parse_signal("USR3"));
+  CHECK_FALSE(core::parse_signal("SIG"));
+  CHECK_FALSE(core::parse_signal("-9"));
+}
+
+TEST_CASE("the output tail keeps the last non-blank lines") {
+  core::OutputTail tail;
+  CHECK(tail.text().empty());
+  tail.append("one\ntwo\n");
+  CHECK(tail.text() == "one\ntwo");
+  tail.append("three\n\n   \nfour\r\nfive\nsix\nseven");
+  // At most five lines; blank ones and trailing \r and spaces dropped.
+  CHECK(tail.text() == "three\nfour\nfive\nsix\nseven");
+}
+
+TEST_CASE("lines arriving in pieces join up") {
+  core::OutputTail tail;
+  tail.append("par");
+  tail.append("tial li");
+  tail.append("ne\nnext");
+  CHECK(tail.text() == "partial line\nnext");
+}
+
+TEST_CASE("the output tail stays within its byte bound") {
+  core::OutputTail tail;
+  const std::string line(300, 'x');
+  for (int i = 0; i < 1000; ++i) {
+    tail.append(line + "\n");
+  }
+  const std::string text = tail.text();
+  CHECK(text.size() <= core::OutputTail::k_max_bytes);
+  CHECK(text.size() >= 4 * 300); // several whole lines survive
+  // One very long line is cut at the front, keeping its end.
+  core::OutputTail long_line;
+  long_line.append(std::string(10000, 'a') + "END");
+  const std::string cut = long_line.text();
+  CHECK(cut.size() == core::OutputTail::k_max_bytes);
+  CHECK(cut.substr(cut.size() - 3) == "END");
+}
+
+TEST_CASE("the output tail is valid UTF-8 even when cut mid-character") {
+  core::OutputTail tail;
+  tail.append("caf\xc3\xa9\n\xff broken\n");
+  CHECK(tail.text() == "caf\xc3\xa9\n\xef\xbf\xbd broken");
+  core::OutputTail cut;
+  // 'é' is two bytes; an odd number of them puts the cut inside one.
+  std::string many;
+  for (int i = 0; i < 1501; ++i) {
+    many += "\xc3\xa9";
+  }
+  cut.append(many);
+  CHECK(taskq::core::to_valid_utf8(cut.text()) == cut.text());
+}
