@@ -41,17 +41,22 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + limit.value_or(core::Millis{0});
   storage::ChangeFeed feed = store.changes(); // before the first look
-  while (true) {
+  for (bool first = true;; first = false) {
     feed.drain();
-    auto tasks = store.lease(req, ctx.live_now());
-    if (!tasks.empty()) {
-      return tasks;
+    // After the first look, take the write lock only when a read says
+    // something may be there: a commit to another queue wakes every
+    // waiting worker, and they should not queue up for the lock for it.
+    if (first || store.anything_due(req.queues, ctx.live_now())) {
+      auto tasks = store.lease(req, ctx.live_now());
+      if (!tasks.empty()) {
+        return tasks;
+      }
     }
     std::optional<core::Millis> wait;
     if (limit) {
       wait = std::chrono::ceil<core::Millis>(deadline - Clock::now());
       if (wait->count() <= 0) {
-        return tasks;
+        return {};
       }
     }
     if (const auto due = store.next_due(req.queues, ctx.live_now())) {

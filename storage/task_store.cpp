@@ -905,6 +905,55 @@ std::optional<std::string> TaskStore::revoked_reason(int64_t id,
   return revoked->substr(0, revoked->find(' ')); // the message
 }
 
+namespace {
+
+// The distinct priorities among a queue's unleased runnable and sleeping
+// tasks, highest first, one tasks_ready seek each. next_due and
+// anything_due look at each priority's run_at range separately, since a
+// plain range on run_at, the index's second key, would scan every task.
+class PriorityWalk {
+public:
+  explicit PriorityWalk(Db& db)
+      : m_st(db, "SELECT priority FROM tasks INDEXED BY tasks_ready "
+                 "WHERE queue = ?1 AND lease_token IS NULL "
+                 "AND state IN ('runnable', 'sleeping') AND priority <= ?2 "
+                 "ORDER BY priority DESC LIMIT 1") {}
+
+  // Starts over on `queue`.
+  void start(const std::string& queue) {
+    m_queue = &queue;
+    m_below = std::numeric_limits<int64_t>::max();
+    m_done = false;
+  }
+
+  // The next lower priority, or std::nullopt after the lowest.
+  std::optional<int64_t> next() {
+    if (m_done) {
+      return std::nullopt;
+    }
+    m_st.bind(1, *m_queue).bind(2, m_below);
+    std::optional<int64_t> priority;
+    if (m_st.step()) {
+      priority = m_st.get_int(0);
+    }
+    m_st.reset();
+    if (!priority || *priority == std::numeric_limits<int64_t>::min()) {
+      m_done = true;
+    } else {
+      m_below = *priority - 1;
+    }
+    return priority;
+  }
+
+private:
+  Statement m_st;
+  const std::string* m_queue = nullptr;
+  int64_t m_below = 0;
+  bool m_done = true;
+};
+
+} // namespace
+
 bool TaskStore::lease_held(int64_t id, const std::string& token, Time now) {
   Statement st(*m_db, "SELECT 1 FROM tasks WHERE id = ?1 AND lease_token = ?2 "
                       "AND lease_expires > ?3");
@@ -914,14 +963,7 @@ bool TaskStore::lease_held(int64_t id, const std::string& token, Time now) {
 
 std::optional<Time> TaskStore::next_due(const std::vector<std::string>& queues,
                                         Time now) {
-  // tasks_ready is ordered by priority first, so "the smallest run_at after
-  // now" is one index seek per distinct priority: walk the priorities
-  // downwards, seeking each one's first future run_at.
-  Statement next_priority(
-      *m_db, "SELECT priority FROM tasks INDEXED BY tasks_ready "
-             "WHERE queue = ?1 AND lease_token IS NULL "
-             "AND state IN ('runnable', 'sleeping') AND priority < ?2 "
-             "ORDER BY priority DESC LIMIT 1");
+  PriorityWalk priorities(*m_db);
   Statement first_future(
       *m_db, "SELECT min(run_at) FROM tasks INDEXED BY tasks_ready "
              "WHERE queue = ?1 AND lease_token IS NULL "
@@ -933,39 +975,61 @@ std::optional<Time> TaskStore::next_due(const std::vector<std::string>& queues,
              "AND lease_expires > ?2");
   const int64_t now_ms = to_unix_ms(now);
   std::optional<int64_t> best;
-  const auto consider = [&](Statement& st, int col) {
-    if (st.step() && !st.is_null(col)) {
-      const int64_t t = st.get_int(col);
+  const auto consider = [&](Statement& st) {
+    if (st.step() && !st.is_null(0)) {
+      const int64_t t = st.get_int(0);
       best = best ? std::min(*best, t) : t;
     }
     st.reset();
   };
   Transaction tx(*m_db, Transaction::Kind::read);
   for (const auto& queue : queues) {
-    int64_t below = std::numeric_limits<int64_t>::max();
-    while (true) {
-      next_priority.bind(1, queue).bind(2, below);
-      if (!next_priority.step()) {
-        next_priority.reset();
-        break;
-      }
-      const int64_t priority = next_priority.get_int(0);
-      next_priority.reset();
-      first_future.bind(1, queue).bind(2, priority).bind(3, now_ms);
-      consider(first_future, 0);
-      if (priority == std::numeric_limits<int64_t>::min()) {
-        break;
-      }
-      below = priority;
+    priorities.start(queue);
+    while (const auto priority = priorities.next()) {
+      first_future.bind(1, queue).bind(2, *priority).bind(3, now_ms);
+      consider(first_future);
     }
     first_expiry.bind(1, queue).bind(2, now_ms);
-    consider(first_expiry, 0);
+    consider(first_expiry);
   }
   tx.commit();
   if (!best) {
     return std::nullopt;
   }
   return core::from_unix_ms(*best);
+}
+
+bool TaskStore::anything_due(const std::vector<std::string>& queues, Time now) {
+  PriorityWalk priorities(*m_db);
+  Statement due(*m_db, "SELECT 1 FROM tasks INDEXED BY tasks_ready "
+                       "WHERE queue = ?1 AND lease_token IS NULL "
+                       "AND state IN ('runnable', 'sleeping') "
+                       "AND priority = ?2 AND run_at <= ?3 LIMIT 1");
+  Statement expired(*m_db, "SELECT 1 FROM tasks INDEXED BY tasks_leased "
+                           "WHERE queue = ?1 AND lease_token IS NOT NULL "
+                           "AND lease_expires <= ?2 LIMIT 1");
+  const int64_t now_ms = to_unix_ms(now);
+  const auto found = [](Statement& st) {
+    const bool row = st.step();
+    st.reset();
+    return row;
+  };
+  Transaction tx(*m_db, Transaction::Kind::read);
+  for (const auto& queue : queues) {
+    expired.bind(1, queue).bind(2, now_ms);
+    if (found(expired)) {
+      return true;
+    }
+    priorities.start(queue);
+    while (const auto priority = priorities.next()) {
+      due.bind(1, queue).bind(2, *priority).bind(3, now_ms);
+      if (found(due)) {
+        return true;
+      }
+    }
+  }
+  tx.commit();
+  return false;
 }
 
 ChangeFeed TaskStore::changes() const {

@@ -156,6 +156,13 @@ public:
   std::optional<core::Time> next_due(const std::vector<std::string>& queues,
                                      core::Time now);
 
+  // Whether a task of `queues` is due now or has an expired lease: a
+  // read-only look before taking the write lock to lease. It ignores labels,
+  // addressing and limits, so true means "try", never "there is one".
+  // Costs O(log n) per queue and distinct priority, however many tasks wait
+  // for a later time.
+  bool anything_due(const std::vector<std::string>& queues, core::Time now);
+
   // A feed of the database's changes, to wait on between looks.
   ChangeFeed changes() const;
 
