@@ -20,6 +20,27 @@
 //     Runs CMD once (stdout and stderr captured) and prints one line:
 //     `wall_us=N cpu_us=N rss_kb=N rc=N out=FIRST-LINE-OF-STDOUT`.
 //
+// For bench/wakeup:
+//
+//   taskq_bench_harness wakeup-latency --taskq T --sqlite3 S --tdb DB
+//       --bdb DB --probe-dir DIR [--queue Q] [--reps N] [--warmup N]
+//       [--timeout-ms N] [--samples CSV]
+//     (e): a `taskq run Q -- <this> probe DIR/taskq.probe` waits on --tdb;
+//     per repetition, alternating, `taskq add Q --payload {"t":T0}` against
+//     the shell's INSERT of that row into --bdb followed by starting the
+//     probe directly. Prints `series wake_taskq|wake_sqlite3 n=N med_us=N
+//     p25_us=N p75_us=N p95_us=N max_us=N writer_med_us=N`.
+//
+//   taskq_bench_harness wakeup-idle --taskq T --db DB --probe-file F
+//       [--queue Q] [--seconds S]
+//     (f): a `taskq run` on an empty queue beside `sleep`; once both are
+//     blocked, their CPU time over S seconds. Prints `idle NAME window_us=N
+//     cpu_us=N ticks_cpu_us=N switches=N lifetime_cpu_us=N` per process.
+//
+//   taskq_bench_harness probe FILE
+//     The handler of (e): appends `$TASKQ_ID,NS` to FILE, NS being its
+//     start (CLOCK_MONOTONIC) minus the "t" of $TASKQ_PAYLOAD.
+//
 // Common options: --synchronous MODE, --no-ckpt-on-close 0|1 and
 // --busy-timeout-ms N give the baseline taskq's connection settings;
 // --max-seconds S with --min-reps N (default 20) end a loop early once it
@@ -31,8 +52,10 @@
 // stderr and exit status 1: a figure is never made of failed runs.
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <chrono>
+#include <csignal>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -43,6 +66,7 @@
 #include <poll.h>
 #include <spawn.h>
 #include <string>
+#include <sys/inotify.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -62,8 +86,15 @@ struct Result {
   std::string err;
 };
 
+// Background processes (bench/wakeup's `taskq run`, `sleep`) that must not
+// outlive a failed harness.
+std::vector<pid_t> g_background;
+
 [[noreturn]] void fatal(const std::string& what) {
   std::fprintf(stderr, "taskq_bench_harness: %s\n", what.c_str());
+  for (const pid_t pid : g_background) {
+    kill(pid, SIGKILL);
+  }
   std::exit(1);
 }
 
@@ -367,11 +398,12 @@ std::string quote(const std::string& s) {
 const char* const kPayload = R"({"file":"img/000042.png","size":31337})";
 
 // The statements one `taskq add`, `lease` and `done` run (see README.md).
-std::string sql_add(const std::string& queue) {
+std::string sql_add(const std::string& queue,
+                    const std::string& payload = kPayload) {
   const std::string now = std::to_string(unix_ms());
   return "INSERT INTO tasks(queue, state, payload, priority, run_at, "
          "created_at, updated_at) VALUES("
-         + quote(queue) + ", 'runnable', " + quote(kPayload) + ", 0, " + now
+         + quote(queue) + ", 'runnable', " + quote(payload) + ", 0, " + now
          + ", " + now + ", " + now + ") RETURNING id";
 }
 
@@ -566,15 +598,622 @@ int cmd_run(const Options& o) {
   return 0;
 }
 
+// --- wake-up latency and idle CPU of `taskq run` (bench/wakeup) -------------
+
+// The clock both ends of a wake-up read: system-wide, so a timestamp taken
+// here means the same in the probe, and never stepped by NTP.
+int64_t mono_ns() {
+  return now_ns();
+}
+
+// `probe FILE`, the handler `taskq run` starts: appends "ID,NS\n", NS being
+// now minus the "t" of TASKQ_PAYLOAD (the sender's clock just before it
+// started its writer), to FILE in one write. Nothing else: it is the
+// child whose start is timed.
+int cmd_probe(int argc, char** argv) {
+  const int64_t now = mono_ns();
+  if (argc < 3) {
+    std::fprintf(stderr, "usage: taskq_bench_harness probe FILE\n");
+    return 2;
+  }
+  const char* payload = std::getenv("TASKQ_PAYLOAD");
+  const char* id = std::getenv("TASKQ_ID");
+  const int64_t t = payload != nullptr ? json_int(payload, "t") : -1;
+  if (t <= 0) {
+    std::fprintf(stderr, "probe: no \"t\" in TASKQ_PAYLOAD\n");
+    return 1;
+  }
+  char line[96];
+  const int n =
+      std::snprintf(line, sizeof line, "%s,%lld\n", id != nullptr ? id : "-",
+                    static_cast<long long>(now - t));
+  const int fd = open(argv[2], O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+  if (fd < 0 || write(fd, line, static_cast<size_t>(n)) != n) {
+    std::perror("probe");
+    return 1;
+  }
+  close(fd);
+  return 0;
+}
+
+struct Bg { // a process left running, its stdout and stderr in pipes
+  pid_t pid = -1;
+  int out = -1;
+  int err = -1;
+};
+
+Bg spawn_bg(const std::vector<std::string>& argv,
+            const std::vector<std::string>& extra_env = {}) {
+  int out_pipe[2];
+  int err_pipe[2];
+  if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0) {
+    fatal(std::string("pipe: ") + std::strerror(errno));
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  std::vector<char*> args;
+  for (const auto& a : argv) {
+    args.push_back(const_cast<char*>(a.c_str()));
+  }
+  args.push_back(nullptr);
+  std::vector<std::string> env_store;
+  for (char** e = environ; *e != nullptr; ++e) {
+    env_store.emplace_back(*e);
+  }
+  env_store.insert(env_store.end(), extra_env.begin(), extra_env.end());
+  std::vector<char*> envp;
+  for (auto& e : env_store) {
+    envp.push_back(e.data());
+  }
+  envp.push_back(nullptr);
+  Bg bg;
+  const int rc =
+      posix_spawnp(&bg.pid, args[0], &fa, nullptr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  close(out_pipe[1]);
+  close(err_pipe[1]);
+  if (rc != 0) {
+    fatal("cannot run " + argv[0] + ": " + std::strerror(rc));
+  }
+  g_background.push_back(bg.pid);
+  fcntl(out_pipe[0], F_SETFL, O_NONBLOCK);
+  fcntl(err_pipe[0], F_SETFL, O_NONBLOCK);
+  bg.out = out_pipe[0];
+  bg.err = err_pipe[0];
+  return bg;
+}
+
+// Appends what fd has now (non-blocking) to sink.
+void drain_fd(int fd, std::string& sink) {
+  char buf[4096];
+  while (true) {
+    const ssize_t n = read(fd, buf, sizeof buf);
+    if (n > 0) {
+      sink.append(buf, static_cast<size_t>(n));
+    } else if (n < 0 && errno == EINTR) {
+      continue;
+    } else {
+      return;
+    }
+  }
+}
+
+// Stops a background process with SIGTERM and reaps it: its exit status
+// (128 + signal when killed), total CPU time, and what it printed.
+Result stop_bg(Bg& bg, int64_t deadline_ms = 30000) {
+  kill(bg.pid, SIGTERM);
+  Result r;
+  int status = 0;
+  rusage ru{};
+  const int64_t until = now_ns() + deadline_ms * 1000000;
+  while (true) {
+    drain_fd(bg.out, r.out);
+    drain_fd(bg.err, r.err);
+    const pid_t got = wait4(bg.pid, &status, WNOHANG, &ru);
+    if (got == bg.pid) {
+      break;
+    }
+    if (got < 0 && errno != EINTR) {
+      fatal(std::string("wait4: ") + std::strerror(errno));
+    }
+    if (now_ns() > until) {
+      kill(bg.pid, SIGKILL);
+      fatal("process " + std::to_string(bg.pid) + " did not exit on SIGTERM");
+    }
+    usleep(2000);
+  }
+  std::erase(g_background, bg.pid);
+  drain_fd(bg.out, r.out);
+  drain_fd(bg.err, r.err);
+  close(bg.out);
+  close(bg.err);
+  r.cpu_us = tv_us(ru.ru_utime) + tv_us(ru.ru_stime);
+  r.status = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  return r;
+}
+
+std::string read_text(const std::string& path) {
+  std::string s;
+  const int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    return s;
+  }
+  drain_fd(fd, s);
+  close(fd);
+  return s;
+}
+
+// The system call a process is blocked in (/proc/PID/syscall), or -1 when
+// it is running or unknown.
+long syscall_of(pid_t pid) {
+  const std::string s = read_text("/proc/" + std::to_string(pid) + "/syscall");
+  if (s.empty() || !std::isdigit(static_cast<unsigned char>(s[0]))) {
+    return -1;
+  }
+  return std::strtol(s.c_str(), nullptr, 10);
+}
+
+bool is_blocking_wait(long nr) {
+#if defined(__x86_64__)
+  // poll, ppoll, select, pselect6, epoll_wait, epoll_pwait, epoll_pwait2,
+  // nanosleep, clock_nanosleep, pause, rt_sigsuspend, rt_sigtimedwait
+  for (const long w :
+       {7L, 271L, 23L, 270L, 232L, 281L, 441L, 35L, 230L, 34L, 130L, 128L}) {
+    if (nr == w) {
+      return true;
+    }
+  }
+  return false;
+#else
+  return nr >= 0;
+#endif
+}
+
+// Waits (up to timeout_ms) until pid is blocked waiting rather than
+// working; false on timeout. Sampled every 0.5 ms: /proc offers nothing to
+// wait on.
+bool await_blocked(pid_t pid, int64_t timeout_ms) {
+  const int64_t until = now_ns() + timeout_ms * 1000000;
+  while (now_ns() < until) {
+    if (is_blocking_wait(syscall_of(pid))) {
+      return true;
+    }
+    usleep(500);
+  }
+  return false;
+}
+
+struct CpuStat {
+  int64_t sched_ns = 0; // sum of /proc/PID/task/*/schedstat's run time
+  int64_t ticks = 0;    // utime + stime of /proc/PID/stat
+  int64_t switches = 0; // voluntary + involuntary context switches
+};
+
+CpuStat cpu_stat(pid_t pid) {
+  CpuStat c;
+  const std::string dir = "/proc/" + std::to_string(pid);
+  std::error_code ec;
+  for (const auto& task :
+       std::filesystem::directory_iterator(dir + "/task", ec)) {
+    const std::string t = task.path().string();
+    c.sched_ns +=
+        std::strtoll(read_text(t + "/schedstat").c_str(), nullptr, 10);
+    const std::string status = read_text(t + "/status");
+    for (const char* key :
+         {"voluntary_ctxt_switches:", "nonvoluntary_ctxt_switches:"}) {
+      const auto at = status.find(key);
+      if (at != std::string::npos) {
+        c.switches +=
+            std::strtoll(status.c_str() + at + std::strlen(key), nullptr, 10);
+      }
+    }
+  }
+  const std::string stat = read_text(dir + "/stat");
+  const auto close_paren = stat.rfind(')');
+  if (close_paren != std::string::npos) {
+    // After "pid (comm)": field 3 is the state; utime and stime are 14, 15.
+    const char* p = stat.c_str() + close_paren + 2;
+    for (int field = 3; field < 14 && *p != '\0'; ++field) {
+      p = std::strchr(p, ' ');
+      p = p != nullptr ? p + 1 : "";
+    }
+    char* end = nullptr;
+    const long long ut = std::strtoll(p, &end, 10);
+    const long long st = std::strtoll(end, nullptr, 10);
+    c.ticks = ut + st;
+  }
+  return c;
+}
+
+// Watches a folder with inotify, so the sender awaits the probe's write
+// instead of polling the results file.
+class FolderWatch {
+public:
+  explicit FolderWatch(const std::string& dir)
+      : m_fd(inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) {
+    if (m_fd < 0
+        || inotify_add_watch(m_fd, dir.c_str(), IN_MODIFY | IN_CLOSE_WRITE)
+               < 0) {
+      fatal("inotify on " + dir + ": " + std::strerror(errno));
+    }
+  }
+  ~FolderWatch() { close(m_fd); }
+  FolderWatch(const FolderWatch&) = delete;
+  FolderWatch& operator=(const FolderWatch&) = delete;
+  int fd() const { return m_fd; }
+  void drain() const {
+    std::string junk;
+    drain_fd(m_fd, junk);
+  }
+
+private:
+  int m_fd;
+};
+
+// Waits until done() holds, up to timeout_ms, sleeping in poll() on the
+// given fds (an inotify fd, a worker's stderr) whose readiness may change
+// it; on_ready is called to consume them. False on timeout.
+template <typename Done, typename OnReady>
+bool await(const std::vector<int>& fds, int64_t timeout_ms, Done done,
+           OnReady on_ready) {
+  const int64_t until = now_ns() + timeout_ms * 1000000;
+  while (true) {
+    on_ready();
+    if (done()) {
+      return true;
+    }
+    const int64_t left_ms = (until - now_ns()) / 1000000;
+    if (left_ms <= 0) {
+      return false;
+    }
+    std::vector<pollfd> p;
+    for (const int fd : fds) {
+      p.push_back({fd, POLLIN, 0});
+    }
+    if (poll(p.data(), p.size(), static_cast<int>(left_ms)) < 0
+        && errno != EINTR) {
+      fatal(std::string("poll: ") + std::strerror(errno));
+    }
+  }
+}
+
+// The probe's records: "ID,NS" lines appended to one file.
+class ProbeFile {
+public:
+  explicit ProbeFile(std::string path) : m_path(std::move(path)) {}
+  const std::string& path() const { return m_path; }
+  // Reads lines added since the last call; true when one is there.
+  bool next(std::string& id, int64_t& ns) {
+    if (m_pending.empty()) {
+      const std::string all = read_text(m_path);
+      if (all.size() > m_offset) {
+        m_buf += all.substr(m_offset);
+        m_offset = all.size();
+      }
+      size_t nl = 0;
+      while ((nl = m_buf.find('\n')) != std::string::npos) {
+        m_pending.push_back(m_buf.substr(0, nl));
+        m_buf.erase(0, nl + 1);
+      }
+    }
+    if (m_pending.empty()) {
+      return false;
+    }
+    const std::string line = m_pending.front();
+    m_pending.erase(m_pending.begin());
+    const auto comma = line.find(',');
+    id = line.substr(0, comma);
+    ns = std::strtoll(line.c_str() + comma + 1, nullptr, 10);
+    return true;
+  }
+
+private:
+  std::string m_path;
+  size_t m_offset = 0;
+  std::string m_buf;
+  std::vector<std::string> m_pending;
+};
+
+std::string self_exe() {
+  std::error_code ec;
+  const auto p = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) {
+    fatal("cannot find my own executable: " + ec.message());
+  }
+  return p.string();
+}
+
+struct Quantiles {
+  size_t n;
+  int64_t med, p25, p75, p95, max;
+};
+
+Quantiles quantiles(std::vector<int64_t> v) {
+  std::sort(v.begin(), v.end());
+  auto q = [&](double f) {
+    const double pos = f * static_cast<double>(v.size() - 1);
+    const auto lo = static_cast<size_t>(pos);
+    const auto hi = std::min(lo + 1, v.size() - 1);
+    const double frac = pos - static_cast<double>(lo);
+    return static_cast<int64_t>(static_cast<double>(v[lo]) * (1 - frac)
+                                + static_cast<double>(v[hi]) * frac + 0.5);
+  };
+  return {v.size(), q(0.5), q(0.25), q(0.75), q(0.95), v.back()};
+}
+
+// wakeup-latency: a `taskq run` waits on --tdb; per repetition, in
+// alternating order,
+//   taskq:   t0, spawn `taskq add Q --payload {"t":t0}`, and the run's
+//            probe records (its start) - t0;
+//   sqlite3: t0, the sqlite3 shell's INSERT of the same row on --bdb, then
+//            spawn the probe directly; it records (its start) - t0.
+// Each taskq repetition starts only once the run has finished the task
+// before and is blocked waiting again.
+int cmd_wakeup_latency(const Options& o) {
+  const std::string taskq = o.get("taskq");
+  const std::string sqlite3 = o.get("sqlite3");
+  const std::string tdb = o.get("tdb");
+  const std::string bdb = o.get("bdb");
+  const std::string queue = o.get("queue", "bench");
+  const std::string dir = o.get("probe-dir"); // not the databases' folder
+  const int reps = std::stoi(o.get("reps", "200"));
+  const int warmup = std::stoi(o.get("warmup", "5"));
+  const int64_t timeout_ms = std::stoll(o.get("timeout-ms", "10000"));
+  const std::string self = self_exe();
+
+  ProbeFile tfile(dir + "/taskq.probe");
+  ProbeFile bfile(dir + "/sqlite3.probe");
+  FolderWatch watch(dir);
+
+  Bg worker = spawn_bg({taskq, "--db", tdb, "run", queue, "--verbose", "--",
+                        self, "probe", tfile.path()});
+  std::string worker_err;
+  auto worker_died = [&] {
+    int status = 0;
+    if (waitpid(worker.pid, &status, WNOHANG) == worker.pid) {
+      drain_fd(worker.err, worker_err);
+      fatal("`taskq run` exited (status " + std::to_string(status) + "):\n"
+            + worker_err);
+    }
+  };
+  if (!await_blocked(worker.pid, timeout_ms)) {
+    worker_died();
+    fatal("`taskq run` did not settle into waiting");
+  }
+
+  std::vector<std::string> rows;
+  std::vector<int64_t> t_lat, b_lat, t_writer, b_writer;
+  int64_t t_after_exit_neg = 0;
+  std::vector<int64_t> t_after_exit;
+  auto one_taskq = [&](int rep) {
+    // The run finished the task before (its "completed" line) and is
+    // blocked waiting again: each sample is a wake-up from idle.
+    if (!await_blocked(worker.pid, timeout_ms)) {
+      worker_died();
+      fatal("`taskq run` is not waiting (rep " + std::to_string(rep) + ")");
+    }
+    watch.drain();
+    const int64_t t0 = mono_ns();
+    const std::string payload = "{\"t\":" + std::to_string(t0) + "}";
+    const Result add =
+        must({taskq, "--db", tdb, "add", queue, "--payload", payload});
+    const int64_t writer_exit = t0 + add.wall_us * 1000;
+    const std::string id = add.out.substr(0, add.out.find('\n'));
+    std::string got_id;
+    int64_t ns = 0;
+    bool got = false;
+    const bool ok = await(
+        {watch.fd(), worker.err}, timeout_ms, [&] { return got; },
+        [&] {
+          watch.drain();
+          drain_fd(worker.err, worker_err);
+          got = got || tfile.next(got_id, ns);
+        });
+    if (!ok) {
+      worker_died();
+      fatal("task " + id + " was not started within "
+            + std::to_string(timeout_ms) + " ms of its add (a lost wake-up?)"
+            + "\n`taskq run` said:\n" + worker_err);
+    }
+    if (got_id != id) {
+      fatal("the probe ran for task " + got_id + ", not " + id);
+    }
+    // Then wait for the run to record it, before the next repetition.
+    const std::string done_line = "task " + id + ": completed";
+    if (!await(
+            {worker.err}, timeout_ms,
+            [&] { return worker_err.find(done_line) != std::string::npos; },
+            [&] { drain_fd(worker.err, worker_err); })) {
+      worker_died();
+      fatal("`taskq run` did not complete task " + id + ":\n" + worker_err);
+    }
+    if (rep >= 0) {
+      t_lat.push_back(ns / 1000);
+      t_writer.push_back(add.wall_us);
+      const int64_t after = t0 + ns - writer_exit;
+      t_after_exit.push_back(after / 1000);
+      t_after_exit_neg += after < 0 ? 1 : 0;
+      rows.push_back("taskq," + std::to_string(rep) + ","
+                     + std::to_string(ns / 1000) + ","
+                     + std::to_string(add.wall_us) + "," + id);
+    }
+  };
+  auto one_sqlite3 = [&](int rep) {
+    watch.drain();
+    const int64_t t0 = mono_ns();
+    const std::string payload = "{\"t\":" + std::to_string(t0) + "}";
+    const Result ins = must(shell(sqlite3, bdb, sql_add(queue, payload)));
+    const int64_t id = json_int(ins.out, "id");
+    if (id <= 0) {
+      fatal("the sqlite3 INSERT printed no id: " + ins.out);
+    }
+    Bg probe = spawn_bg(
+        {self, "probe", bfile.path()},
+        {"TASKQ_ID=" + std::to_string(id), "TASKQ_PAYLOAD=" + payload});
+    std::string got_id;
+    int64_t ns = 0;
+    bool got = false;
+    if (!await(
+            {watch.fd()}, timeout_ms, [&] { return got; },
+            [&] {
+              watch.drain();
+              got = got || bfile.next(got_id, ns);
+            })) {
+      fatal("the directly started probe recorded nothing");
+    }
+    int status = 0;
+    waitpid(probe.pid, &status, 0);
+    std::erase(g_background, probe.pid);
+    close(probe.out);
+    close(probe.err);
+    if (status != 0 || got_id != std::to_string(id)) {
+      fatal("the probe failed for row " + std::to_string(id));
+    }
+    keep_wal_short(sqlite3, bdb); // as (a) does, untimed
+    if (rep >= 0) {
+      b_lat.push_back(ns / 1000);
+      b_writer.push_back(ins.wall_us);
+      rows.push_back("sqlite3," + std::to_string(rep) + ","
+                     + std::to_string(ns / 1000) + ","
+                     + std::to_string(ins.wall_us) + "," + std::to_string(id));
+    }
+  };
+  for (int rep = -warmup; rep < reps; ++rep) {
+    if ((rep & 1) == 0) {
+      one_taskq(rep);
+      one_sqlite3(rep);
+    } else {
+      one_sqlite3(rep);
+      one_taskq(rep);
+    }
+  }
+  if (!await_blocked(worker.pid, timeout_ms)) {
+    fatal("`taskq run` is not waiting at the end");
+  }
+  const Result w = stop_bg(worker);
+  worker_err += w.err;
+  const std::string want = "leased " + std::to_string(reps + warmup)
+                           + ", completed " + std::to_string(reps + warmup);
+  if (w.status != 0 || w.out.find(want) == std::string::npos) {
+    fatal("`taskq run` ended with status " + std::to_string(w.status)
+          + " and summary [" + w.out + "], wanted [" + want + ", ...]\n"
+          + worker_err);
+  }
+
+  auto print = [](const char* name, const std::vector<int64_t>& lat,
+                  const std::vector<int64_t>& writer) {
+    const Quantiles q = quantiles(lat);
+    const Quantiles wq = quantiles(writer);
+    std::printf("series %s n=%zu med_us=%lld p25_us=%lld p75_us=%lld "
+                "p95_us=%lld max_us=%lld writer_med_us=%lld\n",
+                name, q.n, static_cast<long long>(q.med),
+                static_cast<long long>(q.p25), static_cast<long long>(q.p75),
+                static_cast<long long>(q.p95), static_cast<long long>(q.max),
+                static_cast<long long>(wq.med));
+  };
+  print("wake_taskq", t_lat, t_writer);
+  print("wake_sqlite3", b_lat, b_writer);
+  const Quantiles ae = quantiles(t_after_exit);
+  std::printf("series wake_after_add_exit n=%zu med_us=%lld p95_us=%lld "
+              "before_exit=%lld\n",
+              ae.n, static_cast<long long>(ae.med),
+              static_cast<long long>(ae.p95),
+              static_cast<long long>(t_after_exit_neg));
+  if (o.has("samples")) {
+    FILE* f = std::fopen(o.get("samples").c_str(), "w");
+    if (f == nullptr) {
+      fatal(o.get("samples") + ": " + std::strerror(errno));
+    }
+    std::fprintf(f, "series,rep,latency_us,writer_us,id\n");
+    for (const auto& row : rows) {
+      std::fprintf(f, "%s\n", row.c_str());
+    }
+    std::fclose(f);
+  }
+  return 0;
+}
+
+// wakeup-idle: a `taskq run` on an empty queue and, beside it, a process
+// blocked in sleep(3); once both wait, their CPU time over --seconds.
+int cmd_wakeup_idle(const Options& o) {
+  const std::string taskq = o.get("taskq");
+  const std::string db = o.get("db");
+  const std::string queue = o.get("queue", "bench");
+  const std::string probe_file = o.get("probe-file");
+  const double seconds = std::stod(o.get("seconds", "10"));
+  const std::string self = self_exe();
+
+  struct Idle {
+    const char* name;
+    Bg bg;
+    CpuStat before, after;
+    Result end;
+  };
+  Idle procs[2] = {{"idle_taskq",
+                    spawn_bg({taskq, "--db", db, "run", queue, "--", self,
+                              "probe", probe_file}),
+                    {},
+                    {},
+                    {}},
+                   {"idle_sleep", spawn_bg({"sleep", "100000"}), {}, {}, {}}};
+  for (auto& p : procs) {
+    if (!await_blocked(p.bg.pid, 10000)) {
+      stop_bg(p.bg);
+      fatal(std::string(p.name) + ": the process did not settle into waiting");
+    }
+  }
+  usleep(100000); // startup done: a margin before the window opens
+  for (auto& p : procs) {
+    p.before = cpu_stat(p.bg.pid);
+  }
+  const int64_t t0 = now_ns();
+  usleep(static_cast<useconds_t>(seconds * 1e6));
+  for (auto& p : procs) {
+    p.after = cpu_stat(p.bg.pid);
+  }
+  const int64_t window_us = (now_ns() - t0) / 1000;
+  for (auto& p : procs) {
+    p.end = stop_bg(p.bg);
+  }
+  if (procs[0].end.status != 0) {
+    fatal("`taskq run` exited " + std::to_string(procs[0].end.status)
+          + " on SIGTERM (wanted 0):\n" + procs[0].end.err);
+  }
+  if (procs[0].end.out.find("leased 0,") == std::string::npos) {
+    fatal("`taskq run` on an empty queue leased something: "
+          + procs[0].end.out);
+  }
+  const long hz = sysconf(_SC_CLK_TCK);
+  for (const auto& p : procs) {
+    std::printf(
+        "idle %s window_us=%lld cpu_us=%lld ticks_cpu_us=%lld "
+        "switches=%lld lifetime_cpu_us=%lld\n",
+        p.name, static_cast<long long>(window_us),
+        static_cast<long long>((p.after.sched_ns - p.before.sched_ns) / 1000),
+        static_cast<long long>((p.after.ticks - p.before.ticks) * 1000000 / hz),
+        static_cast<long long>(p.after.switches - p.before.switches),
+        static_cast<long long>(p.end.cpu_us));
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char** argv) {
   if (argc < 2) {
     std::fprintf(stderr,
-                 "usage: taskq_bench_harness single|lease-scale|run ...\n");
+                 "usage: taskq_bench_harness "
+                 "single|lease-scale|run|wakeup-latency|wakeup-idle|probe "
+                 "...\n");
     return 2;
   }
   const std::string cmd = argv[1];
+  if (cmd == "probe") {
+    return cmd_probe(argc, argv);
+  }
   const Options o = parse(argc, argv);
   g_settings.synchronous = o.get("synchronous", "NORMAL");
   g_settings.no_ckpt_on_close = o.get("no-ckpt-on-close", "0") == "1";
@@ -587,6 +1226,12 @@ int main(int argc, char** argv) {
   }
   if (cmd == "run") {
     return cmd_run(o);
+  }
+  if (cmd == "wakeup-latency") {
+    return cmd_wakeup_latency(o);
+  }
+  if (cmd == "wakeup-idle") {
+    return cmd_wakeup_idle(o);
   }
   fatal("unknown command: " + cmd);
 }
