@@ -12,15 +12,15 @@ _taskq_ask() {
 
 _taskq() {
     local cur=${COMP_WORDS[COMP_CWORD]} prev=${COMP_WORDS[COMP_CWORD-1]}
-    local cmd='' sub='' npos=0 last='' bulk='' i w words=''
+    local cmd='' sub='' npos=0 last='' bulk='' handler='' eq='' i w words=''
     local messages="run pause sleep release checkpoint kill"
     local -a db=()
     COMPREPLY=()
     # COMP_WORDBREAKS splits `--opt=value` into `--opt`, `=`, `value`.
     if [[ $cur == = ]]; then
-        cur=
+        cur= eq=1
     elif [[ $prev == = ]]; then
-        prev=${COMP_WORDS[COMP_CWORD-2]}
+        prev=${COMP_WORDS[COMP_CWORD-2]} eq=1
     fi
 
     # Find the command, subcommand and positional count before the cursor,
@@ -33,7 +33,9 @@ _taskq() {
             --max-errors | --error-window | --retry-delay | --backoff | \
             --max-delay | --for | --match | --count | --lease | --checkpoint | \
             --result | --error | --move-to | --retry-in | --until | --queue | \
-            --state | --limit | --max-running)
+            --state | --limit | --max-running | --concurrency | --max-tasks | \
+            --timeout | --grace | --release-delay | --checkpoint-signal | \
+            --interval)
             [[ ${COMP_WORDS[i+1]} == = ]] && ((i++))
             ((i++))
             ((i < COMP_CWORD)) && [[ $w == --db ]] &&
@@ -42,6 +44,13 @@ _taskq() {
             ;;
         --db=*) db=("$w") ;;
         --queue=* | --state=* | --match=*) bulk=1 ;;
+        --)
+            # taskq run QUEUE... -- CMD [ARG...]: the rest is the handler's.
+            if [[ $cmd == run ]]; then
+                handler=$((i + 1))
+                break
+            fi
+            ;;
         -*) ;;
         *)
             if [[ -z $cmd ]]; then
@@ -56,6 +65,25 @@ _taskq() {
         esac
     done
 
+    # After run's --: CMD is a command (or a file), its arguments whatever
+    # CMD's own completion (bash-completion's, when loaded) or the shell
+    # would offer; never taskq's.
+    if [[ $handler ]]; then
+        if declare -F _command_offset >/dev/null; then
+            _command_offset "$handler"
+        elif ((handler == COMP_CWORD)); then
+            compopt -o filenames
+            mapfile -t COMPREPLY < <(compgen -d -c -- "$cur")
+        else
+            compopt -o default
+        fi
+        return
+    fi
+
+    # lease QUEUE... --wait [DUR]: DUR is after --wait=, or after a --wait
+    # that follows the queues.
+    [[ $prev == --wait && $cur != -* ]] && ((npos || eq)) && return
+
     case $prev in
     --db | --payload-file | --jsonl)
         compopt -o default
@@ -65,10 +93,13 @@ _taskq() {
     --backoff) words="constant exponential" ;;
     --state) words="runnable sleeping paused completed failed killed running ready" ;;
     --queue | --move-to) words=$(_taskq_ask queue list -o id) ;;
+    --checkpoint-signal) words="USR1 USR2 HUP INT QUIT TERM" ;;
     --worker | --payload | --text | --label | --priority | --delay | --at | \
         --max-attempts | --max-errors | --error-window | --retry-delay | \
         --max-delay | --for | --match | --count | --lease | --checkpoint | \
-        --result | --error | --retry-in | --until | --limit | --max-running)
+        --result | --error | --retry-in | --until | --limit | --max-running | \
+        --concurrency | --max-tasks | --timeout | --grace | --release-delay | \
+        --interval)
         return
         ;;
     *)
@@ -79,6 +110,11 @@ _taskq() {
                 --priority --delay --at --max-attempts --max-errors
                 --error-window --retry-delay --backoff --max-delay" ;;
             lease) words="--for --match --count --wait" ;;
+            run) words="--for --concurrency --max-tasks --until-empty --timeout
+                --grace --release-delay --result-stdout --match
+                --checkpoint-signal -v --verbose" ;;
+            wait) words="--timeout" ;;
+            progress) words="--interval" ;;
             heartbeat) words="--lease --for --checkpoint" ;;
             done) words="--lease --result" ;;
             fail) words="--lease --error --no-retry --move-to --retry-in" ;;
@@ -95,9 +131,9 @@ _taskq() {
             words+=" --db --worker -o --output --help"
         else
             case $cmd/$sub/$npos in
-            //0) words="add lease heartbeat done fail release sleep pause resume
-                kill checkpoint send retry show list stats why queue db
-                completion" ;;
+            //0) words="add lease heartbeat done fail run wait progress release
+                sleep pause resume kill checkpoint send retry show list stats
+                why queue db completion" ;;
             queue//0) words="list set" ;;
             db//0) words="check path migrate backup" ;;
             completion//0) words="bash zsh fish" ;;
@@ -105,14 +141,15 @@ _taskq() {
                 compopt -o default
                 return
                 ;;
-            add//0 | lease//* | queue/set/0) words=$(_taskq_ask queue list -o id) ;;
+            add//0 | lease//* | run//* | progress//0 | queue/set/0)
+                words=$(_taskq_ask queue list -o id) ;;
             send//0) [[ $bulk ]] && words=$messages ||
                 words=$(_taskq_ask list -o id --limit 200) ;;
             send//*) # send ID... MESSAGE: ids until a message
                 [[ $bulk || $last == @(${messages// /|}) ]] ||
                     words="$messages $(_taskq_ask list -o id --limit 200)" ;;
             heartbeat//0 | done//0 | fail//0 | retry//0 | show//0 | why//0 | \
-                release//* | sleep//* | pause//* | resume//* | kill//* | \
+                wait//* | release//* | sleep//* | pause//* | resume//* | kill//* | \
                 checkpoint//*)
                 words=$(_taskq_ask list -o id --limit 200) ;;
             esac

@@ -3,24 +3,48 @@
 #   taskq completion fish > ~/.config/fish/completions/taskq.fish
 
 # The words before the cursor that are neither options nor option values:
-# the command, its subcommand and its arguments.
+# the command, its subcommand and its arguments (for run, those before --).
 function __taskq_words
     set -l toks (commandline -opc)
     set -e toks[1]
+    set -l cmd
     while set -q toks[1]
         switch $toks[1]
             case --db --worker -o --output --payload --text --payload-file \
                 --jsonl --label --priority --delay --at --max-attempts \
                 --max-errors --error-window --retry-delay --backoff --max-delay \
                 --for --match --count --lease --checkpoint --result --error \
-                --move-to --retry-in --until --queue --state --limit --max-running
+                --move-to --retry-in --until --queue --state --limit --max-running \
+                --concurrency --max-tasks --timeout --grace --release-delay \
+                --checkpoint-signal --interval
                 set -e toks[1]
+            case '--'
+                test "$cmd" = run; and return
             case '-*'
             case '*'
+                set -q cmd[1]; or set cmd $toks[1]
                 echo $toks[1]
         end
         set -e toks[1]
     end
+end
+
+# run QUEUE... -- CMD [ARG...]: true after the --, printing the handler's
+# words before the cursor.
+function __taskq_handler
+    set -l toks (commandline -opc)
+    set -l i (contains -i -- -- $toks); or return 1
+    set -l words (__taskq_words)
+    test "$words[1]" = run; or return 1
+    set -e toks[1..$i]
+    string escape -- $toks
+    true
+end
+
+# What CMD and its arguments would complete to on a line of their own.
+function __taskq_complete_handler
+    set -l line (__taskq_handler); or return
+    complete -C (string join ' ' -- $line (commandline -ct))
 end
 
 # __taskq_at WORD... [N]: the words typed so far start with WORD..., followed
@@ -70,10 +94,11 @@ end
 complete -c taskq -f
 
 # Global options, anywhere on the line.
-complete -c taskq -l db -r -F -d 'Database file'
-complete -c taskq -l worker -x -d 'Worker name'
-complete -c taskq -s o -l output -x -a 'table json id env' -d 'Output format'
-complete -c taskq -l help -d 'Show help'
+set -l global 'not __taskq_handler'
+complete -c taskq -n $global -l db -r -F -d 'Database file'
+complete -c taskq -n $global -l worker -x -d 'Worker name'
+complete -c taskq -n $global -s o -l output -x -a 'table json id env' -d 'Output format'
+complete -c taskq -n $global -l help -d 'Show help'
 complete -c taskq -n '__taskq_at 0' -l version -d 'Show the version'
 
 # Commands.
@@ -82,6 +107,9 @@ complete -c taskq -n '__taskq_at 0' -a lease -d 'Lease eligible tasks to work on
 complete -c taskq -n '__taskq_at 0' -a heartbeat -d 'Extend a lease, store a checkpoint'
 complete -c taskq -n '__taskq_at 0' -a done -d 'Report a leased task completed'
 complete -c taskq -n '__taskq_at 0' -a fail -d 'Report a leased task failed'
+complete -c taskq -n '__taskq_at 0' -a run -d 'Work queues, running a command for each task'
+complete -c taskq -n '__taskq_at 0' -a wait -d 'Wait until tasks are finished'
+complete -c taskq -n '__taskq_at 0' -a progress -d 'Show the progress of a queue'
 complete -c taskq -n '__taskq_at 0' -a release -d 'Give a task back untouched'
 complete -c taskq -n '__taskq_at 0' -a sleep -d 'Make tasks sleep until a time'
 complete -c taskq -n '__taskq_at 0' -a pause -d 'Pause tasks'
@@ -103,6 +131,9 @@ set -l queues '(__taskq_ask queue list -o id)'
 set -l tasks '(__taskq_ask list -o id --limit 200)'
 set -l messages 'run pause sleep release checkpoint kill'
 complete -c taskq -n '__taskq_at add 0; or __taskq_at lease; or __taskq_at queue set 0' -a $queues
+complete -c taskq -n '__taskq_at run; and not __taskq_handler; or __taskq_at progress 0' -a $queues
+complete -c taskq -n __taskq_handler -a '(__taskq_complete_handler)'
+complete -c taskq -n '__taskq_at wait' -a $tasks
 complete -c taskq -n '__taskq_at heartbeat 0; or __taskq_at done 0; or __taskq_at fail 0' -a $tasks
 complete -c taskq -n '__taskq_at retry 0; or __taskq_at show 0; or __taskq_at why 0' -a $tasks
 for cmd in release sleep pause resume kill checkpoint
@@ -139,7 +170,22 @@ complete -c taskq -n '__taskq_at queue set' -l max-running -x -d 'Lease at most 
 complete -c taskq -n '__taskq_at lease' -l for -x -d 'Lease duration'
 complete -c taskq -n '__taskq_at lease' -l match -x -d 'Only tasks with matching labels (K=V)'
 complete -c taskq -n '__taskq_at lease' -l count -x -d 'Lease up to this many tasks'
-complete -c taskq -n '__taskq_at lease' -l wait -d 'Wait for an eligible task'
+complete -c taskq -n '__taskq_at lease' -l wait -d 'Wait for an eligible task (--wait=DUR: at most DUR)'
+
+set -l run '__taskq_at run; and not __taskq_handler'
+complete -c taskq -n $run -l for -x -d 'Lease duration'
+complete -c taskq -n $run -l concurrency -x -d 'Run up to this many handlers at once'
+complete -c taskq -n $run -l max-tasks -x -d 'Lease at most this many tasks, then exit'
+complete -c taskq -n $run -l until-empty -d 'Exit when nothing is eligible'
+complete -c taskq -n $run -l timeout -x -d 'Stop a handler after'
+complete -c taskq -n $run -l grace -x -d 'Between SIGTERM and SIGKILL when stopping a handler'
+complete -c taskq -n $run -l release-delay -x -d 'When a handler exits 75, make its task due after'
+complete -c taskq -n $run -l result-stdout -d "Store the handler's stdout as the result"
+complete -c taskq -n $run -l match -x -d 'Only tasks with matching labels (K=V)'
+complete -c taskq -n $run -l checkpoint-signal -x -a 'USR1 USR2 HUP INT QUIT TERM' -d 'Signal for a checkpoint request'
+complete -c taskq -n $run -s v -l verbose -d 'One line per task on stderr'
+complete -c taskq -n '__taskq_at wait' -l timeout -x -d 'Give up after'
+complete -c taskq -n '__taskq_at progress' -l interval -x -d 'Time between lines when not on a terminal'
 
 set -l worker '__taskq_at heartbeat; or __taskq_at done; or __taskq_at fail; or __taskq_at release; or __taskq_at sleep'
 complete -c taskq -n $worker -l lease -x -d 'Lease token (default $TASKQ_LEASE)'

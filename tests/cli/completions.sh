@@ -1,14 +1,17 @@
-# Shell completions: the scripts parse; the bash one (and the fish one, when
-# fish is installed) completes commands, option values and dynamic values,
-# asking $TASKQ with the --db on the line; `taskq completion SHELL` prints
-# exactly the scripts in completions/.
+# Shell completions: the scripts parse; the bash one (and the zsh and fish
+# ones, when those shells are installed) completes commands, option values
+# and dynamic values, asking $TASKQ with the --db on the line, and after
+# run's -- a command and its arguments as the shell would; `taskq completion
+# SHELL` prints exactly the scripts in completions/.
 
 completions=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../completions" && pwd)
 
 # bash complete.bash WANT WORD...: completes the command line WORD... (the
 # last word is the one under the cursor) with completions/taskq.bash; exits 0
 # when WANT is among the candidates (WANT empty: when there are none), 1
-# otherwise or when completing wrote anything to stderr.
+# otherwise or when completing wrote anything to stderr. compopt works only
+# while bash completes: its calls are listed in the output instead
+# ("compopt -o default": the shell completes file names).
 printf 'source %q\n' "$completions/taskq.bash" >complete.bash
 cat >>complete.bash <<'EOF'
 want=$1
@@ -16,12 +19,15 @@ shift
 COMP_WORDS=("$@")
 COMP_CWORD=$(($# - 1))
 COMPREPLY=()
+compopt() { echo "compopt $*" >>complete.opt; }
+rm -f complete.opt
 _taskq 2>complete.err
 if [[ -s complete.err ]]; then
     echo "completion wrote to stderr: $(<complete.err)"
     exit 1
 fi
 echo "offered: ${COMPREPLY[*]}"
+[[ -s complete.opt ]] && cat complete.opt
 if [[ -z $want ]]; then
     ((${#COMPREPLY[@]} == 0))
 else
@@ -62,6 +68,40 @@ expect_exit 1 bash complete.bash complete "$TASKQ" send 1 ''
 expect_exit 0 bash complete.bash '' "$TASKQ" send 1 pause ''
 expect_exit 0 bash complete.bash '' "$TASKQ" add q --priority ''
 
+section "bash: run, wait, progress, lease --wait"
+expect_exit 0 bash complete.bash run "$TASKQ" r
+expect_exit 0 bash complete.bash wait "$TASKQ" ''
+expect_exit 0 bash complete.bash progress "$TASKQ" pro
+expect_exit 0 bash complete.bash --concurrency "$TASKQ" run q --c
+expect_exit 0 bash complete.bash --until-empty "$TASKQ" run q --for 5m --
+expect_exit 0 bash complete.bash --verbose "$TASKQ" run q --
+expect_exit 0 bash complete.bash --checkpoint-signal "$TASKQ" run q --check
+expect_exit 1 bash complete.bash --interval "$TASKQ" run q --
+expect_exit 0 bash complete.bash USR2 "$TASKQ" run q --checkpoint-signal ''
+expect_exit 0 bash complete.bash USR1 "$TASKQ" run q --checkpoint-signal = U
+expect_exit 0 bash complete.bash '' "$TASKQ" run q --grace ''
+expect_exit 0 bash complete.bash '' "$TASKQ" run q --max-tasks = ''
+expect_exit 0 bash complete.bash --timeout "$TASKQ" wait 1 --
+expect_exit 0 bash complete.bash '' "$TASKQ" wait 1 --timeout ''
+expect_exit 0 bash complete.bash --interval "$TASKQ" progress q --
+expect_exit 0 bash complete.bash '' "$TASKQ" progress q --interval ''
+expect_exit 0 bash complete.bash --wait "$TASKQ" lease q --w
+
+# After run's --: the handler's command, then its arguments as files (or
+# as its own completion has them), never taskq's options or queues.
+section "bash: after run's --"
+mkdir -p bin
+printf '#!/bin/sh\n' >bin/handler.sh
+chmod +x bin/handler.sh
+expect_exit 0 bash complete.bash bash "$TASKQ" run q -- ba
+expect_contains "$out" "compopt -o filenames"
+expect_exit 0 bash complete.bash bin/handler.sh "$TASKQ" run q --for 5m -- bin/h
+expect_exit 0 bash complete.bash '' "$TASKQ" run q -- bin/handler.sh ''
+expect_contains "$out" "compopt -o default"
+expect_exit 0 bash complete.bash '' "$TASKQ" run q -- sh -c --c
+expect_contains "$out" "compopt -o default"
+expect_exit 1 bash complete.bash q "$TASKQ" run q -- ''
+
 # Queue names and task ids come from the database named by --db (before or
 # after the command, `--db F` or `--db=F`), not from $TASKQ_DB.
 section "bash: dynamic values"
@@ -78,6 +118,16 @@ expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db show ''
 expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db pause 999 ''
 expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db send ''
 expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db send 999 ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db run ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" run --db q.db "$queue" --for 5m ''
+expect_exit 1 bash complete.bash "$queue" "$TASKQ" --db q.db run "$queue" -- ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db progress ''
+expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db progress "$queue" ''
+expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db wait ''
+expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db wait 999 ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db lease --wait ''
+expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db lease "$queue" --wait ''
+expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db lease --wait = ''
 # A database taskq cannot read offers nothing, and its error stays silent.
 printf 'not a database\n' >bad.db
 expect_exit 0 bash complete.bash '' "$TASKQ" --db bad.db add ''
@@ -94,6 +144,83 @@ expect_exit 2 "$TASKQ" completion tcsh
 expect_exit 0 bash -c \
     'source <("$0" completion bash) && complete -p taskq' "$TASKQ"
 expect_contains "$out" "-F _taskq taskq"
+
+# The same behaviour through zsh's own completion system.
+if command -v zsh >/dev/null; then
+    section "zsh"
+    # zsh complete.zsh WANT WORD...: like complete.bash, with
+    # completions/_taskq, typing the words and a tab into an interactive zsh
+    # on a pseudo-terminal; every compadd call records what it would offer.
+    printf 'completions=%q\n' "$completions" >complete.zsh
+    cat >>complete.zsh <<'EOF'
+zmodload zsh/zpty || exit 1
+want=$1
+shift
+typeset -a typed=("${(@q)argv[1,-2]}" "${argv[-1]:+${(q)argv[-1]}}")
+rm -f complete.out complete.err complete.done
+zpty z zsh -f -i
+zpty -w z "PROMPT=; exec 2>complete.err; autoload -Uz compinit; compinit -u -D"
+zpty -w z "source ${(q)completions}/_taskq; bindkey '^I' complete-word"
+zpty -w z 'compadd() {
+  if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then
+    builtin compadd "$@"
+    return
+  fi
+  local -a hits
+  builtin compadd -O hits "$@"
+  print -rl -- $hits >>complete.out
+  builtin compadd "$@"
+}'
+zpty -w z '_done() { : >complete.done; exit }; comppostfuncs=(_done)'
+zpty -w z "${(j: :)typed}"$'\t'
+for i in {1..100}; do
+  [[ -e complete.done ]] && break
+  sleep 0.1
+done
+zpty -d z
+if [[ ! -e complete.done ]]; then
+  echo "completion did not finish"
+  exit 1
+elif [[ -s complete.err ]]; then
+  echo "completion wrote to stderr: $(<complete.err)"
+  exit 1
+fi
+typeset -a offered=(${(f)"$(cat complete.out 2>/dev/null)"})
+echo "offered: $offered"
+if [[ -z $want ]]; then
+  (( $#offered == 0 ))
+else
+  (( $offered[(Ie)$want] ))
+fi
+EOF
+    expect_exit 0 zsh -f complete.zsh pause "$TASKQ" pa
+    expect_exit 0 zsh -f complete.zsh ready "$TASKQ" list --state ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db add ''
+    expect_exit 1 zsh -f complete.zsh "$queue" "$TASKQ" add ''
+    expect_exit 0 zsh -f complete.zsh "$id" "$TASKQ" --db=q.db show ''
+    expect_exit 0 zsh -f complete.zsh run "$TASKQ" r
+    expect_exit 0 zsh -f complete.zsh wait "$TASKQ" w
+    expect_exit 0 zsh -f complete.zsh progress "$TASKQ" pro
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db run ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db run "$queue" --for 5m ''
+    expect_exit 0 zsh -f complete.zsh --concurrency "$TASKQ" run q --c
+    expect_exit 0 zsh -f complete.zsh --verbose "$TASKQ" run q --v
+    expect_exit 0 zsh -f complete.zsh USR2 "$TASKQ" run q --checkpoint-signal ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db progress ''
+    expect_exit 0 zsh -f complete.zsh --interval "$TASKQ" progress q --
+    expect_exit 0 zsh -f complete.zsh "$id" "$TASKQ" --db q.db wait ''
+    expect_exit 0 zsh -f complete.zsh "$id" "$TASKQ" --db q.db wait 999 ''
+    expect_exit 0 zsh -f complete.zsh --timeout "$TASKQ" wait 1 --
+    expect_exit 0 zsh -f complete.zsh --wait "$TASKQ" lease q --w
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db lease --wait ''
+    # After run's --: a command, then files, never taskq's own.
+    expect_exit 0 zsh -f complete.zsh bash "$TASKQ" run q -- ba
+    # (zsh adds a path's last part, after the rest as a prefix)
+    expect_exit 0 zsh -f complete.zsh handler.sh "$TASKQ" run q -- bin/h
+    expect_exit 0 zsh -f complete.zsh q.db "$TASKQ" run q -- bin/handler.sh ''
+    expect_exit 1 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db run "$queue" -- ''
+    expect_exit 1 zsh -f complete.zsh --concurrency "$TASKQ" run q -- bin/handler.sh --c
+fi
 
 # The same behaviour through fish's own completion engine.
 if command -v fish >/dev/null; then
@@ -117,6 +244,28 @@ EOF
     expect_exit 1 fish --no-config complete.fish "$queue" "$TASKQ add "
     expect_exit 0 fish --no-config complete.fish "$id" "$TASKQ --db=q.db show "
     expect_exit 0 fish --no-config complete.fish kill "$TASKQ send $id "
+    expect_exit 0 fish --no-config complete.fish run "$TASKQ r"
+    expect_exit 0 fish --no-config complete.fish wait "$TASKQ w"
+    expect_exit 0 fish --no-config complete.fish progress "$TASKQ pro"
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db run "
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db run $queue --for 5m "
+    expect_exit 0 fish --no-config complete.fish --concurrency "$TASKQ run q --c"
+    expect_exit 0 fish --no-config complete.fish --verbose "$TASKQ run q --v"
+    expect_exit 0 fish --no-config complete.fish USR2 "$TASKQ run q --checkpoint-signal "
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db progress "
+    expect_exit 0 fish --no-config complete.fish '' "$TASKQ --db q.db progress $queue "
+    expect_exit 0 fish --no-config complete.fish --interval "$TASKQ progress q --"
+    expect_exit 0 fish --no-config complete.fish "$id" "$TASKQ --db q.db wait "
+    expect_exit 0 fish --no-config complete.fish "$id" "$TASKQ --db q.db wait 999 "
+    expect_exit 0 fish --no-config complete.fish --timeout "$TASKQ wait 1 --"
+    expect_exit 0 fish --no-config complete.fish --wait "$TASKQ lease q --w"
+    # After run's --: a command, then files, never taskq's own.
+    expect_exit 0 fish --no-config complete.fish bash "$TASKQ run q -- ba"
+    expect_exit 0 fish --no-config complete.fish bin/handler.sh "$TASKQ run q -- bin/h"
+    expect_exit 0 fish --no-config complete.fish q.db "$TASKQ run q -- bin/handler.sh "
+    expect_exit 1 fish --no-config complete.fish "$queue" "$TASKQ --db q.db run $queue -- "
+    expect_exit 1 fish --no-config complete.fish --concurrency "$TASKQ run q -- bin/handler.sh --c"
+    expect_exit 1 fish --no-config complete.fish --db "$TASKQ run q -- bin/handler.sh --d"
     expect_exit 0 fish --no-config complete.fish '' "$TASKQ --db bad.db add "
     expect_eq "$err" "" "stderr of $cmd"
 fi
