@@ -277,10 +277,11 @@ void register_run(CLI::App& app, Context& ctx) {
       ->type_name("SIG");
   run->add_flag("-v,--verbose", a->verbose, "one line per task on stderr");
   run->callback([a, &ctx] {
-    const RunOptions o = check_run_args(*a, ctx);
-    const RunSummary s = run_worker(o, ctx);
+    // Checked before any work: a bad -o must change nothing.
     const Format format =
         ctx.format(Format::table, {Format::table, Format::json});
+    const RunOptions o = check_run_args(*a, ctx);
+    const RunSummary s = run_worker(o, ctx);
     if (format == Format::json) {
       std::printf("%s\n", nlohmann::json{{"leased", s.leased},
                                          {"completed", s.completed},

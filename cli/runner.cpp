@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -50,18 +51,28 @@ struct Running {
   std::string out; // stdout, with --result-stdout
   bool out_too_big = false;
   std::optional<core::ChildExit> exit;
+  bool checkpoint_unheard = false; // said once that it would not be sent
 };
 
-// Blocks SIGCHLD, SIGINT and SIGTERM for the loop, which reads them from a
-// signalfd; restores the mask when done. Handlers get an empty mask.
+// Blocks SIGCHLD and the signals that stop `run` (SIGTERM, SIGINT, SIGHUP)
+// for the loop, which reads them from a signalfd; restores the mask when
+// done. Handlers get an empty mask. SIGINT and SIGHUP are left alone when
+// `run` started with them ignored, as a shell does for a background job
+// and nohup for SIGHUP: blocked, they would reach the signalfd all the
+// same.
 class SignalFeed {
 public:
   SignalFeed() {
     sigset_t set;
     sigemptyset(&set);
     sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGINT);
     sigaddset(&set, SIGTERM);
+    for (const int sig : {SIGINT, SIGHUP}) {
+      struct sigaction old {};
+      if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_IGN) {
+        sigaddset(&set, sig);
+      }
+    }
     ::sigprocmask(SIG_BLOCK, &set, &m_old);
     m_fd = Fd(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
     if (!m_fd) {
@@ -98,6 +109,22 @@ private:
   void (*m_old_pipe)(int) = SIG_DFL;
 };
 
+// Linux refuses to start a program whose environment holds one string of
+// more than 128 KiB (MAX_ARG_STRLEN, counting its NUL): execve fails with
+// E2BIG, so every attempt of the task would fail the same way.
+constexpr size_t k_max_env_entry = 128 * 1024 - 1;
+
+// Adds NAME=VALUE to `env` unless it is too long for an environment; false
+// then.
+bool add_variable(std::vector<std::string>& env, std::string_view name,
+                  const std::string& value) {
+  if (name.size() + 1 + value.size() > k_max_env_entry) {
+    return false;
+  }
+  env.push_back(std::string(name) + "=" + value);
+  return true;
+}
+
 std::vector<std::string> child_environment(const core::Task& t,
                                            const std::string& db_path,
                                            const std::string& worker) {
@@ -120,9 +147,21 @@ std::vector<std::string> child_environment(const core::Task& t,
   if (payload.find('\0') != std::string::npos) {
     payload = t.payload;
   }
-  env.push_back("TASKQ_PAYLOAD=" + payload);
-  if (t.checkpoint) {
-    env.push_back("TASKQ_CHECKPOINT=" + *t.checkpoint);
+  // A payload or checkpoint too large for the environment is left out
+  // rather than failing the task: the payload is on stdin whatever its
+  // size, and `taskq show` has the checkpoint.
+  if (!add_variable(env, "TASKQ_PAYLOAD", payload)) {
+    std::fprintf(stderr,
+                 "taskq: task %lld: its payload (%zu bytes) is too large for "
+                 "TASKQ_PAYLOAD; the handler gets it on stdin only\n",
+                 static_cast<long long>(t.id), payload.size());
+  }
+  if (t.checkpoint && !add_variable(env, "TASKQ_CHECKPOINT", *t.checkpoint)) {
+    std::fprintf(stderr,
+                 "taskq: task %lld: its checkpoint (%zu bytes) is too large "
+                 "for TASKQ_CHECKPOINT; see taskq show %lld\n",
+                 static_cast<long long>(t.id), t.checkpoint->size(),
+                 static_cast<long long>(t.id));
   }
   env.push_back("TASKQ_DB=" + db_path);
   env.push_back("TASKQ_WORKER=" + worker);
@@ -141,6 +180,28 @@ std::string result_from_stdout(std::string text) {
   return nlohmann::json(core::to_valid_utf8(text)).dump();
 }
 
+// Whether process `pid` has a handler for `signal` (SigCgt in
+// /proc/PID/status). A checkpoint request is sent only then: the default
+// action of SIGUSR1 is to terminate, which would fail a task that an
+// operator only asked to save its progress. True when it cannot tell.
+bool catches_signal(pid_t pid, int signal) {
+  std::FILE* f =
+      std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
+  if (f == nullptr) {
+    return true;
+  }
+  std::optional<bool> caught;
+  std::array<char, 256> line{};
+  while (!caught && std::fgets(line.data(), line.size(), f) != nullptr) {
+    unsigned long long mask = 0;
+    if (std::sscanf(line.data(), "SigCgt: %llx", &mask) == 1) {
+      caught = ((mask >> (signal - 1)) & 1U) != 0;
+    }
+  }
+  std::fclose(f);
+  return caught.value_or(true);
+}
+
 int poll_timeout(Instant now, const std::optional<Instant>& until) {
   if (!until) {
     return -1;
@@ -154,7 +215,9 @@ public:
   Runner(const RunOptions& o, Context& ctx)
       : m_o(o), m_ctx(ctx), m_store(ctx.store(storage::OpenMode::write)),
         m_feed(m_store.changes()),
-        m_db_path(std::filesystem::absolute(ctx.db_path()).string()),
+        m_db_path(std::filesystem::absolute(ctx.db_path())
+                      .lexically_normal()
+                      .string()),
         m_worker(ctx.worker()) {
     m_request.queues = o.queues;
     m_request.match = o.match;
@@ -162,6 +225,21 @@ public:
     m_request.worker = m_worker;
     m_heartbeat_every = std::max(core::Millis{1}, o.lease_for / 3);
   }
+
+  ~Runner() {
+    // Only an error leaves the loop with handlers running: unwatched, they
+    // would run on while their tasks are leased again once the leases
+    // expire.
+    for (auto& r : m_running) {
+      if (!r.exit) {
+        r.child.signal_group(SIGKILL);
+        int status = 0;
+        ::waitpid(r.child.pid(), &status, 0);
+      }
+    }
+  }
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
 
   RunSummary run() {
     while (true) {
@@ -190,9 +268,23 @@ private:
   }
 
   void take_work() {
+    const bool only_if_due = m_look_if_due;
     m_look = false;
+    m_look_if_due = false;
     m_wake_at.reset();
-    m_feed.drain(); // what changes after this point wakes the poll below
+    // What changes after this point wakes the poll below. What changed
+    // before it may be an operator's message to a running handler, which
+    // the poll will no longer report: look at the leases now.
+    if (m_feed.drain()) {
+      check_leases();
+    }
+    // A commit anywhere in the database wakes every idle worker: a read
+    // first, so that they do not all queue up for the write lock for a
+    // change that concerns none of them.
+    if (only_if_due && !m_store.anything_due(m_o.queues, m_ctx.live_now())) {
+      wake_when_due();
+      return;
+    }
     int want = m_o.concurrency - static_cast<int>(m_running.size());
     if (m_o.max_tasks) {
       want = static_cast<int>(
@@ -218,6 +310,12 @@ private:
       m_look = true; // there may be more
       return;
     }
+    wake_when_due();
+  }
+
+  // Sets the timer for the next time a task can become eligible with no
+  // write to the database (a delay ending, a lease expiring).
+  void wake_when_due() {
     if (const auto due = m_store.next_due(m_o.queues, m_ctx.live_now())) {
       const auto in = *due - m_ctx.live_now();
       m_wake_at = Clock::now() + std::max(core::Millis{0}, in);
@@ -257,6 +355,9 @@ private:
   void stop(Running& r, core::StopCause cause) {
     if (r.cause != core::StopCause::none && cause != core::StopCause::revoked) {
       return; // already stopping; a revocation still wins (nothing to write)
+    }
+    if (r.exit && cause != core::StopCause::revoked) {
+      return; // it ended by itself: its exit decides
     }
     const bool first = r.cause == core::StopCause::none;
     r.cause = cause;
@@ -325,11 +426,15 @@ private:
       db_changed = m_feed.drain();
     }
     if (db_changed) {
-      m_look = true;
+      if (!m_look) {
+        m_look = true;
+        m_look_if_due = true;
+      }
       check_leases();
     }
     if (m_wake_at && now >= *m_wake_at) {
       m_look = true;
+      m_look_if_due = false;
     }
     for (size_t i = first_pipe; i < fds.size(); ++i) {
       if (fds[i].revents != 0) {
@@ -341,8 +446,10 @@ private:
   }
 
   void on_signal(int sig) {
+    // A handler that ended before the signal is judged by how it ended,
+    // not as one that the shutdown stopped.
+    reap();
     if (sig == SIGCHLD) {
-      reap();
       return;
     }
     if (!m_stopping) {
@@ -403,8 +510,13 @@ private:
   }
 
   void revoke(Running& r) {
-    r.revoked_by =
-        m_store.revoked_reason(r.task.id, r.task.lease->token).value_or("");
+    try {
+      r.revoked_by =
+          m_store.revoked_reason(r.task.id, r.task.lease->token).value_or("");
+    } catch (const Error&) {
+      // Only for the message: the handler is stopped all the same.
+      r.revoked_by.clear();
+    }
     if (m_o.verbose || r.revoked_by.empty()) {
       std::fprintf(stderr, "taskq: task %lld: lease %s; stopping its handler\n",
                    static_cast<long long>(r.task.id),
@@ -465,10 +577,19 @@ private:
           m_store.heartbeat(r.task.id, r.task.lease->token, m_o.lease_for,
                             std::nullopt, m_ctx.live_now());
       if (hb.checkpoint_requested) {
-        r.child.signal_leader(m_o.checkpoint_signal);
+        if (catches_signal(r.child.pid(), m_o.checkpoint_signal)) {
+          r.child.signal_leader(m_o.checkpoint_signal);
+        } else if (!r.checkpoint_unheard) {
+          r.checkpoint_unheard = true;
+          std::fprintf(stderr,
+                       "taskq: task %lld: a checkpoint was requested, but "
+                       "its handler does not catch %s; not sent\n",
+                       static_cast<long long>(r.task.id),
+                       core::signal_name(m_o.checkpoint_signal).c_str());
+        }
       }
     } catch (const Error& e) {
-      if (e.kind() == ErrorKind::conflict) {
+      if (e.kind() == ErrorKind::conflict || e.kind() == ErrorKind::not_found) {
         revoke(r);
       } else if (e.kind() == ErrorKind::unavailable) {
         std::fprintf(stderr, "taskq: task %lld: heartbeat: %s\n",
@@ -508,6 +629,7 @@ private:
       record(r.task, outcome, r.started, &r);
       it = m_running.erase(it);
       m_look = true;
+      m_look_if_due = false;
     }
   }
 
@@ -559,13 +681,13 @@ private:
         break;
       }
     } catch (const Error& e) {
-      if (e.kind() != ErrorKind::conflict
+      if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
           && e.kind() != ErrorKind::unavailable) {
         throw;
       }
-      // The lease went between the last check and now (or the database
-      // stayed locked): the task is another holder's, or will be once the
-      // lease expires. Nothing was written.
+      // The lease went between the last check and now, or the task was
+      // deleted (or the database stayed locked): the task is another
+      // holder's, or will be once the lease expires. Nothing was written.
       ++m_summary.revoked;
       std::fprintf(stderr,
                    "taskq: task %lld: %s; its outcome was not "
@@ -592,7 +714,8 @@ private:
   std::list<Running> m_running; // stable addresses for the poll owners
   RunSummary m_summary;
   bool m_look = true;               // try to lease at the next turn
-  bool m_stopping = false;          // SIGINT/SIGTERM arrived
+  bool m_look_if_due = false;       // ... if a read finds something due
+  bool m_stopping = false;          // SIGTERM/SIGINT/SIGHUP arrived
   std::optional<Instant> m_wake_at; // a task comes due, a lease expires
 };
 

@@ -45,7 +45,9 @@ struct RunSummary {
 // while they run, records how each ended, and stops a handler whose lease
 // an operator revoked. Blocks on the database's change feed, never polls,
 // while there is nothing to do. Returns when --until-empty finds nothing,
-// --max-tasks is reached, or SIGINT/SIGTERM asked it to stop.
+// --max-tasks is reached, or a signal asked it to stop: SIGTERM always,
+// SIGINT and SIGHUP unless they were ignored when it started (a shell's
+// background job, nohup).
 RunSummary run_worker(const RunOptions& o, Context& ctx);
 
 } // namespace taskq::cli

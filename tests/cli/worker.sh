@@ -1,0 +1,701 @@
+# The worker loop, `taskq run` (SPEC §3 "Working", README "Workers"): how a
+# handler's end becomes the task's state, what the handler gets (argv,
+# stdin, environment), stopping handlers for operators, timeouts and
+# shutdown, crash recovery, and concurrency.
+#
+# Background workers are started through perl so that SIGINT is not ignored
+# (a non-interactive shell's background jobs inherit SIGINT ignored). Every
+# wait for another process is a bounded poll, never a bare sleep.
+
+# --- helpers -------------------------------------------------------------------
+
+# now_ms: milliseconds since 1970.
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# wait_until SECONDS CMD...: polls CMD every 0.05 s until it succeeds; fails
+# after SECONDS.
+wait_until() {
+  local end=$(($(now_ms) + $1 * 1000))
+  shift
+  until "$@"; do
+    (($(now_ms) < end)) || return 1
+    sleep 0.05
+  done
+}
+
+# alive PID: the process exists and is not a zombie.
+alive() {
+  local s
+  s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
+  [[ -n $s && $s != Z* ]]
+}
+gone() { ! alive "$1"; }
+
+# file_has FILE: FILE exists and is not empty.
+file_has() { [[ -s $1 ]]; }
+
+# bg_run NAME ARGS...: starts `taskq ARGS...` in the background with SIGINT
+# at its default, stdout in NAME.out and stderr in NAME.err; sets $bg.
+bg_pids=()
+bg_run() {
+  local name=$1
+  shift
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' \
+    "$TASKQ" "$@" >"$name.out" 2>"$name.err" 3>&- &
+  bg=$!
+  bg_pids+=("$bg")
+}
+
+# bg_finish PID NAME: waits (at most 20 s) for a background run to exit;
+# sets $rc, $out and $err. A run still there after 20 s is a failed check
+# and is killed.
+bg_finish() {
+  if ! wait_until 20 gone "$1"; then
+    _ko "run exits" "pid $1 ($2) still running after 20 s"
+    kill -KILL "$1" 2>/dev/null
+  fi
+  { wait "$1"; } 2>/dev/null # without bash's "Killed" report
+  rc=$?
+  out=$(<"$2.out")
+  err=$(<"$2.err")
+}
+
+# pid_of FILE: waits (at most 10 s) until a handler wrote its pid to FILE,
+# and prints it.
+pid_of() {
+  wait_until 10 file_has "$1" || {
+    _ko "handler started" "no pid in $1 after 10 s"
+    return 1
+  }
+  cat "$1"
+}
+
+# summary_is L C F R V: the last command's stdout is run's summary line.
+summary_is() {
+  expect_out "leased $1, completed $2, failed $3, released $4, revoked $5"
+}
+
+# The handler: worker.sh's one script, by mode. It records what it got under
+# h/ID.ATTEMPT/ and writes its pid to h/ID.pid.
+mkdir -p h
+H=$scratch/handler
+cat >"$H" <<EOF
+#!/bin/bash
+# A released task runs again with the same attempt number: dir ID.N+.
+dir=$scratch/h/\$TASKQ_ID.\$TASKQ_ATTEMPT
+while [[ -e \$dir ]]; do dir+=+; done
+mkdir -p "\$dir"
+printf '%s' "\$TASKQ_ID" >"\$dir/id"
+printf '%s' "\$TASKQ_LEASE" >"\$dir/lease"
+printf '%s' "\$TASKQ_QUEUE" >"\$dir/queue"
+printf '%s' "\$TASKQ_ATTEMPT" >"\$dir/attempt"
+printf '%s' "\${TASKQ_PAYLOAD-unset}" >"\$dir/payload"
+printf '%s' "\${TASKQ_CHECKPOINT-unset}" >"\$dir/checkpoint"
+printf '%s' "\$TASKQ_DB" >"\$dir/db"
+printf '%s\n' "\$@" >"\$dir/args"
+echo "\$TASKQ_ID" >>"$scratch/h/executions"
+cat >"\$dir/stdin"
+mode=\$1
+shift
+case \$mode in
+ok) exit 0 ;;
+print) printf '%s' "\$1" ;;
+fail)
+  echo "first line" >&2
+  printf 'it broke: "%s"\n' "\$1" >&2
+  exit 3 ;;
+release) exit 75 ;;
+signal) kill -"\$1" \$\$ ;;
+sleep)
+  echo \$\$ >"$scratch/h/\$TASKQ_ID.pid"
+  exec sleep 600 ;;
+tree)
+  # A grandchild: stopping the handler must reach it too.
+  sleep 600 &
+  echo \$! >"$scratch/h/\$TASKQ_ID.gpid"
+  echo \$\$ >"$scratch/h/\$TASKQ_ID.pid"
+  wait ;;
+stubborn)
+  trap 'echo TERM >>"$scratch/h/\$TASKQ_ID.log"' TERM
+  echo \$\$ >"$scratch/h/\$TASKQ_ID.pid"
+  while :; do sleep 0.05; done ;;
+graceful)
+  # Finishes its work when asked to stop, within the grace period.
+  trap 'echo TERM >>"$scratch/h/\$TASKQ_ID.log"; exit 0' TERM
+  echo \$\$ >"$scratch/h/\$TASKQ_ID.pid"
+  while :; do sleep 0.05; done ;;
+once)
+  # Attempt 1 hangs (its worker gets killed); later attempts succeed.
+  if [[ \$TASKQ_ATTEMPT == 1 ]]; then
+    echo \$\$ >"$scratch/h/\$TASKQ_ID.pid"
+    exec sleep 600
+  fi
+  exit 0 ;;
+fail-with-term)
+  # Ends (failing) while its worker is stopped with a SIGTERM pending, so
+  # that the worker learns of both at once when it continues.
+  kill -STOP \$PPID
+  kill -TERM \$PPID
+  (sleep 0.3; kill -CONT \$PPID) &
+  echo "broken" >&2
+  exit 3 ;;
+checkpoint)
+  if [[ \$TASKQ_CHECKPOINT != unset && -n \${TASKQ_CHECKPOINT-} ]]; then
+    exit 0
+  fi
+  trap '"$TASKQ" heartbeat --checkpoint "{\"at\":1}" >>"$scratch/h/\$TASKQ_ID.log" 2>&1
+        echo "USR1 \$?" >>"$scratch/h/\$TASKQ_ID.log"
+        exit 75' USR1
+  echo \$\$ >"$scratch/h/\$TASKQ_ID.pid"
+  while :; do sleep 0.05; done ;;
+*) echo "handler: unknown mode \$mode" >&2; exit 99 ;;
+esac
+EOF
+chmod +x "$H"
+
+# got ID ATTEMPT NAME: what the handler recorded (ATTEMPT N+ for the
+# second run of attempt N).
+got() { cat "h/$1.$2/$3" 2>/dev/null || printf '<none>'; }
+
+# got_is ID ATTEMPT NAME EXPECTED [WHAT]: what the handler recorded is
+# exactly EXPECTED, trailing newlines included.
+got_is() {
+  local v
+  v=$(
+    cat "h/$1.$2/$3" 2>/dev/null || printf '<none>'
+    printf x
+  )
+  expect_eq "${v%x}" "$4" "${5:-$3 of task $1}"
+}
+
+# --- usage -----------------------------------------------------------------------
+
+section "run without a command, or with one that cannot run, is a usage error"
+id=$(add_task usage)
+before=$(snapshot "$id")
+expect_exit 2 "$TASKQ" run usage --until-empty
+expect_err_format
+expect_err_contains "--"
+expect_out_empty
+expect_exit 2 "$TASKQ" run usage --until-empty --
+expect_err_format
+expect_out_empty
+expect_exit 2 "$TASKQ" run usage --until-empty -- ./no-such-handler
+expect_err_format
+expect_err_contains "no-such-handler"
+expect_out_empty
+expect_exit 2 "$TASKQ" run usage --until-empty -- no-such-command-taskq-test
+expect_err_contains "no-such-command-taskq-test"
+expect_exit 2 "$TASKQ" run usage --until-empty -- "$scratch" # a folder
+expect_exit 2 "$TASKQ" run usage --until-empty --concurrency 0 -- "$H" ok
+expect_exit 2 "$TASKQ" run usage --until-empty --for bogus -- "$H" ok
+expect_exit 2 "$TASKQ" run usage --until-empty --timeout 0 -- "$H" ok
+expect_exit 2 "$TASKQ" run usage --until-empty --max-tasks 0 -- "$H" ok
+expect_exit 2 "$TASKQ" run usage --until-empty -o id -- "$H" ok
+expect_err_format
+expect_out_empty
+expect_exit 2 "$TASKQ" run usage --until-empty -o env -- "$H" ok
+expect_eq "$(snapshot "$id")" "$before" "task after refused runs (nothing leased)"
+check "no handler ran" test ! -e h/executions
+tq kill "$id" >/dev/null
+
+section "a handler that exits 0 completes its task; argv is not run by a shell"
+id=$(add_task ok --payload '{"n":1}')
+expect_exit 0 "$TASKQ" run ok --until-empty -- "$H" ok 'two words' '$HOME' '*' "it's"
+summary_is 1 1 0 0 0
+expect_eq "$(state "$id")" completed
+got_is "$id" 1 args $'ok\ntwo words\n$HOME\n*\nit\'s\n' "argv of the handler"
+expect_eq "$(field "$id" '[.events[] | select(.message == "complete")] | length')" 1 \
+  "complete events"
+expect_eq "$(field "$id" .errors)" "[]" "errors"
+expect_eq "$(field "$id" .lease)" null "lease after completion"
+
+section "-v prints one line per task on stderr, the summary stays on stdout"
+id=$(add_task verbose)
+expect_exit 0 "$TASKQ" run verbose --until-empty -v -- "$H" ok
+summary_is 1 1 0 0 0
+expect_match "$err" "task $id: started \\(attempt 1\\)" "run -v stderr"
+expect_match "$err" "task $id: completed" "run -v stderr"
+expect_exit 0 "$TASKQ" run verbose --until-empty -- "$H" ok
+summary_is 0 0 0 0 0
+expect_eq "$err" "" "stderr of a quiet run with nothing to do"
+expect_exit 0 "$TASKQ" run verbose --until-empty -o json -- "$H" ok
+expect_json "$out" . '{"completed":0,"failed":0,"leased":0,"released":0,"revoked":0}'
+
+section "the payload and the task's variables reach the handler intact"
+obj='{"quote":"say \"hi\"","nl":"two\nlines","utf":"naïve café — 日本語 🎉","n":[1,2.5,null,true]}'
+text=$'it\'s "quoted"\n$HOME `x` \\ naïve 日本語 🎉\n'
+o=$(add_task env --payload "$obj")
+t=$(add_task env --text "$text")
+n=$(add_task env --payload 42)
+z=$(add_task env)
+expect_exit 0 "$TASKQ" run env --until-empty --worker w-env -- "$H" ok
+summary_is 4 4 0 0 0
+objmin=$(jq -c . <<<"$obj")
+expect_eq "$(got "$o" 1 stdin)" "$objmin" "stdin of an object payload (JSON)"
+expect_eq "$(got "$o" 1 payload)" "$objmin" "TASKQ_PAYLOAD of an object payload"
+expect_eq "$(jq -c . "h/$o.1/stdin")" "$objmin" "stdin parses as the payload"
+got_is "$t" 1 stdin "$text" "stdin of a text payload (its text)"
+got_is "$t" 1 payload "$text" "TASKQ_PAYLOAD of a text payload"
+expect_eq "$(got "$n" 1 stdin)" 42 "stdin of a number payload"
+expect_eq "$(got "$z" 1 stdin)" null "stdin without a payload"
+for i in "$o" "$t" "$n" "$z"; do
+  expect_eq "$(got "$i" 1 id)" "$i" "TASKQ_ID of task $i"
+  expect_eq "$(got "$i" 1 queue)" env "TASKQ_QUEUE of task $i"
+  expect_eq "$(got "$i" 1 attempt)" 1 "TASKQ_ATTEMPT of task $i"
+  expect_match "$(got "$i" 1 lease)" '^[^[:space:]]{8,}$' "TASKQ_LEASE of task $i"
+  expect_eq "$(got "$i" 1 checkpoint)" unset "TASKQ_CHECKPOINT of task $i"
+  expect_eq "$(got "$i" 1 db)" "$TASKQ_DB" "TASKQ_DB of task $i"
+  expect_jq "$(snapshot "$i")" \
+    '[.events[] | select(.message == "lease")][0].actor == "w-env"' \
+    "task $i leased by --worker"
+done
+expect_ne "$(got "$o" 1 lease)" "$(got "$t" 1 lease)" "each task its own lease"
+
+section "a payload too large for the environment still runs, on stdin"
+# Linux refuses an environment string over 128 KiB (execve: E2BIG).
+jq -cn '{s: ("é" * 100000)}' >big.json
+big=$(add_task big --payload-file big.json)
+expect_exit 0 "$TASKQ" run big --until-empty -- "$H" ok
+summary_is 1 1 0 0 0
+expect_eq "$(state "$big")" completed
+check "stdin held the whole payload" cmp -s "h/$big.1/stdin" <(jq -cj . big.json)
+expect_eq "$(got "$big" 1 payload)" unset "TASKQ_PAYLOAD of a 200 KB payload"
+expect_err_contains "too large for TASKQ_PAYLOAD"
+
+section "the handler's variables override inherited ones"
+id=$(add_task override)
+expect_exit 0 env TASKQ_ID=999 TASKQ_LEASE=stale TASKQ_QUEUE=other \
+  TASKQ_ATTEMPT=7 TASKQ_PAYLOAD=old TASKQ_CHECKPOINT=old \
+  "$TASKQ" run override --until-empty -- "$H" ok
+expect_eq "$(got "$id" 1 id)" "$id" "TASKQ_ID"
+expect_eq "$(got "$id" 1 queue)" override "TASKQ_QUEUE"
+expect_eq "$(got "$id" 1 attempt)" 1 "TASKQ_ATTEMPT"
+expect_eq "$(got "$id" 1 payload)" null "TASKQ_PAYLOAD"
+expect_eq "$(got "$id" 1 checkpoint)" unset "TASKQ_CHECKPOINT"
+expect_eq "$(state "$id")" completed
+
+section "--result-stdout stores JSON as JSON and other text as a string"
+a=$(add_task result --payload 1)
+tq run result --until-empty --result-stdout -- "$H" print $' {"pages": 3, "ok": true}\n' >/dev/null
+expect_eq "$(field "$a" .result)" '{"pages":3,"ok":true}' "JSON result"
+b=$(add_task result --payload 2)
+tq run result --until-empty --result-stdout -- "$H" print $'done: 3 "pages" é\n' >/dev/null
+expect_eq "$(field "$b" '.result | tojson')" '"done: 3 \"pages\" é"' "text result"
+c=$(add_task result --payload 3)
+tq run result --until-empty --result-stdout -- "$H" print '' >/dev/null
+expect_eq "$(field "$c" .state)" completed "state after empty stdout"
+expect_eq "$(field "$c" '.result | tojson')" '""' "empty stdout result"
+d=$(add_task result --payload 4)
+tq run result --until-empty -- "$H" print '{"ignored":1}' >/dev/null
+expect_eq "$(field "$d" .result)" null "result without --result-stdout"
+
+section "a handler that exits 3 fails its task with the tail of its stderr"
+id=$(add_task failing)
+expect_exit 0 "$TASKQ" run failing --until-empty -- "$H" fail 'naïve'
+summary_is 1 0 1 0 0
+expect_contains "$err" 'it broke: "naïve"' "the handler's stderr passed through"
+expect_exit 0 "$TASKQ" show "$id" -o json
+expect_json "$out" .state sleeping "state (the policy retries later)"
+expect_json "$out" '.errors | length' 1
+expect_json "$out" '.errors[0].error' $'exit status 3: first line\nit broke: "naïve"'
+expect_json "$out" .attempts 1
+# Metafora's default retry delay: 10 minutes.
+delay=$(($(epoch "$(jout .run_at)") - $(epoch "$(jout .errors[0].time)")))
+expect_eq "$delay" 600 "seconds until the retry"
+expect_json "$out" '[.events[] | select(.message == "error")] | length' 1
+
+section "a handler that fails its last allowed error ends failed"
+id=$(add_task fatal --max-errors 1)
+expect_exit 0 "$TASKQ" run fatal --until-empty -- "$H" fail x
+summary_is 1 0 1 0 0
+expect_eq "$(state "$id")" failed
+expect_eq "$(field "$id" '.errors | map(.error) | join("|")')" \
+  $'exit status 3: first line\nit broke: "x"|exceeded error rate' "error history"
+
+section "a handler that exits 75 releases its task until --release-delay"
+id=$(add_task rel)
+expect_exit 0 "$TASKQ" run rel --until-empty --release-delay 1h -- "$H" release
+summary_is 1 0 0 1 0
+expect_exit 0 "$TASKQ" show "$id" -o json
+expect_json "$out" .state runnable
+expect_json "$out" .attempts 0 "attempts (given back)"
+expect_json "$out" .errors "[]"
+expect_json "$out" .lease null
+delay=$(($(epoch "$(jout .run_at)") - $(epoch "$(jout .updated_at)")))
+expect_eq "$delay" 3600 "seconds until due again"
+expect_exit 75 "$TASKQ" lease rel
+tq kill "$id" >/dev/null
+
+section "with --release-delay 0 a released task is due at once"
+id=$(add_task rel0)
+expect_exit 0 "$TASKQ" run rel0 --max-tasks 1 --release-delay 0 -- "$H" release
+summary_is 1 0 0 1 0
+expect_exit 0 "$TASKQ" run rel0 --until-empty -- "$H" ok
+summary_is 1 1 0 0 0
+expect_eq "$(state "$id")" completed
+expect_eq "$(grep -cx "$id" h/executions)" 2 "executions of the task"
+
+section "a handler killed by a signal fails its task, naming the signal"
+for sig in SEGV KILL; do
+  id=$(add_task "sig$sig")
+  expect_exit 0 "$TASKQ" run "sig$sig" --until-empty -- "$H" signal "$sig"
+  summary_is 1 0 1 0 0
+  expect_eq "$(state "$id")" sleeping "state after SIG$sig"
+  expect_match "$(field "$id" '.errors[0].error')" "^killed by SIG$sig(:|\$)" \
+    "error after SIG$sig"
+done
+
+section "a handler past --timeout is stopped and its task fails"
+id=$(add_task slow)
+start=$(now_ms)
+expect_exit 0 "$TASKQ" run slow --until-empty --timeout 1s --grace 1s -- "$H" tree
+took=$(($(now_ms) - start))
+summary_is 1 0 1 0 0
+expect_eq "$(field "$id" '.errors[0].error')" "timed out after 1s"
+expect_eq "$(state "$id")" sleeping
+check "the timeout took about 1 s (took ${took} ms)" test "$took" -ge 1000 -a "$took" -lt 5000
+pid=$(cat "h/$id.pid")
+gpid=$(cat "h/$id.gpid")
+check "the handler is gone" wait_until 5 gone "$pid"
+check "the handler's child is gone too" wait_until 5 gone "$gpid"
+
+section "a handler that ignores SIGTERM past --timeout is killed after --grace"
+id=$(add_task slow2)
+start=$(now_ms)
+expect_exit 0 "$TASKQ" run slow2 --until-empty --timeout 1s --grace 1s -- "$H" stubborn
+took=$(($(now_ms) - start))
+summary_is 1 0 1 0 0
+expect_match "$(field "$id" '.errors[0].error')" '^timed out after 1s(:|$)'
+check "timeout plus grace (took ${took} ms)" test "$took" -ge 1900 -a "$took" -lt 6000
+check "the handler is gone" gone "$(cat "h/$id.pid")"
+expect_eq "$(cat "h/$id.log")" TERM "the handler got SIGTERM first"
+
+section "a handler that cannot be executed fails its task"
+printf '#!/no/such/interpreter\n' >broken
+chmod +x broken
+id=$(add_task broken)
+expect_exit 0 "$TASKQ" run broken --until-empty -- ./broken
+summary_is 1 0 1 0 0
+expect_match "$(field "$id" '.errors[0].error')" 'broken.*(No such file|not found)' \
+  "error of an unrunnable handler"
+expect_eq "$(state "$id")" sleeping
+
+section "TASKQ_DB is absolute when --db is relative"
+mkdir -p rel
+id=$(cd rel && tq --db ./rel.db add reldb)
+rm -rf "h/$id".* # ids restart in the new database
+cd rel || exit 1
+expect_exit 0 "$TASKQ" --db ./rel.db run reldb --until-empty -- "$H" ok
+cd "$scratch" || exit 1
+summary_is 1 1 0 0 0
+expect_eq "$(got "$id" 1 db)" "$scratch/rel/rel.db" "TASKQ_DB"
+rm -rf "h/$id.1"
+
+section "--max-tasks bounds the leases"
+for i in 1 2 3 4 5; do add_task maxt >/dev/null; done
+expect_exit 0 "$TASKQ" run maxt --max-tasks 2 -- "$H" ok
+summary_is 2 2 0 0 0
+expect_eq "$("$TASKQ" list --queue maxt --state completed -o id | wc -l)" 2 \
+  "completed tasks"
+expect_eq "$("$TASKQ" list --queue maxt --state ready -o id | wc -l)" 3 \
+  "tasks left ready"
+expect_exit 0 "$TASKQ" run maxt --max-tasks 10 --until-empty --concurrency 2 -- "$H" ok
+summary_is 3 3 0 0 0
+
+section "run works several queues, and only tasks matching --match"
+a=$(add_task mq1 --label kind=img)
+b=$(add_task mq2 --label kind=img)
+c=$(add_task mq2 --label kind=doc)
+d=$(add_task mq3 --label kind=img)
+expect_exit 0 "$TASKQ" run mq1 mq2 --match kind=img --until-empty -v -- "$H" ok
+summary_is 2 2 0 0 0
+expect_eq "$(state "$a") $(state "$b") $(state "$c") $(state "$d")" \
+  "completed completed runnable runnable" "states"
+expect_eq "$(got "$b" 1 queue)" mq2 "TASKQ_QUEUE of the second queue's task"
+
+section "-v names a failure and what the policy made of it"
+id=$(add_task vfail)
+expect_exit 0 "$TASKQ" run vfail --until-empty -v -- "$H" fail x
+expect_match "$err" "task $id: failed \\(exit status 3: first line" "run -v stderr"
+expect_contains "$err" "now sleeping" "run -v stderr"
+
+section "--until-empty does not wait for a task that is not due yet"
+id=$(add_task later --delay 1h)
+start=$(now_ms)
+expect_exit 0 "$TASKQ" run later --until-empty -- "$H" ok
+summary_is 0 0 0 0 0
+check "it returned at once" test $(($(now_ms) - start)) -lt 3000
+expect_eq "$(state "$id")" runnable
+
+# --- operators reach a running handler ------------------------------------------
+
+for op in kill pause; do
+  section "an operator's $op stops a running handler within a heartbeat"
+  id=$(add_task "op$op")
+  bg_run "op$op" run "op$op" --for 3s --grace 1s --max-tasks 1 -- "$H" sleep
+  runpid=$bg
+  pid=$(pid_of "h/$id.pid") || continue
+  check "the handler runs" alive "$pid"
+  start=$(now_ms)
+  expect_exit 0 "$TASKQ" "$op" "$id"
+  # One heartbeat (--for 3s / 3) plus the grace period, with slack for load.
+  check "the handler is gone within 3 s" wait_until 3 gone "$pid"
+  took=$(($(now_ms) - start))
+  check "the handler stopped (took ${took} ms)" gone "$pid"
+  bg_finish "$runpid" "op$op"
+  expect_eq "$rc" 0 "exit status of run after $op"
+  summary_is 1 0 0 0 1
+  case $op in
+  kill) want=killed ;;
+  pause) want=paused ;;
+  esac
+  expect_exit 0 "$TASKQ" show "$id" -o json
+  expect_json "$out" .state "$want" "state after $op"
+  expect_json "$out" .errors "[]" "errors after $op (run wrote none)"
+  expect_json "$out" .lease null "lease after $op"
+  expect_json "$out" '[.events[] | select(.message == "complete" or .message == "error" or .message == "release")] | length' 0 \
+    "worker events after $op"
+done
+
+section "a paused task, resumed, is completed by a later run"
+expect_exit 0 "$TASKQ" resume "$id"
+expect_eq "$(state "$id")" runnable
+expect_exit 0 "$TASKQ" run oppause --until-empty -- "$H" ok
+summary_is 1 1 0 0 0
+expect_eq "$(state "$id")" completed
+
+for op in sleep release; do
+  section "an operator's $op stops a running handler too"
+  id=$(add_task "op$op")
+  bg_run "op$op" run "op$op" --for 3s --grace 1s --max-tasks 1 -- "$H" sleep
+  runpid=$bg
+  pid=$(pid_of "h/$id.pid") || continue
+  args=("$op" "$id")
+  [[ $op == sleep ]] && args+=(--for 1h)
+  expect_exit 0 "$TASKQ" "${args[@]}"
+  check "the handler is gone within 3 s" wait_until 3 gone "$pid"
+  bg_finish "$runpid" "op$op"
+  expect_eq "$rc" 0 "exit status of run after $op"
+  summary_is 1 0 0 0 1
+  expect_exit 0 "$TASKQ" show "$id" -o json
+  case $op in
+  sleep) expect_json "$out" .state sleeping "state after sleep" ;;
+  release) expect_json "$out" .state runnable "state after release" ;;
+  esac
+  expect_json "$out" .errors "[]" "errors after $op"
+  expect_json "$out" .lease null "lease after $op"
+done
+
+section "a handler that ignores SIGTERM is killed after --grace"
+id=$(add_task stubborn)
+bg_run stubborn run stubborn --for 3s --grace 1s --max-tasks 1 -- "$H" stubborn
+runpid=$bg
+pid=$(pid_of "h/$id.pid")
+start=$(now_ms)
+expect_exit 0 "$TASKQ" kill "$id"
+check "the stubborn handler is gone within 4 s" wait_until 4 gone "$pid"
+took=$(($(now_ms) - start))
+check "it got SIGTERM first" wait_until 2 grep -q TERM "h/$id.log"
+check "it had its grace period (took ${took} ms)" test "$took" -ge 900
+bg_finish "$runpid" stubborn
+expect_eq "$rc" 0 "exit status of run"
+summary_is 1 0 0 0 1
+expect_eq "$(state "$id")" killed
+
+# --- the worker itself stops or dies ---------------------------------------------
+
+for sig in INT TERM HUP; do
+  section "SIG$sig to run releases the unfinished task and exits 0"
+  id=$(add_task "stop$sig")
+  other=$(add_task "stop$sig")
+  bg_run "stop$sig" run "stop$sig" --grace 1s -- "$H" sleep
+  runpid=$bg
+  pid=$(pid_of "h/$id.pid")
+  kill -"$sig" "$runpid"
+  bg_finish "$runpid" "stop$sig"
+  expect_eq "$rc" 0 "exit status of run after SIG$sig"
+  summary_is 1 0 0 1 0
+  check "the handler is gone" gone "$pid"
+  expect_exit 0 "$TASKQ" show "$id" -o json
+  expect_json "$out" .state runnable "state of the unfinished task"
+  expect_json "$out" .attempts 0 "attempts (given back)"
+  expect_json "$out" .lease null
+  expect_json "$out" .errors "[]"
+  # Due at once, for another worker.
+  expect_exit 0 "$TASKQ" lease "stop$sig" --count 2 -o id
+  expect_eq "$(sort -n <<<"$out" | tr '\n' ' ')" "$id $other " "leasable at once"
+  check "the second task was never started" test ! -e "h/$other.1"
+done
+
+section "a run started with SIGINT ignored (a script's background job) keeps it so"
+"$TASKQ" run ignint -- "$H" ok >ignint.out 2>ignint.err 3>&- &
+runpid=$!
+bg_pids+=("$runpid")
+check "run waits" wait_until 10 eval '[[ $(ps -o stat= -p "$runpid") == S* ]]'
+kill -INT "$runpid"
+# Still working after the SIGINT: it runs a task added after it.
+id=$(add_task ignint)
+check "run completes a task added after the SIGINT" wait_until 10 \
+  eval '[[ $(state "$id") == completed ]]'
+check "run is still there" alive "$runpid"
+kill -TERM "$runpid"
+bg_finish "$runpid" ignint
+expect_eq "$rc" 0 "exit status of run after SIGTERM"
+summary_is 1 1 0 0 0
+
+section "a second SIGINT kills the handlers at once"
+id=$(add_task twice)
+bg_run twice run twice --grace 60s -- "$H" stubborn
+runpid=$bg
+pid=$(pid_of "h/$id.pid")
+kill -INT "$runpid"
+check "the handler got SIGTERM" wait_until 10 grep -q TERM "h/$id.log"
+check "it is still running in its grace period" alive "$pid"
+start=$(now_ms)
+kill -INT "$runpid"
+bg_finish "$runpid" twice
+took=$(($(now_ms) - start))
+expect_eq "$rc" 0 "exit status of run"
+summary_is 1 0 0 1 0
+check "run did not wait out the grace period (took ${took} ms)" test "$took" -lt 5000
+check "the handler is gone" gone "$pid"
+expect_jq "$(snapshot "$id")" '.state == "runnable" and .lease == null and .attempts == 0' \
+  "the task is released"
+
+section "SIGTERM to a run waiting for work ends it at once"
+bg_run idle run idle-queue -- "$H" ok
+runpid=$bg
+check "run waits without spinning" wait_until 10 eval \
+  '[[ $(ps -o stat= -p "$runpid") == S* ]]'
+kill -TERM "$runpid"
+bg_finish "$runpid" idle
+expect_eq "$rc" 0 "exit status of run"
+summary_is 0 0 0 0 0
+expect_eq "$err" "" "stderr of run"
+
+section "a waiting run picks up a task added by another process"
+bg_run pickup run pickup --max-tasks 1 -- "$H" ok
+runpid=$bg
+check "run waits" wait_until 10 eval '[[ $(ps -o stat= -p "$runpid") == S* ]]'
+id=$(add_task pickup)
+added=$(now_ms)
+bg_finish "$runpid" pickup
+expect_eq "$rc" 0 "exit status of run"
+summary_is 1 1 0 0 0
+check "it started and finished within 2 s of the add (took $(($(now_ms) - added)) ms)" \
+  test $(($(now_ms) - added)) -lt 2000
+expect_eq "$(state "$id")" completed
+
+section "a handler that failed before run's SIGTERM arrived still fails"
+id=$(add_task failterm)
+expect_exit 0 "$TASKQ" run failterm --grace 5s -- "$H" fail-with-term
+summary_is 1 0 1 0 0
+expect_eq "$(state "$id")" sleeping
+expect_eq "$(field "$id" '.errors[0].error')" "exit status 3: broken"
+
+section "a handler that finishes within the grace period still completes"
+id=$(add_task graceful)
+bg_run graceful run graceful --grace 5s -- "$H" graceful
+runpid=$bg
+pid=$(pid_of "h/$id.pid")
+kill -TERM "$runpid"
+bg_finish "$runpid" graceful
+expect_eq "$rc" 0 "exit status of run"
+summary_is 1 1 0 0 0
+expect_eq "$(cat "h/$id.log" 2>/dev/null)" TERM "the handler got SIGTERM"
+expect_eq "$(state "$id")" completed
+
+section "a checkpoint request reaches the handler, the next attempt sees it"
+id=$(add_task cp)
+bg_run cp run cp --for 3s --release-delay 0 --until-empty -- "$H" checkpoint
+runpid=$bg
+pid=$(pid_of "h/$id.pid")
+expect_exit 0 "$TASKQ" checkpoint "$id"
+bg_finish "$runpid" cp
+expect_eq "$rc" 0 "exit status of run"
+summary_is 2 1 0 1 0
+expect_eq "$(cat "h/$id.log" 2>/dev/null)" 'USR1 0' \
+  "the handler's heartbeat in its USR1 trap"
+expect_eq "$(got "$id" 1 checkpoint)" unset "TASKQ_CHECKPOINT of attempt 1"
+expect_eq "$(got "$id" 1 attempt)" 1
+expect_eq "$(got "$id" 1+ checkpoint)" '{"at":1}' "TASKQ_CHECKPOINT of the second run"
+expect_eq "$(got "$id" 1+ attempt)" 1 "TASKQ_ATTEMPT of the second run (75 gave one back)"
+expect_eq "$(state "$id")" completed
+expect_eq "$(field "$id" .checkpoint)" '{"at":1}' "stored checkpoint"
+
+section "a checkpoint request does not kill a handler that does not catch SIGUSR1"
+# SIGUSR1's default action terminates: the task would fail for a request
+# that must never change its state.
+id=$(add_task cpdeaf)
+bg_run cpdeaf run cpdeaf --for 3s --grace 1s --max-tasks 1 -- "$H" sleep
+runpid=$bg
+pid=$(pid_of "h/$id.pid")
+expect_exit 0 "$TASKQ" checkpoint "$id"
+# Two heartbeats later (each extends the lease) the request has been seen.
+exp0=$(field "$id" .lease.expires_at)
+check "a heartbeat" wait_until 10 eval '[[ $(field "$id" .lease.expires_at) != "$exp0" ]]'
+exp1=$(field "$id" .lease.expires_at)
+check "another heartbeat" wait_until 10 eval '[[ $(field "$id" .lease.expires_at) != "$exp1" ]]'
+check "the handler is still running" alive "$pid"
+expect_eq "$(state "$id")" runnable "state after the checkpoint request"
+expect_eq "$(field "$id" .errors)" "[]" "errors after the checkpoint request"
+tq kill "$id" >/dev/null
+bg_finish "$runpid" cpdeaf
+expect_eq "$rc" 0 "exit status of run"
+summary_is 1 0 0 0 1
+expect_contains "$err" "does not catch SIGUSR1" "run's stderr"
+
+section "a worker killed mid-task: the task is leased again after expiry, completed once"
+id=$(add_task crash)
+bg_run crash1 run crash --for 2s -- "$H" once
+runpid=$bg
+pid=$(pid_of "h/$id.pid")
+# (bash reports a job killed by a signal on its stderr: keep that quiet.)
+exec 5>&2 2>/dev/null
+kill -KILL "$runpid"
+bg_finish "$runpid" crash1
+exec 2>&5 5>&-
+expect_eq "$rc" 137 "the worker died of SIGKILL"
+# Its handler leads its own process group and outlives it: stop it here.
+kill -KILL -- "-$pid" 2>/dev/null
+check "the lease expires within 10 s" wait_until 10 \
+  eval '[[ $("$TASKQ" list --queue crash --state ready -o id) == "$id" ]]'
+expect_exit 0 "$TASKQ" run crash --until-empty -- "$H" once
+summary_is 1 1 0 0 0
+expect_exit 0 "$TASKQ" show "$id" -o json
+expect_json "$out" .state completed
+expect_json "$out" .attempts 2
+expect_json "$out" '[.events[] | select(.message == "complete")] | length' 1 \
+  "complete events"
+expect_json "$out" '[.events[] | select(.message == "lease")] | length' 2 \
+  "lease events"
+expect_eq "$(grep -cx "$id" h/executions)" 2 "executions of the task"
+
+section "--concurrency 4 runs 200 short handlers in parallel, each once"
+cat >conc.sh <<EOF
+#!/bin/sh
+echo "\$TASKQ_ID" >>"$scratch/conc.ids"
+sleep 0.05
+EOF
+chmod +x conc.sh
+seq 200 | tq add conc --jsonl - >/dev/null
+: >conc.ids
+start=$(now_ms)
+expect_exit 0 "$TASKQ" run conc --concurrency 4 --until-empty -- ./conc.sh
+took=$(($(now_ms) - start))
+summary_is 200 200 0 0 0
+check "4 at a time beat half the serial 10 s (took ${took} ms)" test "$took" -lt 5000
+expect_eq "$(wc -l <conc.ids)" 200 "executions"
+expect_eq "$(sort -u conc.ids | wc -l)" 200 "distinct tasks executed"
+expect_eq "$("$TASKQ" list --queue conc --state completed -o id | wc -l)" 200 \
+  "completed tasks"
+
+# Nothing started here may outlive the suite.
+for p in "${bg_pids[@]}"; do
+  kill -KILL "$p" 2>/dev/null
+done
+for f in h/*.pid h/*.gpid; do
+  [[ -e $f ]] && kill -KILL "$(cat "$f")" 2>/dev/null
+done
+true
