@@ -223,6 +223,32 @@ void register_operate(CLI::App& app, Context& ctx) {
                            .retry(parse_id(*rid), ctx.actor(), ctx.now());
     std::printf("%lld\n", static_cast<long long>(id));
   });
+
+  auto rq = std::make_shared<std::string>();
+  CLI::App* requeue = add_command(
+      app, "requeue",
+      "Make every delayed or sleeping task of QUEUE due now (prints how many; "
+      "-o json/id: the tasks)",
+      "taskq requeue thumbs");
+  requeue->add_option("queue", *rq, "queue")->required();
+  requeue->callback([rq, &ctx] {
+    check_queue_name(*rq);
+    const Format format =
+        ctx.format(Format::table, {Format::table, Format::json, Format::id});
+    const core::Time now = ctx.now();
+    const auto changed =
+        ctx.store(storage::OpenMode::write).requeue(*rq, ctx.actor(), now);
+    for (const auto& t : changed) {
+      if (format == Format::json) {
+        print_task_json(t, now);
+      } else if (format == Format::id) {
+        std::printf("%lld\n", static_cast<long long>(t.id));
+      }
+    }
+    if (format == Format::table) {
+      std::printf("%zu\n", changed.size());
+    }
+  });
 }
 
 } // namespace taskq::cli

@@ -132,8 +132,8 @@ _taskq() {
         else
             case $cmd/$sub/$npos in
             //0) words="add lease heartbeat done fail run wait progress release
-                sleep pause resume kill checkpoint send retry show list stats
-                why queue db completion" ;;
+                sleep pause resume kill checkpoint send retry requeue show list
+                stats why queue db completion" ;;
             queue//0) words="list set" ;;
             db//0) words="check path migrate backup" ;;
             completion//0) words="bash zsh fish" ;;
@@ -141,7 +141,7 @@ _taskq() {
                 compopt -o default
                 return
                 ;;
-            add//0 | lease//* | run//* | progress//0 | queue/set/0)
+            add//0 | lease//* | run//* | progress//0 | requeue//0 | queue/set/0)
                 words=$(_taskq_ask queue list -o id) ;;
             send//0) [[ $bulk ]] && words=$messages ||
                 words=$(_taskq_ask list -o id --limit 200) ;;

@@ -118,6 +118,7 @@ complete -c taskq -n '__taskq_at 0' -a kill -d 'Kill tasks'
 complete -c taskq -n '__taskq_at 0' -a checkpoint -d 'Ask workers to save their state'
 complete -c taskq -n '__taskq_at 0' -a send -d 'Send a message to tasks'
 complete -c taskq -n '__taskq_at 0' -a retry -d 'Create a new task like a failed one'
+complete -c taskq -n '__taskq_at 0' -a requeue -d 'Make delayed and sleeping tasks due now'
 complete -c taskq -n '__taskq_at 0' -a show -d 'Show a task, its errors and events'
 complete -c taskq -n '__taskq_at 0' -a list -d 'List tasks'
 complete -c taskq -n '__taskq_at 0' -a stats -d 'Show counts per queue and state'
@@ -131,7 +132,7 @@ set -l queues '(__taskq_ask queue list -o id)'
 set -l tasks '(__taskq_ask list -o id --limit 200)'
 set -l messages 'run pause sleep release checkpoint kill'
 complete -c taskq -n '__taskq_at add 0; or __taskq_at lease; or __taskq_at queue set 0' -a $queues
-complete -c taskq -n '__taskq_at run; and not __taskq_handler; or __taskq_at progress 0' -a $queues
+complete -c taskq -n '__taskq_at run; and not __taskq_handler; or __taskq_at progress 0; or __taskq_at requeue 0' -a $queues
 complete -c taskq -n __taskq_handler -a '(__taskq_complete_handler)'
 complete -c taskq -n '__taskq_at wait' -a $tasks
 complete -c taskq -n '__taskq_at heartbeat 0; or __taskq_at done 0; or __taskq_at fail 0' -a $tasks

@@ -174,6 +174,12 @@ public:
                                std::optional<core::Time> until,
                                const std::string& actor, core::Time now);
 
+  // Makes every delayed or sleeping task of `queue` that is not leased and
+  // not yet due, due at `now`, keeping its state (MassTasker's bulk
+  // not_before reset), and logs a `requeue` event for each. Returns them.
+  std::vector<core::Task> requeue(const std::string& queue,
+                                  const std::string& actor, core::Time now);
+
   // A new task with the spec of failed/killed task `id`; returns its id.
   int64_t retry(int64_t id, const std::string& actor, core::Time now);
 

@@ -122,6 +122,8 @@ expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db run ''
 expect_exit 0 bash complete.bash "$queue" "$TASKQ" run --db q.db "$queue" --for 5m ''
 expect_exit 1 bash complete.bash "$queue" "$TASKQ" --db q.db run "$queue" -- ''
 expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db progress ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db requeue ''
+expect_exit 0 bash complete.bash requeue "$TASKQ" req
 expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db progress "$queue" ''
 expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db wait ''
 expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db wait 999 ''
@@ -207,6 +209,7 @@ EOF
     expect_exit 0 zsh -f complete.zsh --verbose "$TASKQ" run q --v
     expect_exit 0 zsh -f complete.zsh USR2 "$TASKQ" run q --checkpoint-signal ''
     expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db progress ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db requeue ''
     expect_exit 0 zsh -f complete.zsh --interval "$TASKQ" progress q --
     expect_exit 0 zsh -f complete.zsh "$id" "$TASKQ" --db q.db wait ''
     expect_exit 0 zsh -f complete.zsh "$id" "$TASKQ" --db q.db wait 999 ''
@@ -253,6 +256,8 @@ EOF
     expect_exit 0 fish --no-config complete.fish --verbose "$TASKQ run q --v"
     expect_exit 0 fish --no-config complete.fish USR2 "$TASKQ run q --checkpoint-signal "
     expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db progress "
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db requeue "
+    expect_exit 0 fish --no-config complete.fish requeue "$TASKQ req"
     expect_exit 0 fish --no-config complete.fish '' "$TASKQ --db q.db progress $queue "
     expect_exit 0 fish --no-config complete.fish --interval "$TASKQ progress q --"
     expect_exit 0 fish --no-config complete.fish "$id" "$TASKQ --db q.db wait "
