@@ -18,6 +18,7 @@ struct AddOptions {
   std::vector<std::string> labels;
   int64_t priority = 0;
   OptText delay, at;
+  OptText unique;
   std::optional<int64_t> max_attempts;
   PolicyArgs policy;
 };
@@ -137,15 +138,37 @@ void run_add(const AddOptions& o, Context& ctx) {
   }
   task.max_attempts = o.max_attempts;
   task.policy = to_overrides(o.policy);
+  if (o.unique) {
+    if (o.jsonl) {
+      throw Error(ErrorKind::usage,
+                  "--unique goes with one task, not --jsonl (every line "
+                  "would share the key)");
+    }
+    if (!core::is_valid_utf8(*o.unique)) {
+      throw Error(ErrorKind::usage, "--unique is not valid UTF-8");
+    }
+    task.unique_key = o.unique;
+  }
 
   if (!o.jsonl) {
     const Format format = ctx.format(Format::id, {Format::id, Format::json});
     auto& store = ctx.store(storage::OpenMode::write);
-    const int64_t id = store.add(task, now, ctx.actor());
+    const storage::Added added = store.add_unique(task, now, ctx.actor());
+    const auto t = store.find(added.id);
+    if (!t) { // deleted by another process in between
+      throw Error(ErrorKind::not_found, "no task " + std::to_string(added.id));
+    }
+    if (added.existed) {
+      std::fprintf(stderr,
+                   "taskq: task %lld has the unique key '%s' and is still "
+                   "%s: added nothing\n",
+                   static_cast<long long>(added.id), task.unique_key->c_str(),
+                   display_state(*t, now).c_str());
+    }
     if (format == Format::json) {
-      print_task_json(*store.find(id), now);
+      print_task_json(*t, now);
     } else {
-      std::printf("%lld\n", static_cast<long long>(id));
+      std::printf("%lld\n", static_cast<long long>(added.id));
     }
     return;
   }
@@ -201,6 +224,10 @@ void register_produce(CLI::App& app, Context& ctx) {
   add->add_option("--max-attempts", o->max_attempts,
                   "pause the task instead of leasing it an N+1th time")
       ->type_name("N");
+  add->add_option("--unique", o->unique,
+                  "add nothing while an unfinished task of QUEUE has this key "
+                  "(prints that task's id)")
+      ->type_name("KEY");
   add_policy_options(add, o->policy);
   add->callback([o, &ctx] { run_add(*o, ctx); });
 }

@@ -29,7 +29,7 @@ _taskq() {
         w=${COMP_WORDS[i]}
         case $w in
         --db | --worker | -o | --output | --payload | --text | --payload-file | \
-            --jsonl | --label | --priority | --delay | --at | --max-attempts | \
+            --jsonl | --label | --priority | --delay | --at | --max-attempts | --unique | \
             --max-errors | --error-window | --retry-delay | --backoff | \
             --max-delay | --for | --match | --count | --lease | --checkpoint | \
             --result | --error | --move-to | --retry-in | --until | --queue | \
@@ -95,7 +95,7 @@ _taskq() {
     --queue | --move-to) words=$(_taskq_ask queue list -o id) ;;
     --checkpoint-signal) words="USR1 USR2 HUP INT QUIT TERM" ;;
     --worker | --payload | --text | --label | --priority | --delay | --at | \
-        --max-attempts | --max-errors | --error-window | --retry-delay | \
+        --unique | --max-attempts | --max-errors | --error-window | --retry-delay | \
         --max-delay | --for | --match | --count | --lease | --checkpoint | \
         --result | --error | --retry-in | --until | --limit | --max-running | \
         --concurrency | --max-tasks | --timeout | --grace | --release-delay | \
@@ -107,7 +107,7 @@ _taskq() {
             local bulkopts="--queue --state --match"
             case $cmd in
             add) words="--payload --text --payload-file --jsonl --label
-                --priority --delay --at --max-attempts --max-errors
+                --priority --delay --at --unique --max-attempts --max-errors
                 --error-window --retry-delay --backoff --max-delay" ;;
             lease) words="--for --match --count --wait" ;;
             run) words="--for --concurrency --max-tasks --until-empty --timeout

@@ -11,7 +11,7 @@ function __taskq_words
     while set -q toks[1]
         switch $toks[1]
             case --db --worker -o --output --payload --text --payload-file \
-                --jsonl --label --priority --delay --at --max-attempts \
+                --jsonl --label --priority --delay --at --unique --max-attempts \
                 --max-errors --error-window --retry-delay --backoff --max-delay \
                 --for --match --count --lease --checkpoint --result --error \
                 --move-to --retry-in --until --queue --state --limit --max-running \
@@ -159,6 +159,7 @@ complete -c taskq -n $add -l label -x -d 'Label the task (K=V)'
 complete -c taskq -n $add -l priority -x -d 'Higher is leased first'
 complete -c taskq -n $add -l delay -x -d 'Make it due later'
 complete -c taskq -n $add -l at -x -d 'Make it due at a time'
+complete -c taskq -n $add -l unique -x -d 'Add nothing while an unfinished task has this key'
 set -l policy '__taskq_at add; or __taskq_at queue set'
 complete -c taskq -n $policy -l max-attempts -x -d 'Pause after this many leases'
 complete -c taskq -n $policy -l max-errors -x -d 'Fail after this many errors in the window'

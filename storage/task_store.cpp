@@ -529,11 +529,33 @@ constexpr int k_batch_rows = 64;
 
 int64_t TaskStore::add(const NewTask& task, Time now,
                        const std::string& actor) {
+  return add_unique(task, now, actor).id;
+}
+
+Added TaskStore::add_unique(const NewTask& task, Time now,
+                            const std::string& actor) {
   Transaction tx(*m_db);
+  if (task.unique_key) {
+    Statement st(*m_db, "SELECT id FROM tasks INDEXED BY tasks_unique "
+                        "WHERE queue = ?1 AND unique_key = ?2 "
+                        "AND unique_key IS NOT NULL "
+                        "AND state NOT IN ('completed', 'failed', 'killed') "
+                        "ORDER BY id LIMIT 1");
+    st.bind(1, task.queue).bind(2, *task.unique_key);
+    if (st.step()) {
+      return {st.get_int(0), true};
+    }
+  }
   Inserter ins(*m_db, task, now, actor);
   const int64_t id = ins.insert(task.payload, *m_db);
+  if (task.unique_key) {
+    Statement(*m_db, "UPDATE tasks SET unique_key = ?2 WHERE id = ?1")
+        .bind(1, id)
+        .bind(2, *task.unique_key)
+        .run();
+  }
   tx.commit();
-  return id;
+  return {id, false};
 }
 
 int64_t TaskStore::add_many(const NewTask& proto,

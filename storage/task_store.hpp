@@ -30,6 +30,15 @@ struct NewTask {
   std::optional<int64_t> max_attempts;
   core::PolicyOverrides policy;
   std::optional<int64_t> retry_of;
+  // While an unfinished task of the same queue has this key, adding creates
+  // nothing (`add --unique KEY`).
+  std::optional<std::string> unique_key;
+};
+
+// What add_unique did: a new task, or the unfinished one with the same key.
+struct Added {
+  int64_t id = 0;
+  bool existed = false;
 };
 
 struct LeaseRequest {
@@ -107,8 +116,15 @@ public:
   TaskStore(const TaskStore&) = delete;
   TaskStore& operator=(const TaskStore&) = delete;
 
-  // Adds one task; returns its id. `actor` is logged as its creator.
+  // Adds one task; returns its id. `actor` is logged as its creator. With
+  // task.unique_key, returns the unfinished task with that key and queue
+  // instead when there is one (see add_unique).
   int64_t add(const NewTask& task, core::Time now, const std::string& actor);
+  // The same, saying whether the task already existed. The check and the
+  // insert are one write transaction, so concurrent adds of one key create
+  // exactly one task.
+  Added add_unique(const NewTask& task, core::Time now,
+                   const std::string& actor);
 
   // Adds one task per payload that `next` yields (it fills its argument
   // and returns true, or returns false at the end; it may throw to abort),

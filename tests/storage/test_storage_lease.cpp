@@ -754,3 +754,40 @@ TEST_CASE("add_many adds nothing when the generator throws midway") {
   CHECK(store.find(after));
   CHECK(store.list(by_queue("bulk"), t0).size() == 2);
 }
+
+TEST_CASE("a unique key adds one task until that task is finished") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  storage::NewTask spec = new_task("q", R"({"n":1})");
+  spec.unique_key = "nightly";
+  const storage::Added first = store.add_unique(spec, t0, k_operator);
+  CHECK_FALSE(first.existed);
+  spec.payload = R"({"n":2})";
+  const storage::Added again = store.add_unique(spec, t0 + 1s, k_operator);
+  CHECK(again.existed);
+  CHECK(again.id == first.id);
+  CHECK(store.find(first.id)->payload == R"({"n":1})"); // untouched
+  CHECK(store.list(by_queue("q"), t0).size() == 1);
+
+  // The same key in another queue, and no key at all, are other tasks.
+  storage::NewTask elsewhere = spec;
+  elsewhere.queue = "other";
+  CHECK_FALSE(store.add_unique(elsewhere, t0, k_operator).existed);
+  CHECK(store.add(new_task("q"), t0, k_operator) != first.id);
+
+  // Still unique while leased, sleeping or paused: only finishing frees it.
+  const auto leased = lease_one(store, "q", t0 + 2s);
+  REQUIRE(leased);
+  REQUIRE(leased->id == first.id);
+  CHECK(store.add_unique(spec, t0 + 3s, k_operator).id == first.id);
+  store.fail(first.id, leased->lease->token, fail_request("boom"), t0 + 4s);
+  REQUIRE(store.find(first.id)->state == TaskState::sleeping);
+  CHECK(store.add_unique(spec, t0 + 5s, k_operator).existed);
+  send_one(store, first.id, Message::pause, t0 + 6s);
+  CHECK(store.add_unique(spec, t0 + 7s, k_operator).existed);
+  send_one(store, first.id, Message::kill, t0 + 8s);
+  const storage::Added fresh = store.add_unique(spec, t0 + 9s, k_operator);
+  CHECK_FALSE(fresh.existed);
+  CHECK(fresh.id > first.id);
+  CHECK(store.add(spec, t0 + 10s, k_operator) == fresh.id);
+}

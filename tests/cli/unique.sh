@@ -1,0 +1,51 @@
+# taskq add --unique KEY (SPEC §3 "Producing work"): while an unfinished task
+# of the same queue has the key, add creates nothing, prints the existing id
+# and says so on stderr; race-free under concurrent adds.
+
+section "a second add with the key prints the first task's id"
+fresh_db
+expect_exit 0 "$TASKQ" add q --unique nightly --payload '{"n":1}'
+first=$out
+expect_eq "$err" "" "stderr of the first add"
+expect_exit 0 "$TASKQ" add q --unique nightly --payload '{"n":2}'
+expect_out "$first"
+expect_err_contains "task $first has the unique key 'nightly'"
+expect_err_contains "added nothing"
+expect_eq "$(count_tasks)" 1 "tasks after the duplicate add"
+expect_eq "$(field "$first" .payload)" '{"n":1}' "the first task is untouched"
+expect_exit 0 "$TASKQ" add q --unique nightly -o json
+expect_json "$out" .id "$first"
+expect_exit 0 "$TASKQ" add other --unique nightly
+check "another queue has its own keys" test "$out" != "$first"
+
+section "the key is free again once its task is finished"
+expect_exit 0 "$TASKQ" kill "$first"
+expect_exit 0 "$TASKQ" add q --unique nightly
+second=$out
+check "a new task after the kill" test "$second" -gt "$first"
+tok=$(tq lease q | jq -r .lease.token)
+expect_exit 0 "$TASKQ" add q --unique nightly
+expect_out "$second"
+expect_exit 0 "$TASKQ" done "$second" --lease "$tok"
+expect_exit 0 "$TASKQ" add q --unique nightly
+check "a new task after done" test "$out" -gt "$second"
+
+section "8 concurrent adders of one key create exactly one task"
+fresh_db
+for i in 1 2 3 4 5 6 7 8; do
+  "$TASKQ" add race --unique once --payload "$i" >"add.$i.out" 2>"add.$i.err" &
+done
+wait
+expect_eq "$("$TASKQ" list --queue race -o id | wc -l)" 1 "tasks in the queue"
+winner=$("$TASKQ" list --queue race -o id)
+expect_eq "$(cat add.[1-8].out | sort -u)" "$winner" "every adder printed the one id"
+expect_eq "$(cat add.[1-8].err | grep -c 'added nothing')" 7 "adders told they added nothing"
+expect_not_contains "$(cat add.[1-8].err)" "locked" "no adder saw a locked database"
+
+section "bad input changes nothing"
+fresh_db
+expect_exit 2 "$TASKQ" add q --unique ''
+expect_exit 2 "$TASKQ" add q --unique k --jsonl /dev/null
+expect_err_format
+expect_exit 2 "$TASKQ" add q --unique $'\xff'
+expect_eq "$(count_tasks)" 0 "tasks after refused adds"
