@@ -7,27 +7,7 @@
 # times asserted are generous for a loaded machine but far below the
 # limits a polling or stuck implementation would show.
 
-# now_ms: milliseconds since 1970.
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
-# wait_until SECONDS CMD...: polls CMD every 0.02 s until it succeeds; fails
-# after SECONDS.
-wait_until() {
-  local end=$(($(now_ms) + $1 * 1000))
-  shift
-  until "$@"; do
-    (($(now_ms) < end)) || return 1
-    sleep 0.02
-  done
-}
-
-# alive PID: the process exists and is not a zombie.
-alive() {
-  local s
-  s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-  [[ -n $s && $s != Z* ]]
-}
-gone() { ! alive "$1"; }
+# now_ms, wait_until, alive and gone come from tests/cli/run.
 
 # bg NAME ARGS...: starts `taskq ARGS...` in the background, stdout in
 # NAME.out, stderr in NAME.err; sets $bg.

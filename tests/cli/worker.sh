@@ -9,27 +9,7 @@
 
 # --- helpers -------------------------------------------------------------------
 
-# now_ms: milliseconds since 1970.
-now_ms() { echo $(($(date +%s%N) / 1000000)); }
-
-# wait_until SECONDS CMD...: polls CMD every 0.05 s until it succeeds; fails
-# after SECONDS.
-wait_until() {
-  local end=$(($(now_ms) + $1 * 1000))
-  shift
-  until "$@"; do
-    (($(now_ms) < end)) || return 1
-    sleep 0.05
-  done
-}
-
-# alive PID: the process exists and is not a zombie.
-alive() {
-  local s
-  s=$(ps -o stat= -p "$1" 2>/dev/null) || return 1
-  [[ -n $s && $s != Z* ]]
-}
-gone() { ! alive "$1"; }
+# now_ms, wait_until, alive and gone come from tests/cli/run.
 
 # file_has FILE: FILE exists and is not empty.
 file_has() { [[ -s $1 ]]; }
