@@ -144,7 +144,8 @@ void register_inspect(CLI::App& app, Context& ctx) {
   why->add_option("id", *wid, "task id")->required()->type_name("ID");
   why->callback([wid, &ctx] {
     const int64_t id = parse_id(*wid);
-    const auto reasons = ctx.store(storage::OpenMode::read).why(id, ctx.now());
+    const auto reasons =
+        ctx.store(storage::OpenMode::read).why(id, ctx.now(), ctx.worker());
     if (reasons.empty()) {
       std::printf("task %lld is eligible: the next lease of its queue can "
                   "take it\n",

@@ -46,7 +46,7 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
     // After the first look, take the write lock only when a read says
     // something may be there: a commit to another queue wakes every
     // waiting worker, and they should not queue up for the lock for it.
-    if (first || store.anything_due(req.queues, ctx.live_now())) {
+    if (first || store.anything_due(req.queues, ctx.live_now(), req.worker)) {
       auto tasks = store.lease(req, ctx.live_now());
       if (!tasks.empty()) {
         return tasks;

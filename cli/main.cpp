@@ -101,6 +101,7 @@ int run(int argc, char** argv) {
   register_db(app, ctx);
   register_completion(app, ctx);
   register_run(app, ctx);
+  register_schedule(app, ctx);
   refuse_empty_values(app);
 
   // `taskq run QUEUE... -- CMD ARG...`: what follows the -- is the

@@ -281,7 +281,7 @@ private:
     // A commit anywhere in the database wakes every idle worker: a read
     // first, so that they do not all queue up for the write lock for a
     // change that concerns none of them.
-    if (only_if_due && !m_store.anything_due(m_o.queues, m_ctx.live_now())) {
+    if (only_if_due && !m_store.anything_due(m_o.queues, m_ctx.live_now(), m_worker)) {
       wake_when_due();
       return;
     }

@@ -56,6 +56,17 @@ struct Task {
   std::string reason; // why it is paused/failed/killed, when known
   PolicyOverrides policy;
   std::optional<int64_t> retry_of;
+  std::optional<std::string> unique_key; // `add --unique KEY`
+  std::vector<int64_t> after;            // `--after`: the tasks it waits for
+  bool waiting = false; // some task in `after` has not completed yet
+  Labels root;          // `--root`: obsolete while a task with these exists
+  std::optional<std::string> to_worker; // `--to`: only this worker leases it
+  // `--broadcast`: delivered once to each worker, until this time.
+  std::optional<Time> broadcast_until;
+  std::optional<std::string> trigger;  // `--trigger K`: counts toward gates
+  std::optional<std::string> schedule; // the schedule that emitted it
+  std::optional<std::string> gate;     // the gate that emitted it
+  Labels sync; // the schedule's sync state when it was emitted
 
   // A lease that has not expired at `now`.
   bool leased(Time now) const { return lease && lease->live(now); }

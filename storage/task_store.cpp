@@ -543,7 +543,7 @@ Added TaskStore::add_unique(const NewTask& task, Time now,
                         "ORDER BY id LIMIT 1");
     st.bind(1, task.queue).bind(2, *task.unique_key);
     if (st.step()) {
-      return {st.get_int(0), true};
+      return {st.get_int(0), true, std::nullopt};
     }
   }
   Inserter ins(*m_db, task, now, actor);
@@ -555,7 +555,7 @@ Added TaskStore::add_unique(const NewTask& task, Time now,
         .run();
   }
   tx.commit();
-  return {id, false};
+  return {id, false, std::nullopt};
 }
 
 int64_t TaskStore::add_many(const NewTask& proto,
@@ -831,7 +831,9 @@ HeartbeatResult TaskStore::heartbeat(int64_t id, const std::string& token,
 }
 
 Task TaskStore::complete(int64_t id, const std::string& token,
-                         const std::optional<std::string>& result, Time now) {
+                         const std::optional<std::string>& result, Time now,
+                         const core::Labels& sync) {
+  (void)sync;
   Transaction tx(*m_db);
   const Task task = require_lease(*m_db, id, token, now);
   const auto next = core::transition(task.state, Message::complete);
@@ -1055,7 +1057,9 @@ std::optional<Time> TaskStore::next_due(const std::vector<std::string>& queues,
   return core::from_unix_ms(*best);
 }
 
-bool TaskStore::anything_due(const std::vector<std::string>& queues, Time now) {
+bool TaskStore::anything_due(const std::vector<std::string>& queues, Time now,
+                             const std::string& worker) {
+  (void)worker;
   PriorityWalk priorities(*m_db);
   Statement due(*m_db, "SELECT 1 FROM tasks INDEXED BY tasks_ready "
                        "WHERE queue = ?1 AND lease_token IS NULL "
@@ -1345,7 +1349,9 @@ std::vector<QueueStats> TaskStore::stats(const std::optional<std::string>& q,
   return out;
 }
 
-std::vector<std::string> TaskStore::why(int64_t id, Time now) {
+std::vector<std::string> TaskStore::why(int64_t id, Time now,
+                                        const std::string& worker) {
+  (void)worker;
   Transaction tx(*m_db, Transaction::Kind::read);
   const Task t = load_full(*m_db, id);
   std::vector<std::string> reasons;
@@ -1478,4 +1484,39 @@ void TaskStore::backup(const std::string& dest_path) {
   }
 }
 
+} // namespace taskq::storage
+
+// STUB (being implemented): schedules and gates.
+namespace taskq::storage {
+void TaskStore::add_schedule(const ScheduleSpec&, Time, const std::string&) {
+  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+}
+std::vector<ScheduleInfo> TaskStore::schedules() {
+  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+}
+ScheduleInfo TaskStore::schedule(const std::string&) {
+  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+}
+void TaskStore::set_schedule_paused(const std::string&, bool, Time) {
+  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+}
+void TaskStore::remove_schedule(const std::string&) {
+  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+}
+std::vector<int64_t> TaskStore::tick(const std::optional<std::string>&, Time,
+                                     const std::string&) {
+  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+}
+void TaskStore::add_gate(const GateSpec&, Time, const std::string&) {
+  throw Error(ErrorKind::internal, "gates: not implemented yet");
+}
+std::vector<GateInfo> TaskStore::gates() {
+  throw Error(ErrorKind::internal, "gates: not implemented yet");
+}
+GateInfo TaskStore::gate(const std::string&) {
+  throw Error(ErrorKind::internal, "gates: not implemented yet");
+}
+void TaskStore::remove_gate(const std::string&) {
+  throw Error(ErrorKind::internal, "gates: not implemented yet");
+}
 } // namespace taskq::storage

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/schedule.hpp"
 #include "core/task.hpp"
 #include "storage/change_feed.hpp"
 
@@ -33,12 +34,64 @@ struct NewTask {
   // While an unfinished task of the same queue has this key, adding creates
   // nothing (`add --unique KEY`).
   std::optional<std::string> unique_key;
+  // Waits until each of these tasks is completed; when one ends failed or
+  // killed, it is paused with that reason instead. Each must exist.
+  std::vector<int64_t> after;
+  // While an unfinished task with all these labels exists, this task is
+  // obsolete: not added, or killed instead of leased (rescue Root).
+  core::Labels root;
+  std::optional<std::string> to_worker; // only this worker leases it
+  // Delivered once to every worker that leases from the queue, without a
+  // lease to complete, until now + this; then it ends `completed`.
+  std::optional<core::Millis> broadcast_ttl;
+  std::optional<std::string> trigger; // a gate key it covers on completion
 };
 
-// What add_unique did: a new task, or the unfinished one with the same key.
+// What add_unique did: a new task, the unfinished one with the same key
+// (existed), or nothing because a live task made it obsolete (id 0,
+// obsoleted_by that task).
 struct Added {
   int64_t id = 0;
   bool existed = false;
+  std::optional<int64_t> obsoleted_by;
+};
+
+// A recurring schedule (`schedule add`), and the task it emits.
+struct ScheduleSpec {
+  std::string name;
+  std::string queue;
+  core::Schedule when;
+  std::string payload = "null"; // JSON text
+  core::Labels labels;
+  int64_t priority = 0;
+};
+
+struct ScheduleInfo {
+  ScheduleSpec spec;
+  bool paused = false;
+  core::Labels sync; // carried to the next emitted task
+  std::optional<int64_t> last_task;
+  core::Time due_at; // the stored tick the next emission waits for
+  core::Time created_at;
+};
+
+// A recurring barrier (`gate add`): once a completed task with
+// `--trigger K` has covered each key, it emits its task and re-arms.
+struct GateSpec {
+  std::string name;
+  std::string queue;
+  std::vector<std::string> keys; // sorted, unique, not empty
+  std::string payload = "null";  // JSON text
+  core::Labels labels;
+  int64_t priority = 0;
+};
+
+struct GateInfo {
+  GateSpec spec;
+  std::vector<std::string> covered; // keys covered since it last emitted
+  int64_t emitted = 0;
+  std::optional<int64_t> last_task;
+  core::Time created_at;
 };
 
 struct LeaseRequest {
@@ -137,7 +190,11 @@ public:
 
   // Leases up to req.count eligible tasks (SPEC §2 order), each until
   // now + lease_for with a fresh token, incrementing attempts. A task that
-  // would pass its max_attempts is paused instead. Empty when none.
+  // would pass its max_attempts is paused instead, and an obsolete one
+  // (root) killed. First emits the due schedules of req.queues, and hands
+  // out the broadcasts req.worker has not had: a broadcast comes with a
+  // token of its own that heartbeat/done/fail/release accept without
+  // changing the task. Empty when none.
   std::vector<core::Task> lease(const LeaseRequest& req, core::Time now);
 
   // Worker writes: each needs the current live lease token, else conflict
@@ -146,8 +203,11 @@ public:
                             std::optional<core::Millis> extend,
                             const std::optional<std::string>& checkpoint,
                             core::Time now);
+  // `sync` (done --sync) is merged into the sync state of the schedule that
+  // emitted the task; conflict when the task came from no schedule.
   core::Task complete(int64_t id, const std::string& token,
-                      const std::optional<std::string>& result, core::Time now);
+                      const std::optional<std::string>& result, core::Time now,
+                      const core::Labels& sync = {});
   core::Task fail(int64_t id, const std::string& token, const FailRequest& req,
                   core::Time now);
   core::Task release(int64_t id, const std::string& token,
@@ -160,24 +220,28 @@ public:
   std::optional<std::string> revoked_reason(int64_t id,
                                             const std::string& token);
 
-  // Whether `token` is still the live lease of task `id` at `now`. Reads
+  // Whether `token` is still the live lease of task `id` at `now` (or the
+  // token of its broadcast delivery). Reads
   // only, so a worker can check its leases on every change without waking
   // the others.
   bool lease_held(int64_t id, const std::string& token, core::Time now);
 
   // The earliest time after `now` at which a task of `queues` can become
   // eligible with no write to the database: a delayed task coming due, a
-  // sleeper waking, a lease expiring. std::nullopt when none will. Costs
+  // sleeper waking, a lease expiring, a schedule's tick. std::nullopt when
+  // none will. Costs
   // O(log n) per queue and distinct priority.
   std::optional<core::Time> next_due(const std::vector<std::string>& queues,
                                      core::Time now);
 
-  // Whether a task of `queues` is due now or has an expired lease: a
+  // Whether a task of `queues` is due now, has an expired lease, is a
+  // broadcast `worker` has not had, or a schedule of theirs is due: a
   // read-only look before taking the write lock to lease. It ignores labels,
   // addressing and limits, so true means "try", never "there is one".
   // Costs O(log n) per queue and distinct priority, however many tasks wait
   // for a later time.
-  bool anything_due(const std::vector<std::string>& queues, core::Time now);
+  bool anything_due(const std::vector<std::string>& queues, core::Time now,
+                    const std::string& worker);
 
   // A feed of the database's changes, to wait on between looks.
   ChangeFeed changes() const;
@@ -206,7 +270,32 @@ public:
                                 core::Time now);
   // One line per reason task `id` is not running now (empty: it is
   // eligible). `worker` is the asking worker, for addressing.
-  std::vector<std::string> why(int64_t id, core::Time now);
+  std::vector<std::string> why(int64_t id, core::Time now,
+                               const std::string& worker);
+
+  // Schedules. add_schedule: conflict when the name is taken; the first
+  // emission waits for the first tick after `now`. Pausing stops emission;
+  // resuming starts again from the first tick after `now` (ticks missed
+  // while paused are not back-filled). not_found for an unknown name.
+  void add_schedule(const ScheduleSpec& spec, core::Time now,
+                    const std::string& actor);
+  std::vector<ScheduleInfo> schedules();
+  ScheduleInfo schedule(const std::string& name);
+  void set_schedule_paused(const std::string& name, bool paused,
+                           core::Time now);
+  void remove_schedule(const std::string& name);
+  // Emits every due schedule (of all queues, or of `queue`): one task per
+  // schedule at most, none while its last task is unfinished; each
+  // schedule's next tick moves past `now` either way. Returns the new ids.
+  std::vector<int64_t> tick(const std::optional<std::string>& queue,
+                            core::Time now, const std::string& actor);
+
+  // Gates. add_gate: conflict when the name is taken. not_found for an
+  // unknown name.
+  void add_gate(const GateSpec& spec, core::Time now, const std::string& actor);
+  std::vector<GateInfo> gates();
+  GateInfo gate(const std::string& name);
+  void remove_gate(const std::string& name);
 
   void set_queue(const std::string& queue, const QueueSettings& settings);
 

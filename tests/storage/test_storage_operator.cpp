@@ -514,29 +514,29 @@ TEST_CASE("why is empty for an eligible task and names each reason "
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
   const int64_t ready = add_task(store, "q");
-  CHECK(store.why(ready, t0).empty());
+  CHECK(store.why(ready, t0, "w").empty());
 
   storage::NewTask later = new_task("q");
   later.run_at = t0 + 1h;
   const int64_t delayed = store.add(later, t0, k_operator);
-  const auto delayed_why = store.why(delayed, t0);
+  const auto delayed_why = store.why(delayed, t0, "w");
   REQUIRE(delayed_why.size() == 1);
   CHECK(contains(delayed_why[0], core::format_time(t0 + 1h)));
-  CHECK(store.why(delayed, t0 + 1h).empty());
+  CHECK(store.why(delayed, t0 + 1h, "w").empty());
 
   const auto leased = lease_one(store, "q", t0, 5min, "host-b:9");
   REQUIRE(leased);
   REQUIRE(leased->id == ready);
-  const auto leased_why = store.why(ready, t0);
+  const auto leased_why = store.why(ready, t0, "w");
   REQUIRE(leased_why.size() == 1);
   CHECK(contains(leased_why[0], "host-b:9"));
 
   send_one(store, delayed, Message::pause, t0);
-  const auto paused_why = store.why(delayed, t0 + 2h);
+  const auto paused_why = store.why(delayed, t0 + 2h, "w");
   REQUIRE(paused_why.size() == 1);
   CHECK(contains(paused_why[0], "paused"));
 
-  CHECK(error_kind([&] { store.why(4242, t0); }) == ErrorKind::not_found);
+  CHECK(error_kind([&] { store.why(4242, t0, "w"); }) == ErrorKind::not_found);
 }
 
 TEST_CASE("show records the worker as the actor of complete") {

@@ -58,34 +58,34 @@ TEST_CASE("next_due: extreme priorities are walked too") {
   add_at(store, "q", t0 + 2h, std::numeric_limits<int64_t>::min());
   CHECK(store.next_due({"q"}, t0) == t0 + 2h);
   CHECK(store.next_due({"q"}, t0 + 2h) == t0 + 3h);
-  CHECK_FALSE(store.anything_due({"q"}, t0 + 2h - 1ms));
-  CHECK(store.anything_due({"q"}, t0 + 2h)); // the lowest priority
+  CHECK_FALSE(store.anything_due({"q"}, t0 + 2h - 1ms, "w"));
+  CHECK(store.anything_due({"q"}, t0 + 2h, "w")); // the lowest priority
   TempDb db2;
   TaskStore top(db2.path(), OpenMode::write);
   add_at(top, "q", t0 + 3h, std::numeric_limits<int64_t>::max());
   CHECK(top.next_due({"q"}, t0) == t0 + 3h);
-  CHECK(top.anything_due({"q"}, t0 + 3h)); // the highest priority
+  CHECK(top.anything_due({"q"}, t0 + 3h, "w")); // the highest priority
 }
 
 TEST_CASE("anything_due: a due task, or an expired lease, in any priority") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
-  CHECK_FALSE(store.anything_due({"q"}, t0));
+  CHECK_FALSE(store.anything_due({"q"}, t0, "w"));
   add_at(store, "q", t0 + 1h, 9);
   add_at(store, "q", t0 + 2h, 0);
   add_at(store, "other", t0); // due, but another queue
-  CHECK_FALSE(store.anything_due({"q"}, t0));
-  CHECK(store.anything_due({"q", "other"}, t0));
-  CHECK(store.anything_due({"q"}, t0 + 1h));
+  CHECK_FALSE(store.anything_due({"q"}, t0, "w"));
+  CHECK(store.anything_due({"q", "other"}, t0, "w"));
+  CHECK(store.anything_due({"q"}, t0 + 1h, "w"));
   // A leased task is not due; once its lease expires, it is.
   const auto leased = lease_one(store, "q", t0 + 1h, 5min);
   REQUIRE(leased);
-  CHECK_FALSE(store.anything_due({"q"}, t0 + 1h));
-  CHECK(store.anything_due({"q"}, t0 + 1h + 5min));
+  CHECK_FALSE(store.anything_due({"q"}, t0 + 1h, "w"));
+  CHECK(store.anything_due({"q"}, t0 + 1h + 5min, "w"));
   // Paused tasks never are.
   send_one(store, leased->id, Message::pause, t0 + 1h);
-  CHECK_FALSE(store.anything_due({"q"}, t0 + 1h + 5min));
-  CHECK(store.anything_due({"q"}, t0 + 2h));
+  CHECK_FALSE(store.anything_due({"q"}, t0 + 1h + 5min, "w"));
+  CHECK(store.anything_due({"q"}, t0 + 2h, "w"));
 }
 
 TEST_CASE("next_due: a sleeper's wake time and a lease's expiry") {
