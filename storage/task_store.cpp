@@ -42,13 +42,15 @@ constexpr std::string_view k_task_columns =
     "max_attempts, run_at, created_at, updated_at, lease_token, "
     "lease_worker, lease_expires, checkpoint, checkpoint_req, result, "
     "reason, max_errors, error_window_ms, retry_delay_ms, backoff, "
-    "max_delay_ms, retry_of";
+    "max_delay_ms, retry_of, unique_key, after_ids, blockers, root, "
+    "to_worker, broadcast_until, trigger_key, schedule, gate, sync";
 
 // The eligibility test shared by leasing, `list --state ready` and stats;
 // its first terms are the tasks_ready partial index's WHERE clause, so the
 // planner can use that index.
 constexpr std::string_view k_ready_where =
-    "lease_token IS NULL AND state IN ('runnable', 'sleeping') "
+    "lease_token IS NULL AND state IN ('runnable', 'sleeping') AND blockers = "
+    "0 AND broadcast_until IS NULL "
     "AND run_at <= ?2";
 
 std::string join(std::string_view a, std::string_view b) {
@@ -134,6 +136,20 @@ Task read_task(const Statement& st) {
   }
   t.policy.max_delay = opt_millis(st.get_opt_int(23));
   t.retry_of = st.get_opt_int(24);
+  t.unique_key = st.get_opt_text(25);
+  if (auto after = st.get_opt_text(26)) {
+    t.after = nlohmann::json::parse(*after).get<std::vector<int64_t>>();
+  }
+  t.waiting = st.get_int(27) > 0;
+  t.root = labels_from_json(st.get_opt_text(28));
+  t.to_worker = st.get_opt_text(29);
+  if (auto until = st.get_opt_int(30)) {
+    t.broadcast_until = core::from_unix_ms(*until);
+  }
+  t.trigger = st.get_opt_text(31);
+  t.schedule = st.get_opt_text(32);
+  t.gate = st.get_opt_text(33);
+  t.sync = labels_from_json(st.get_opt_text(34));
   return t;
 }
 
@@ -332,6 +348,9 @@ void clear_lease(Db& db, const Task& task,
   st.run();
 }
 
+// What follows a task's end: its dependents, gates, the label index.
+void settle_finished(Db& db, int64_t id, TaskState state, Time now);
+
 void set_state(Db& db, int64_t id, TaskState state, Time now) {
   Statement(db, "UPDATE tasks SET state = ?2, rev = rev + 1, updated_at = ?3 "
                 "WHERE id = ?1")
@@ -339,6 +358,9 @@ void set_state(Db& db, int64_t id, TaskState state, Time now) {
       .bind(2, core::to_string(state))
       .bind(3, to_unix_ms(now))
       .run();
+  if (core::is_terminal(state)) {
+    settle_finished(db, id, state, now);
+  }
 }
 
 void set_reason(Db& db, int64_t id, std::string_view reason) {
@@ -463,8 +485,11 @@ namespace {
 // row: about 2.5 times fewer instructions for a bulk add.
 class Inserter {
 public:
+  // `blockers` is how many of t.after are unfinished; `state` the state
+  // the tasks start in (paused when a dependency already failed).
   Inserter(Db& db, const NewTask& t, Time now, const std::string& actor,
-           int rows = 1)
+           int rows = 1, int64_t blockers = 0,
+           TaskState state = TaskState::runnable)
       : m_st(db, insert_sql(rows)), m_rows(rows) {
     m_st.bind(1, t.queue);
     if (t.labels.empty()) {
@@ -482,7 +507,20 @@ public:
         .bind(11, opt_backoff(t.policy.backoff))
         .bind(12, opt_ms(t.policy.max_delay))
         .bind(13, t.retry_of)
-        .bind(14, actor);
+        .bind(14, actor)
+        .bind(15, t.to_worker)
+        .bind(16, t.trigger)
+        .bind(17, t.broadcast_ttl
+                      ? std::optional(to_unix_ms(now + *t.broadcast_ttl))
+                      : std::nullopt)
+        .bind(18, t.root.empty() ? std::nullopt
+                                 : std::optional(labels_to_json(t.root)))
+        .bind(19, t.after.empty()
+                      ? std::nullopt
+                      : std::optional(nlohmann::json(t.after).dump()))
+        .bind(20, blockers)
+        .bind(21, t.unique_key)
+        .bind(22, core::to_string(state));
   }
 
   // Inserts one task per payload (exactly `rows` of them); returns the id
@@ -502,18 +540,20 @@ public:
   }
 
 private:
-  static constexpr int k_first_payload = 15;
+  static constexpr int k_first_payload = 23;
 
   static std::string insert_sql(int rows) {
     std::string sql = "INSERT INTO tasks (queue, state, payload, labels, "
                       "priority, max_attempts, run_at, created_at, "
                       "updated_at, max_errors, error_window_ms, "
                       "retry_delay_ms, backoff, max_delay_ms, retry_of, "
-                      "created_by) VALUES ";
+                      "created_by, to_worker, trigger_key, broadcast_until, "
+                      "root, after_ids, blockers, unique_key) VALUES ";
     for (int i = 0; i < rows; ++i) {
       sql += i == 0 ? "(" : ", (";
-      sql += "?1, 'runnable', ?" + std::to_string(k_first_payload + i)
-             + ", ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)";
+      sql += "?1, ?22, ?" + std::to_string(k_first_payload + i)
+             + ", ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+               "?15, ?16, ?17, ?18, ?19, ?20, ?21)";
     }
     return sql;
   }
@@ -525,6 +565,267 @@ private:
 // Rows per statement of a bulk add: past 64 the gain is under 3%.
 constexpr int k_batch_rows = 64;
 
+// Refuses combinations that mean nothing (usage).
+void check_new_task(const NewTask& t) {
+  if (t.broadcast_ttl
+      && (t.to_worker || !t.after.empty() || !t.root.empty() || t.unique_key)) {
+    throw Error(ErrorKind::usage, "a broadcast goes to every worker: it takes "
+                                  "no --to, --after, --root or --unique");
+  }
+  if (t.broadcast_ttl && t.broadcast_ttl->count() <= 0) {
+    throw Error(ErrorKind::usage, "a broadcast's ttl must be positive");
+  }
+  for (const int64_t dep : t.after) {
+    if (dep <= 0) {
+      throw Error(ErrorKind::usage, "--after takes task ids (positive)");
+    }
+  }
+}
+
+// Where a new task's `after` list stands: the unfinished tasks it waits
+// for, and the first one that already ended failed or killed.
+struct Deps {
+  std::vector<int64_t> unfinished;
+  std::optional<std::pair<int64_t, TaskState>> broken;
+};
+
+Deps check_deps(Db& db, const std::vector<int64_t>& after) {
+  Deps deps;
+  Statement st(db, "SELECT state FROM tasks WHERE id = ?1");
+  for (const int64_t dep : after) {
+    st.bind(1, dep);
+    if (!st.step()) {
+      throw Error(ErrorKind::not_found, "no " + task_ref(dep) + " (--after)");
+    }
+    const TaskState state =
+        core::parse_state(st.get_text(0)).value_or(TaskState::runnable);
+    st.reset();
+    if (state == TaskState::completed) {
+      continue;
+    }
+    if (core::is_terminal(state)) {
+      if (!deps.broken) {
+        deps.broken.emplace(dep, state);
+      }
+    } else if (std::find(deps.unfinished.begin(), deps.unfinished.end(), dep)
+               == deps.unfinished.end()) {
+      deps.unfinished.push_back(dep);
+    }
+  }
+  return deps;
+}
+
+std::string broken_dep_reason(int64_t dep, TaskState state) {
+  return "dependency " + std::to_string(dep)
+         + (state == TaskState::killed ? " was killed" : " failed");
+}
+
+// The rows beside a new task: its labels in task_labels, its unfinished
+// dependencies in task_deps, and the reason when it starts paused.
+class Companions {
+public:
+  Companions(Db& db, const NewTask& t, const Deps& deps)
+      : m_labels(db, "INSERT OR IGNORE INTO task_labels (key, value, task_id) "
+                     "VALUES (?1, ?2, ?3)"),
+        m_deps(db, "INSERT OR IGNORE INTO task_deps (dep_id, task_id) "
+                   "VALUES (?1, ?2)"),
+        m_task(t), m_info(deps) {}
+
+  void add(Db& db, int64_t id, Time now) {
+    for (const auto& [key, value] : m_task.labels) {
+      m_labels.bind(1, key).bind(2, value).bind(3, id);
+      m_labels.run();
+      m_labels.reset();
+    }
+    if (m_info.broken) {
+      const auto [dep, state] = *m_info.broken;
+      set_reason(db, id, broken_dep_reason(dep, state));
+      log_event(db, id, now, "pause", TaskState::runnable, TaskState::paused,
+                k_system_actor, broken_dep_reason(dep, state));
+      return;
+    }
+    for (const int64_t dep : m_info.unfinished) {
+      m_deps.bind(1, dep).bind(2, id);
+      m_deps.run();
+      m_deps.reset();
+    }
+  }
+
+  int64_t blockers() const {
+    return m_info.broken ? 0 : static_cast<int64_t>(m_info.unfinished.size());
+  }
+  TaskState state() const {
+    return m_info.broken ? TaskState::paused : TaskState::runnable;
+  }
+
+private:
+  Statement m_labels;
+  Statement m_deps;
+  const NewTask& m_task;
+  const Deps& m_info;
+};
+
+// Adds one task with everything beside it; returns its id.
+int64_t insert_task(Db& db, const NewTask& t, Time now,
+                    const std::string& actor) {
+  check_new_task(t);
+  const Deps deps = check_deps(db, t.after);
+  Companions companions(db, t, deps);
+  Inserter ins(db, t, now, actor, 1, companions.blockers(), companions.state());
+  const int64_t id = ins.insert(t.payload, db);
+  companions.add(db, id, now);
+  return id;
+}
+
+// The first unfinished task other than `self` that has every label of
+// `root`, if any: the task that makes a `--root` task obsolete.
+std::optional<int64_t> obsoleted_by(Db& db, const core::Labels& root,
+                                    int64_t self) {
+  if (root.empty()) {
+    return std::nullopt;
+  }
+  const auto& [key, value] = *root.begin();
+  Statement first(db, "SELECT task_id FROM task_labels WHERE key = ?1 "
+                      "AND value = ?2 AND task_id <> ?3 ORDER BY task_id");
+  Statement has(db, "SELECT 1 FROM task_labels WHERE key = ?1 AND value = ?2 "
+                    "AND task_id = ?3");
+  first.bind(1, key).bind(2, value).bind(3, self);
+  while (first.step()) {
+    const int64_t other = first.get_int(0);
+    bool all = true;
+    for (auto it = std::next(root.begin()); all && it != root.end(); ++it) {
+      has.bind(1, it->first).bind(2, it->second).bind(3, other);
+      all = has.step();
+      has.reset();
+    }
+    if (all) {
+      return other;
+    }
+  }
+  return std::nullopt;
+}
+
+std::vector<std::string> strings_from_json(const std::string& text) {
+  return nlohmann::json::parse(text).get<std::vector<std::string>>();
+}
+
+// A completed task with `--trigger key` covers that key on every gate that
+// has it; a gate with all its keys covered emits its task and re-arms.
+void cover_gates(Db& db, const std::string& key, Time now) {
+  std::vector<std::tuple<std::string, std::vector<std::string>,
+                         std::vector<std::string>>>
+      touched;
+  {
+    Statement st(db, "SELECT name, keys, covered FROM gates ORDER BY name");
+    while (st.step()) {
+      auto keys = strings_from_json(st.get_text(1));
+      if (std::binary_search(keys.begin(), keys.end(), key)) {
+        touched.emplace_back(st.get_text(0), std::move(keys),
+                             strings_from_json(st.get_text(2)));
+      }
+    }
+  }
+  for (auto& [name, keys, covered] : touched) {
+    if (!std::binary_search(covered.begin(), covered.end(), key)) {
+      covered.insert(std::upper_bound(covered.begin(), covered.end(), key),
+                     key);
+    }
+    if (covered != keys) {
+      Statement(db, "UPDATE gates SET covered = ?2 WHERE name = ?1")
+          .bind(1, name)
+          .bind(2, nlohmann::json(covered).dump())
+          .run();
+      continue;
+    }
+    NewTask emit;
+    {
+      Statement st(db, "SELECT queue, payload, labels, priority FROM gates "
+                       "WHERE name = ?1");
+      st.bind(1, name);
+      st.step();
+      emit.queue = st.get_text(0);
+      emit.payload = st.get_text(1);
+      emit.labels = labels_from_json(st.get_opt_text(2));
+      emit.priority = st.get_int(3);
+    }
+    const int64_t id = insert_task(db, emit, now, "gate:" + name);
+    Statement(db, "UPDATE tasks SET gate = ?2 WHERE id = ?1")
+        .bind(1, id)
+        .bind(2, name)
+        .run();
+    Statement(db, "UPDATE gates SET covered = '[]', emitted = emitted + 1, "
+                  "last_task = ?2 WHERE name = ?1")
+        .bind(1, name)
+        .bind(2, id)
+        .run();
+  }
+}
+
+void settle_finished(Db& db, int64_t id, TaskState state, Time now) {
+  core::Labels labels;
+  std::optional<std::string> trigger;
+  {
+    Statement st(db, "SELECT labels, trigger_key FROM tasks WHERE id = ?1");
+    st.bind(1, id);
+    st.step();
+    labels = labels_from_json(st.get_opt_text(0));
+    trigger = st.get_opt_text(1);
+  }
+  {
+    Statement drop(db, "DELETE FROM task_labels WHERE key = ?1 AND value = ?2 "
+                       "AND task_id = ?3");
+    for (const auto& [key, value] : labels) {
+      drop.bind(1, key).bind(2, value).bind(3, id);
+      drop.run();
+      drop.reset();
+    }
+  }
+  // Dependents still waiting: one fewer to wait for, or, when this one did
+  // not complete, paused for an operator to decide.
+  std::vector<std::pair<int64_t, TaskState>> waiting;
+  {
+    Statement st(db, "SELECT t.id, t.state FROM task_deps d JOIN tasks t "
+                     "ON t.id = d.task_id WHERE d.dep_id = ?1 "
+                     "AND t.blockers > 0 ORDER BY t.id");
+    st.bind(1, id);
+    while (st.step()) {
+      waiting.emplace_back(
+          st.get_int(0),
+          core::parse_state(st.get_text(1)).value_or(TaskState::runnable));
+    }
+  }
+  for (const auto& [dependent, dep_state] : waiting) {
+    if (state == TaskState::completed) {
+      Statement(db, "UPDATE tasks SET blockers = blockers - 1, "
+                    "rev = rev + 1, updated_at = ?2 WHERE id = ?1")
+          .bind(1, dependent)
+          .bind(2, to_unix_ms(now))
+          .run();
+      continue;
+    }
+    const std::string reason = broken_dep_reason(id, state);
+    Statement(db, "UPDATE tasks SET blockers = 0, state = 'paused', "
+                  "reason = ?2, rev = rev + 1, updated_at = ?3 WHERE id = ?1")
+        .bind(1, dependent)
+        .bind(2, reason)
+        .bind(3, to_unix_ms(now))
+        .run();
+    log_event(db, dependent, now, "pause", dep_state, TaskState::paused,
+              k_system_actor, reason);
+  }
+  if (state == TaskState::completed && trigger) {
+    cover_gates(db, *trigger, now);
+  }
+}
+
+std::string labels_text(const core::Labels& labels) {
+  std::string out;
+  for (const auto& [k, v] : labels) {
+    out += (out.empty() ? "" : ",") + k + "=" + v;
+  }
+  return out;
+}
+
 } // namespace
 
 int64_t TaskStore::add(const NewTask& task, Time now,
@@ -534,6 +835,7 @@ int64_t TaskStore::add(const NewTask& task, Time now,
 
 Added TaskStore::add_unique(const NewTask& task, Time now,
                             const std::string& actor) {
+  check_new_task(task);
   Transaction tx(*m_db);
   if (task.unique_key) {
     Statement st(*m_db, "SELECT id FROM tasks INDEXED BY tasks_unique "
@@ -546,14 +848,10 @@ Added TaskStore::add_unique(const NewTask& task, Time now,
       return {st.get_int(0), true, std::nullopt};
     }
   }
-  Inserter ins(*m_db, task, now, actor);
-  const int64_t id = ins.insert(task.payload, *m_db);
-  if (task.unique_key) {
-    Statement(*m_db, "UPDATE tasks SET unique_key = ?2 WHERE id = ?1")
-        .bind(1, id)
-        .bind(2, *task.unique_key)
-        .run();
+  if (const auto by = obsoleted_by(*m_db, task.root, 0)) {
+    return {0, false, by};
   }
+  const int64_t id = insert_task(*m_db, task, now, actor);
   tx.commit();
   return {id, false, std::nullopt};
 }
@@ -562,14 +860,28 @@ int64_t TaskStore::add_many(const NewTask& proto,
                             const std::function<bool(std::string&)>& next,
                             const std::function<void(int64_t)>& on_id, Time now,
                             const std::string& actor) {
+  check_new_task(proto);
+  if (proto.unique_key || !proto.root.empty() || proto.broadcast_ttl) {
+    throw Error(ErrorKind::usage, "a bulk add takes no --unique, --root or "
+                                  "--broadcast: add those one by one");
+  }
   Transaction tx(*m_db);
+  const Deps deps = check_deps(*m_db, proto.after);
+  Companions companions(*m_db, proto, deps);
+  // Labels and dependencies take rows of their own; without them a bulk
+  // add writes nothing but its tasks.
+  const bool companion_rows =
+      !proto.labels.empty() || !deps.unfinished.empty() || deps.broken;
   // The payloads of one batch; their buffers are reused batch after batch.
   std::array<std::string, k_batch_rows> batch;
   std::optional<Inserter> many;
   int64_t count = 0;
   const auto report = [&](int64_t first, int rows) {
-    if (on_id) {
-      for (int i = 0; i < rows; ++i) {
+    for (int i = 0; i < rows; ++i) {
+      if (companion_rows) {
+        companions.add(*m_db, first + i, now);
+      }
+      if (on_id) {
         on_id(first + i);
       }
     }
@@ -579,14 +891,16 @@ int64_t TaskStore::add_many(const NewTask& proto,
   while (next(batch[static_cast<size_t>(filled)])) {
     if (++filled == k_batch_rows) {
       if (!many) {
-        many.emplace(*m_db, proto, now, actor, k_batch_rows);
+        many.emplace(*m_db, proto, now, actor, k_batch_rows,
+                     companions.blockers(), companions.state());
       }
       report(many->insert(batch.data(), *m_db), k_batch_rows);
       filled = 0;
     }
   }
   if (filled > 0) {
-    Inserter one(*m_db, proto, now, actor);
+    Inserter one(*m_db, proto, now, actor, 1, companions.blockers(),
+                 companions.state());
     for (int i = 0; i < filled; ++i) {
       report(one.insert(batch[static_cast<size_t>(i)], *m_db), 1);
     }
@@ -603,7 +917,8 @@ std::vector<Task> TaskStore::requeue(const std::string& queue,
     Statement st(*m_db, "SELECT id, state, run_at FROM tasks "
                         "INDEXED BY tasks_ready WHERE queue = ?1 "
                         "AND lease_token IS NULL "
-                        "AND state IN ('runnable', 'sleeping') "
+                        "AND state IN ('runnable', 'sleeping') AND blockers = "
+                        "0 AND broadcast_until IS NULL "
                         "AND run_at > ?2 ORDER BY id");
     st.bind(1, queue).bind(2, to_unix_ms(now));
     while (st.step()) {
@@ -645,8 +960,10 @@ int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
   spec.max_attempts = old.max_attempts;
   spec.policy = old.policy;
   spec.retry_of = old.id;
-  Inserter ins(*m_db, spec, now, actor);
-  const int64_t new_id = ins.insert(spec.payload, *m_db);
+  spec.root = old.root;
+  spec.to_worker = old.to_worker;
+  spec.trigger = old.trigger;
+  const int64_t new_id = insert_task(*m_db, spec, now, actor);
   tx.commit();
   return new_id;
 }
@@ -687,22 +1004,232 @@ int64_t count_running(Db& db, const std::string& queue, Time now) {
   return st.get_int(0);
 }
 
-// The first eligible task of `queue` in lease order whose labels match.
-std::optional<Task> first_candidate(Db& db, const std::string& queue,
-                                    const std::vector<core::LabelPattern>& m,
+// The distinct priorities among a queue's unleased runnable and sleeping
+// tasks, highest first, one tasks_ready seek each. next_due and
+// anything_due look at each priority's run_at range separately, since a
+// plain range on run_at, the index's second key, would scan every task.
+class PriorityWalk {
+public:
+  explicit PriorityWalk(Db& db)
+      : m_st(db, "SELECT priority FROM tasks INDEXED BY tasks_ready "
+                 "WHERE queue = ?1 AND lease_token IS NULL "
+                 "AND state IN ('runnable', 'sleeping') AND blockers = 0 AND "
+                 "broadcast_until IS NULL AND priority <= ?2 "
+                 "ORDER BY priority DESC LIMIT 1") {}
+
+  // Starts over on `queue`.
+  void start(const std::string& queue) {
+    m_queue = &queue;
+    m_below = std::numeric_limits<int64_t>::max();
+    m_done = false;
+  }
+
+  // The next lower priority, or std::nullopt after the lowest.
+  std::optional<int64_t> next() {
+    if (m_done) {
+      return std::nullopt;
+    }
+    m_st.bind(1, *m_queue).bind(2, m_below);
+    std::optional<int64_t> priority;
+    if (m_st.step()) {
+      priority = m_st.get_int(0);
+    }
+    m_st.reset();
+    if (!priority || *priority == std::numeric_limits<int64_t>::min()) {
+      m_done = true;
+    } else {
+      m_below = *priority - 1;
+    }
+    return priority;
+  }
+
+private:
+  Statement m_st;
+  const std::string* m_queue = nullptr;
+  int64_t m_below = 0;
+  bool m_done = true;
+};
+
+// The first task of `queue` in lease order that `worker` may lease now:
+// due, unleased, not waiting for dependencies, addressed to any worker or
+// to this one, its labels matching `m`. One index seek per distinct
+// priority above it, however many tasks wait for a later time.
+class Candidates {
+public:
+  explicit Candidates(Db& db)
+      : m_walk(db),
+        m_due(db, join(join("SELECT ", k_task_columns),
+                       " FROM tasks INDEXED BY tasks_ready WHERE queue = ?1 "
+                       "AND lease_token IS NULL AND state IN ('runnable', "
+                       "'sleeping') AND blockers = 0 AND broadcast_until IS "
+                       "NULL AND priority = ?2 AND run_at <= ?3 "
+                       "ORDER BY run_at, id")) {}
+
+  std::optional<Task> first(const std::string& queue,
+                            const std::vector<core::LabelPattern>& m,
+                            const std::string& worker, Time now) {
+    m_walk.start(queue);
+    while (const auto priority = m_walk.next()) {
+      m_due.bind(1, queue).bind(2, *priority).bind(3, to_unix_ms(now));
+      while (m_due.step()) {
+        Task t = read_task(m_due);
+        if ((!t.to_worker || *t.to_worker == worker)
+            && core::matches(t.labels, m)) {
+          m_due.reset();
+          return t;
+        }
+      }
+      m_due.reset();
+    }
+    return std::nullopt;
+  }
+
+private:
+  PriorityWalk m_walk;
+  Statement m_due;
+};
+
+core::Schedule stored_schedule(const std::optional<std::string>& every,
+                               const std::optional<std::string>& cron) {
+  auto parsed =
+      every ? core::parse_every(*every) : core::parse_cron(cron.value_or(""));
+  if (!parsed) {
+    throw Error(ErrorKind::internal, "a stored schedule does not parse: "
+                                         + every.value_or(cron.value_or("")));
+  }
+  return *parsed;
+}
+
+// Emits the due schedules of `queue` (of every queue when null): a task
+// for each whose last task has finished, and moves each one's next tick
+// past `now`, so missed ticks are not back-filled. Returns the new ids.
+std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
                                     Time now) {
-  Statement st(db, join(join("SELECT ", k_task_columns),
-                        join(" FROM tasks WHERE queue = ?1 AND ",
-                             join(k_ready_where,
-                                  " ORDER BY priority DESC, run_at, id"))));
-  st.bind(1, queue).bind(2, to_unix_ms(now));
-  while (st.step()) {
-    Task t = read_task(st);
-    if (core::matches(t.labels, m)) {
-      return t;
+  struct Due {
+    std::string name;
+    NewTask emit;
+    core::Schedule when;
+    std::optional<std::string> sync;
+    std::optional<int64_t> last_task;
+  };
+  std::vector<Due> due;
+  {
+    Statement st(db, std::string("SELECT name, queue, every, cron, payload, "
+                                 "labels, priority, sync, last_task "
+                                 "FROM schedules WHERE paused = 0 AND "
+                                 "due_at <= ?1")
+                         + (queue ? " AND queue = ?2" : "") + " ORDER BY name");
+    st.bind(1, to_unix_ms(now));
+    if (queue) {
+      st.bind(2, *queue);
+    }
+    while (st.step()) {
+      Due d;
+      d.name = st.get_text(0);
+      d.emit.queue = st.get_text(1);
+      d.when = stored_schedule(st.get_opt_text(2), st.get_opt_text(3));
+      d.emit.payload = st.get_text(4);
+      d.emit.labels = labels_from_json(st.get_opt_text(5));
+      d.emit.priority = st.get_int(6);
+      d.sync = st.get_opt_text(7);
+      d.last_task = st.get_opt_int(8);
+      due.push_back(std::move(d));
     }
   }
-  return std::nullopt;
+  std::vector<int64_t> emitted;
+  for (const Due& d : due) {
+    std::optional<int64_t> id;
+    const auto last = d.last_task ? load_task(db, *d.last_task) : std::nullopt;
+    if (!last || core::is_terminal(last->state)) {
+      id = insert_task(db, d.emit, now, "schedule:" + d.name);
+      Statement(db, "UPDATE tasks SET schedule = ?2, sync = ?3 WHERE id = ?1")
+          .bind(1, *id)
+          .bind(2, d.name)
+          .bind(3, d.sync)
+          .run();
+      emitted.push_back(*id);
+    }
+    Statement(db, "UPDATE schedules SET due_at = ?2, "
+                  "last_task = coalesce(?3, last_task) WHERE name = ?1")
+        .bind(1, d.name)
+        .bind(2, to_unix_ms(core::ticks(d.when, now).next))
+        .bind(3, id)
+        .run();
+  }
+  return emitted;
+}
+
+// Hands `worker` the broadcasts of `queue` it has not had yet, up to
+// `room` of them, each with a token of its own; ends those past their ttl.
+void deliver_broadcasts(Db& db, const std::string& queue,
+                        const LeaseRequest& req, size_t room, Time now,
+                        std::vector<Task>& out) {
+  std::vector<Task> live;
+  {
+    Statement st(db, join(join("SELECT ", k_task_columns),
+                          " FROM tasks INDEXED BY tasks_broadcast "
+                          "WHERE queue = ?1 AND broadcast_until IS NOT NULL "
+                          "AND state = 'runnable' ORDER BY id"));
+    st.bind(1, queue);
+    while (st.step()) {
+      live.push_back(read_task(st));
+    }
+  }
+  Statement deliver(db, "INSERT OR IGNORE INTO deliveries (task_id, worker, "
+                        "token, time) VALUES (?1, ?2, ?3, ?4)");
+  for (Task& t : live) {
+    if (*t.broadcast_until <= now) {
+      set_state(db, t.id, TaskState::completed, now);
+      set_reason(db, t.id, "broadcast ended");
+      log_event(db, t.id, now, "complete", TaskState::runnable,
+                TaskState::completed, k_system_actor,
+                "broadcast ended at " + core::format_time(*t.broadcast_until));
+      continue;
+    }
+    if (room == 0 || !core::matches(t.labels, req.match)) {
+      continue;
+    }
+    const std::string token = random_token();
+    deliver.bind(1, t.id)
+        .bind(2, req.worker)
+        .bind(3, token)
+        .bind(4, to_unix_ms(now));
+    deliver.run();
+    deliver.reset();
+    if (sqlite3_changes(db.handle()) == 0) {
+      continue; // this worker has had it
+    }
+    log_event(db, t.id, now, "lease", TaskState::runnable, TaskState::runnable,
+              req.worker, "broadcast delivery");
+    Task copy = load_full(db, t.id);
+    copy.lease = core::Lease{token, req.worker, now + req.lease_for};
+    out.push_back(std::move(copy));
+    --room;
+  }
+}
+
+// A worker's write with the token of a broadcast delivery: logged as
+// `message`, the task unchanged (a broadcast needs no done). std::nullopt
+// when `token` is not a delivery of task `id`.
+std::optional<Task> delivery_write(Db& db, int64_t id, const std::string& token,
+                                   Time now, std::string_view message,
+                                   std::string_view detail) {
+  std::string worker;
+  {
+    Statement st(db, "SELECT worker FROM deliveries WHERE task_id = ?1 "
+                     "AND token = ?2");
+    st.bind(1, id).bind(2, token);
+    if (!st.step()) {
+      return std::nullopt;
+    }
+    worker = st.get_text(0);
+  }
+  Task t = load_full(db, id);
+  log_event(db, id, now, message, t.state, t.state, worker,
+            detail.empty() ? std::string("broadcast delivery")
+                           : "broadcast delivery: " + std::string(detail));
+  t.lease = core::Lease{token, worker, now};
+  return t;
 }
 
 bool lease_order_before(const Task& a, const Task& b) {
@@ -728,12 +1255,17 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
   std::vector<std::string> queues = req.queues;
   std::sort(queues.begin(), queues.end());
   queues.erase(std::unique(queues.begin(), queues.end()), queues.end());
+  std::vector<Task> leased;
   for (const auto& q : queues) {
     QueueRow row = load_queue(*m_db, q);
     if (row.paused) {
       continue;
     }
     reclaim_expired(*m_db, q, now);
+    emit_schedules(*m_db, &q, now);
+    const size_t room =
+        static_cast<size_t>(std::max(req.count, 0)) - leased.size();
+    deliver_broadcasts(*m_db, q, req, room, now, leased);
     int64_t capacity = req.count;
     if (row.max_running) {
       capacity =
@@ -742,7 +1274,7 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
     sources.push_back({q, std::move(row), capacity});
   }
 
-  std::vector<Task> leased;
+  Candidates candidates(*m_db);
   while (static_cast<int>(leased.size()) < req.count) {
     std::optional<Task> best;
     Source* from = nullptr;
@@ -750,7 +1282,7 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
       if (s.capacity <= 0) {
         continue;
       }
-      auto c = first_candidate(*m_db, s.queue, req.match, now);
+      auto c = candidates.first(s.queue, req.match, req.worker, now);
       if (c && (!best || lease_order_before(*c, *best))) {
         best = std::move(c);
         from = &s;
@@ -760,6 +1292,15 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
       break;
     }
     Task& t = *best;
+    if (const auto by = obsoleted_by(*m_db, t.root, t.id)) {
+      // rescue's root: a live task with its root labels made it obsolete.
+      const std::string reason = "obsoleted by " + task_ref(*by);
+      set_state(*m_db, t.id, TaskState::killed, now);
+      set_reason(*m_db, t.id, reason);
+      log_event(*m_db, t.id, now, "kill", t.state, TaskState::killed,
+                k_system_actor, reason);
+      continue;
+    }
     const auto limit =
         t.max_attempts ? t.max_attempts : from->settings.max_attempts;
     if (limit && t.attempts >= *limit) {
@@ -809,6 +1350,10 @@ HeartbeatResult TaskStore::heartbeat(int64_t id, const std::string& token,
                                      const std::optional<std::string>& cp,
                                      Time now) {
   Transaction tx(*m_db);
+  if (delivery_write(*m_db, id, token, now, "heartbeat", "")) {
+    tx.commit();
+    return {now + extend.value_or(std::chrono::minutes(5)), false};
+  }
   const Task task = require_lease(*m_db, id, token, now);
   Statement get_for(*m_db, "SELECT lease_for_ms FROM tasks WHERE id = ?1");
   get_for.bind(1, id);
@@ -833,14 +1378,43 @@ HeartbeatResult TaskStore::heartbeat(int64_t id, const std::string& token,
 Task TaskStore::complete(int64_t id, const std::string& token,
                          const std::optional<std::string>& result, Time now,
                          const core::Labels& sync) {
-  (void)sync;
   Transaction tx(*m_db);
+  if (auto b = delivery_write(*m_db, id, token, now, "complete", "done")) {
+    if (!sync.empty()) {
+      throw Error(ErrorKind::conflict, "cannot store --sync: " + task_ref(id)
+                                           + " is a broadcast, not a "
+                                             "schedule's task");
+    }
+    tx.commit();
+    return *b;
+  }
   const Task task = require_lease(*m_db, id, token, now);
   const auto next = core::transition(task.state, Message::complete);
   if (!next) {
     throw Error(ErrorKind::conflict, refusal(task, Message::complete));
   }
+  if (!sync.empty() && !task.schedule) {
+    throw Error(ErrorKind::conflict, "cannot store --sync: " + task_ref(id)
+                                         + " was not emitted by a schedule");
+  }
   clear_lease(*m_db, task, std::nullopt);
+  // The sync state the task reports: what it was given, updated with
+  // --sync; its schedule hands it to the next task it emits.
+  core::Labels merged = task.sync;
+  for (const auto& [k, v] : sync) {
+    merged[k] = v;
+  }
+  if (!sync.empty()) {
+    const std::string text = labels_to_json(merged);
+    Statement(*m_db, "UPDATE tasks SET sync = ?2 WHERE id = ?1")
+        .bind(1, id)
+        .bind(2, text)
+        .run();
+    Statement(*m_db, "UPDATE schedules SET sync = ?2 WHERE name = ?1")
+        .bind(1, *task.schedule)
+        .bind(2, text)
+        .run();
+  }
   set_state(*m_db, id, *next, now);
   Statement(*m_db, "UPDATE tasks SET result = ?2 WHERE id = ?1")
       .bind(1, id)
@@ -856,6 +1430,10 @@ Task TaskStore::complete(int64_t id, const std::string& token,
 Task TaskStore::fail(int64_t id, const std::string& token,
                      const FailRequest& req, Time now) {
   Transaction tx(*m_db);
+  if (auto b = delivery_write(*m_db, id, token, now, "error", req.error)) {
+    tx.commit();
+    return *b;
+  }
   const Task task = require_lease(*m_db, id, token, now);
   const std::string& worker = task.lease->worker;
   const auto fault = core::transition(task.state, Message::error);
@@ -918,6 +1496,10 @@ Task TaskStore::fail(int64_t id, const std::string& token,
 Task TaskStore::release(int64_t id, const std::string& token,
                         std::optional<Millis> delay, Time now) {
   Transaction tx(*m_db);
+  if (auto b = delivery_write(*m_db, id, token, now, "release", "")) {
+    tx.commit();
+    return *b;
+  }
   const Task task = require_lease(*m_db, id, token, now);
   clear_lease(*m_db, task, std::nullopt);
   // Untouched: the attempt this lease used is given back.
@@ -939,6 +1521,10 @@ Task TaskStore::release(int64_t id, const std::string& token,
 Task TaskStore::worker_sleep(int64_t id, const std::string& token, Time until,
                              Time now) {
   Transaction tx(*m_db);
+  if (auto b = delivery_write(*m_db, id, token, now, "sleep", "")) {
+    tx.commit();
+    return *b;
+  }
   const Task task = require_lease(*m_db, id, token, now);
   const auto next = core::transition(task.state, Message::sleep);
   if (!next) {
@@ -963,58 +1549,10 @@ std::optional<std::string> TaskStore::revoked_reason(int64_t id,
   return revoked->substr(0, revoked->find(' ')); // the message
 }
 
-namespace {
-
-// The distinct priorities among a queue's unleased runnable and sleeping
-// tasks, highest first, one tasks_ready seek each. next_due and
-// anything_due look at each priority's run_at range separately, since a
-// plain range on run_at, the index's second key, would scan every task.
-class PriorityWalk {
-public:
-  explicit PriorityWalk(Db& db)
-      : m_st(db, "SELECT priority FROM tasks INDEXED BY tasks_ready "
-                 "WHERE queue = ?1 AND lease_token IS NULL "
-                 "AND state IN ('runnable', 'sleeping') AND priority <= ?2 "
-                 "ORDER BY priority DESC LIMIT 1") {}
-
-  // Starts over on `queue`.
-  void start(const std::string& queue) {
-    m_queue = &queue;
-    m_below = std::numeric_limits<int64_t>::max();
-    m_done = false;
-  }
-
-  // The next lower priority, or std::nullopt after the lowest.
-  std::optional<int64_t> next() {
-    if (m_done) {
-      return std::nullopt;
-    }
-    m_st.bind(1, *m_queue).bind(2, m_below);
-    std::optional<int64_t> priority;
-    if (m_st.step()) {
-      priority = m_st.get_int(0);
-    }
-    m_st.reset();
-    if (!priority || *priority == std::numeric_limits<int64_t>::min()) {
-      m_done = true;
-    } else {
-      m_below = *priority - 1;
-    }
-    return priority;
-  }
-
-private:
-  Statement m_st;
-  const std::string* m_queue = nullptr;
-  int64_t m_below = 0;
-  bool m_done = true;
-};
-
-} // namespace
-
 bool TaskStore::lease_held(int64_t id, const std::string& token, Time now) {
   Statement st(*m_db, "SELECT 1 FROM tasks WHERE id = ?1 AND lease_token = ?2 "
-                      "AND lease_expires > ?3");
+                      "AND lease_expires > ?3 UNION ALL SELECT 1 FROM "
+                      "deliveries WHERE task_id = ?1 AND token = ?2");
   st.bind(1, id).bind(2, token).bind(3, to_unix_ms(now));
   return st.step();
 }
@@ -1022,15 +1560,19 @@ bool TaskStore::lease_held(int64_t id, const std::string& token, Time now) {
 std::optional<Time> TaskStore::next_due(const std::vector<std::string>& queues,
                                         Time now) {
   PriorityWalk priorities(*m_db);
-  Statement first_future(
-      *m_db, "SELECT min(run_at) FROM tasks INDEXED BY tasks_ready "
-             "WHERE queue = ?1 AND lease_token IS NULL "
-             "AND state IN ('runnable', 'sleeping') AND priority = ?2 "
-             "AND run_at > ?3");
+  Statement first_future(*m_db,
+                         "SELECT min(run_at) FROM tasks INDEXED BY tasks_ready "
+                         "WHERE queue = ?1 AND lease_token IS NULL "
+                         "AND state IN ('runnable', 'sleeping') AND blockers = "
+                         "0 AND broadcast_until IS NULL AND priority = ?2 "
+                         "AND run_at > ?3");
   Statement first_expiry(
       *m_db, "SELECT min(lease_expires) FROM tasks INDEXED BY tasks_leased "
              "WHERE queue = ?1 AND lease_token IS NOT NULL "
              "AND lease_expires > ?2");
+  Statement first_tick(*m_db, "SELECT min(due_at) FROM schedules "
+                              "WHERE queue = ?1 AND paused = 0 "
+                              "AND due_at > ?2");
   const int64_t now_ms = to_unix_ms(now);
   std::optional<int64_t> best;
   const auto consider = [&](Statement& st) {
@@ -1049,6 +1591,8 @@ std::optional<Time> TaskStore::next_due(const std::vector<std::string>& queues,
     }
     first_expiry.bind(1, queue).bind(2, now_ms);
     consider(first_expiry);
+    first_tick.bind(1, queue).bind(2, now_ms);
+    consider(first_tick);
   }
   tx.commit();
   if (!best) {
@@ -1059,15 +1603,23 @@ std::optional<Time> TaskStore::next_due(const std::vector<std::string>& queues,
 
 bool TaskStore::anything_due(const std::vector<std::string>& queues, Time now,
                              const std::string& worker) {
-  (void)worker;
   PriorityWalk priorities(*m_db);
   Statement due(*m_db, "SELECT 1 FROM tasks INDEXED BY tasks_ready "
                        "WHERE queue = ?1 AND lease_token IS NULL "
-                       "AND state IN ('runnable', 'sleeping') "
+                       "AND state IN ('runnable', 'sleeping') AND blockers = 0 "
+                       "AND broadcast_until IS NULL "
                        "AND priority = ?2 AND run_at <= ?3 LIMIT 1");
   Statement expired(*m_db, "SELECT 1 FROM tasks INDEXED BY tasks_leased "
                            "WHERE queue = ?1 AND lease_token IS NOT NULL "
                            "AND lease_expires <= ?2 LIMIT 1");
+  Statement tick(*m_db, "SELECT 1 FROM schedules WHERE queue = ?1 "
+                        "AND paused = 0 AND due_at <= ?2 LIMIT 1");
+  Statement broadcast(*m_db,
+                      "SELECT 1 FROM tasks INDEXED BY tasks_broadcast "
+                      "WHERE queue = ?1 AND broadcast_until IS NOT NULL "
+                      "AND state = 'runnable' AND broadcast_until > ?2 "
+                      "AND NOT EXISTS (SELECT 1 FROM deliveries "
+                      "WHERE task_id = tasks.id AND worker = ?3) LIMIT 1");
   const int64_t now_ms = to_unix_ms(now);
   const auto found = [](Statement& st) {
     const bool row = st.step();
@@ -1077,7 +1629,9 @@ bool TaskStore::anything_due(const std::vector<std::string>& queues, Time now,
   Transaction tx(*m_db, Transaction::Kind::read);
   for (const auto& queue : queues) {
     expired.bind(1, queue).bind(2, now_ms);
-    if (found(expired)) {
+    tick.bind(1, queue).bind(2, now_ms);
+    broadcast.bind(1, queue).bind(2, now_ms).bind(3, worker);
+    if (found(expired) || found(tick) || found(broadcast)) {
       return true;
     }
     priorities.start(queue);
@@ -1213,7 +1767,8 @@ std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
     sql += " AND state = 'runnable' AND lease_token IS NOT NULL AND "
            "lease_expires > ?2";
   } else if (state == "ready") {
-    sql += " AND state IN ('runnable', 'sleeping') AND run_at <= ?2 AND "
+    sql += " AND state IN ('runnable', 'sleeping') AND blockers = 0 AND "
+           "broadcast_until IS NULL AND run_at <= ?2 AND "
            "(lease_token IS NULL OR lease_expires <= ?2)";
   } else if (state == "runnable") {
     sql += " AND state = ?3 AND ?2 IS NOT NULL";
@@ -1316,10 +1871,12 @@ std::vector<QueueStats> TaskStore::stats(const std::optional<std::string>& q,
       "sum(state = 'killed'), "
       "sum(state = 'runnable' AND lease_token IS NOT NULL AND "
       "    lease_expires > ?2), "
-      "sum(state IN ('runnable', 'sleeping') AND run_at <= ?2 AND "
+      "sum(state IN ('runnable', 'sleeping') AND blockers = 0 AND "
+      "broadcast_until IS NULL AND run_at <= ?2 AND "
       "    (lease_token IS NULL OR lease_expires <= ?2)), "
       "sum(state = 'runnable' AND run_at > ?2), "
-      "min(CASE WHEN state IN ('runnable', 'sleeping') AND run_at <= ?2 AND "
+      "min(CASE WHEN state IN ('runnable', 'sleeping') AND blockers = 0 AND "
+      "broadcast_until IS NULL AND run_at <= ?2 AND "
       "    (lease_token IS NULL OR lease_expires <= ?2) THEN run_at END), "
       "sum(state = 'completed' AND updated_at > ?2 - 60000), "
       "sum(state = 'completed' AND updated_at > ?2 - 3600000) "
@@ -1351,7 +1908,6 @@ std::vector<QueueStats> TaskStore::stats(const std::optional<std::string>& q,
 
 std::vector<std::string> TaskStore::why(int64_t id, Time now,
                                         const std::string& worker) {
-  (void)worker;
   Transaction tx(*m_db, Transaction::Kind::read);
   const Task t = load_full(*m_db, id);
   std::vector<std::string> reasons;
@@ -1362,6 +1918,42 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
                              ? ""
                              : ": " + t.reason));
     return reasons;
+  }
+  if (t.broadcast_until) {
+    Statement st(*m_db, "SELECT count(*) FROM deliveries WHERE task_id = ?1");
+    st.bind(1, id);
+    st.step();
+    reasons.push_back("it is a broadcast: each worker leasing from " + t.queue
+                      + " receives it once, until "
+                      + core::format_time(*t.broadcast_until) + " (delivered "
+                      + std::to_string(st.get_int(0)) + " times so far)");
+    return reasons;
+  }
+  if (t.waiting) {
+    std::vector<int64_t> open;
+    Statement st(*m_db, "SELECT d.dep_id FROM task_deps d JOIN tasks t "
+                        "ON t.id = d.dep_id WHERE d.task_id = ?1 "
+                        "AND t.state <> 'completed' ORDER BY d.dep_id");
+    st.bind(1, id);
+    while (st.step()) {
+      open.push_back(st.get_int(0));
+    }
+    std::string list;
+    for (size_t i = 0; i < open.size(); ++i) {
+      list += i == 0 ? "" : i + 1 == open.size() ? " and " : ", ";
+      list += std::to_string(open[i]);
+    }
+    reasons.push_back(std::string("it is waiting for task")
+                      + (open.size() == 1 ? " " : "s ") + list
+                      + " to complete");
+  }
+  if (const auto by = obsoleted_by(*m_db, t.root, t.id)) {
+    reasons.push_back("it is obsolete: " + task_ref(*by)
+                      + " is unfinished and has its root labels ("
+                      + labels_text(t.root) + "); the next lease kills it");
+  }
+  if (t.to_worker && *t.to_worker != worker) {
+    reasons.push_back("it is addressed to worker " + *t.to_worker);
   }
   if (t.state == TaskState::paused) {
     reasons.push_back("it is paused" + (t.reason.empty() ? "" : ": " + t.reason)
@@ -1486,37 +2078,213 @@ void TaskStore::backup(const std::string& dest_path) {
 
 } // namespace taskq::storage
 
-// STUB (being implemented): schedules and gates.
+// ---------------------------------------------------------------------------
+// Schedules and gates
+// ---------------------------------------------------------------------------
+
 namespace taskq::storage {
-void TaskStore::add_schedule(const ScheduleSpec&, Time, const std::string&) {
-  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+namespace {
+
+constexpr std::string_view k_schedule_columns =
+    "name, queue, every, cron, payload, labels, priority, paused, due_at, "
+    "sync, last_task, created_at";
+
+ScheduleInfo read_schedule(const Statement& st) {
+  ScheduleInfo s;
+  s.spec.name = st.get_text(0);
+  s.spec.queue = st.get_text(1);
+  s.spec.when = stored_schedule(st.get_opt_text(2), st.get_opt_text(3));
+  s.spec.payload = st.get_text(4);
+  s.spec.labels = labels_from_json(st.get_opt_text(5));
+  s.spec.priority = st.get_int(6);
+  s.paused = st.get_int(7) != 0;
+  s.due_at = core::from_unix_ms(st.get_int(8));
+  s.sync = labels_from_json(st.get_opt_text(9));
+  s.last_task = st.get_opt_int(10);
+  s.created_at = core::from_unix_ms(st.get_int(11));
+  return s;
 }
+
+constexpr std::string_view k_gate_columns =
+    "name, queue, keys, covered, payload, labels, priority, emitted, "
+    "last_task, created_at";
+
+GateInfo read_gate(const Statement& st) {
+  GateInfo g;
+  g.spec.name = st.get_text(0);
+  g.spec.queue = st.get_text(1);
+  g.spec.keys = strings_from_json(st.get_text(2));
+  g.covered = strings_from_json(st.get_text(3));
+  g.spec.payload = st.get_text(4);
+  g.spec.labels = labels_from_json(st.get_opt_text(5));
+  g.spec.priority = st.get_int(6);
+  g.emitted = st.get_int(7);
+  g.last_task = st.get_opt_int(8);
+  g.created_at = core::from_unix_ms(st.get_int(9));
+  return g;
+}
+
+// Throws not_found unless `table` has a row named `name`.
+void require_named(Db& db, std::string_view table, std::string_view what,
+                   const std::string& name) {
+  Statement st(db, "SELECT 1 FROM " + std::string(table) + " WHERE name = ?1");
+  st.bind(1, name);
+  if (!st.step()) {
+    throw Error(ErrorKind::not_found, "no " + std::string(what) + " " + name);
+  }
+}
+
+void refuse_taken(Db& db, std::string_view table, std::string_view what,
+                  const std::string& name) {
+  Statement st(db, "SELECT 1 FROM " + std::string(table) + " WHERE name = ?1");
+  st.bind(1, name);
+  if (st.step()) {
+    throw Error(ErrorKind::conflict,
+                "there is already a " + std::string(what) + " named " + name);
+  }
+}
+
+} // namespace
+
+void TaskStore::add_schedule(const ScheduleSpec& spec, Time now,
+                             const std::string& actor) {
+  Transaction tx(*m_db);
+  refuse_taken(*m_db, "schedules", "schedule", spec.name);
+  const bool every = std::holds_alternative<core::Every>(spec.when);
+  const std::string text = core::to_string(spec.when);
+  Statement(*m_db, "INSERT INTO schedules (name, queue, every, cron, payload, "
+                   "labels, priority, due_at, created_at, created_by) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
+      .bind(1, spec.name)
+      .bind(2, spec.queue)
+      .bind(3, every ? std::optional(text) : std::nullopt)
+      .bind(4, every ? std::nullopt : std::optional(text))
+      .bind(5, spec.payload)
+      .bind(6, spec.labels.empty() ? std::nullopt
+                                   : std::optional(labels_to_json(spec.labels)))
+      .bind(7, spec.priority)
+      .bind(8, to_unix_ms(core::ticks(spec.when, now).next))
+      .bind(9, to_unix_ms(now))
+      .bind(10, actor)
+      .run();
+  tx.commit();
+}
+
 std::vector<ScheduleInfo> TaskStore::schedules() {
-  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+  Transaction tx(*m_db, Transaction::Kind::read);
+  Statement st(*m_db, join(join("SELECT ", k_schedule_columns),
+                           " FROM schedules ORDER BY name"));
+  std::vector<ScheduleInfo> out;
+  while (st.step()) {
+    out.push_back(read_schedule(st));
+  }
+  return out;
 }
-ScheduleInfo TaskStore::schedule(const std::string&) {
-  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+
+ScheduleInfo TaskStore::schedule(const std::string& name) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  Statement st(*m_db, join(join("SELECT ", k_schedule_columns),
+                           " FROM schedules WHERE name = ?1"));
+  st.bind(1, name);
+  if (!st.step()) {
+    throw Error(ErrorKind::not_found, "no schedule " + name);
+  }
+  return read_schedule(st);
 }
-void TaskStore::set_schedule_paused(const std::string&, bool, Time) {
-  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+
+void TaskStore::set_schedule_paused(const std::string& name, bool paused,
+                                    Time now) {
+  Transaction tx(*m_db);
+  require_named(*m_db, "schedules", "schedule", name);
+  const ScheduleInfo info = [&] {
+    Statement st(*m_db, join(join("SELECT ", k_schedule_columns),
+                             " FROM schedules WHERE name = ?1"));
+    st.bind(1, name);
+    st.step();
+    return read_schedule(st);
+  }();
+  if (info.paused != paused) {
+    // Resuming starts from the next tick: what was missed stays missed.
+    Statement(*m_db, "UPDATE schedules SET paused = ?2, "
+                     "due_at = CASE WHEN ?2 THEN due_at ELSE ?3 END "
+                     "WHERE name = ?1")
+        .bind(1, name)
+        .bind(2, paused ? 1 : 0)
+        .bind(3, to_unix_ms(core::ticks(info.spec.when, now).next))
+        .run();
+  }
+  tx.commit();
 }
-void TaskStore::remove_schedule(const std::string&) {
-  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+
+void TaskStore::remove_schedule(const std::string& name) {
+  Transaction tx(*m_db);
+  require_named(*m_db, "schedules", "schedule", name);
+  Statement(*m_db, "DELETE FROM schedules WHERE name = ?1").bind(1, name).run();
+  tx.commit();
 }
-std::vector<int64_t> TaskStore::tick(const std::optional<std::string>&, Time,
-                                     const std::string&) {
-  throw Error(ErrorKind::internal, "schedules: not implemented yet");
+
+std::vector<int64_t> TaskStore::tick(const std::optional<std::string>& queue,
+                                     Time now, const std::string& actor) {
+  (void)actor; // emitted tasks are created by their schedule
+  Transaction tx(*m_db);
+  auto ids = emit_schedules(*m_db, queue ? &*queue : nullptr, now);
+  tx.commit();
+  return ids;
 }
-void TaskStore::add_gate(const GateSpec&, Time, const std::string&) {
-  throw Error(ErrorKind::internal, "gates: not implemented yet");
+
+void TaskStore::add_gate(const GateSpec& spec, Time now,
+                         const std::string& actor) {
+  if (spec.keys.empty()) {
+    throw Error(ErrorKind::usage, "a gate needs at least one key");
+  }
+  std::vector<std::string> keys = spec.keys;
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  Transaction tx(*m_db);
+  refuse_taken(*m_db, "gates", "gate", spec.name);
+  Statement(*m_db, "INSERT INTO gates (name, queue, keys, payload, labels, "
+                   "priority, created_at, created_by) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+      .bind(1, spec.name)
+      .bind(2, spec.queue)
+      .bind(3, nlohmann::json(keys).dump())
+      .bind(4, spec.payload)
+      .bind(5, spec.labels.empty() ? std::nullopt
+                                   : std::optional(labels_to_json(spec.labels)))
+      .bind(6, spec.priority)
+      .bind(7, to_unix_ms(now))
+      .bind(8, actor)
+      .run();
+  tx.commit();
 }
+
 std::vector<GateInfo> TaskStore::gates() {
-  throw Error(ErrorKind::internal, "gates: not implemented yet");
+  Transaction tx(*m_db, Transaction::Kind::read);
+  Statement st(*m_db, join(join("SELECT ", k_gate_columns),
+                           " FROM gates ORDER BY name"));
+  std::vector<GateInfo> out;
+  while (st.step()) {
+    out.push_back(read_gate(st));
+  }
+  return out;
 }
-GateInfo TaskStore::gate(const std::string&) {
-  throw Error(ErrorKind::internal, "gates: not implemented yet");
+
+GateInfo TaskStore::gate(const std::string& name) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  Statement st(*m_db, join(join("SELECT ", k_gate_columns),
+                           " FROM gates WHERE name = ?1"));
+  st.bind(1, name);
+  if (!st.step()) {
+    throw Error(ErrorKind::not_found, "no gate " + name);
+  }
+  return read_gate(st);
 }
-void TaskStore::remove_gate(const std::string&) {
-  throw Error(ErrorKind::internal, "gates: not implemented yet");
+
+void TaskStore::remove_gate(const std::string& name) {
+  Transaction tx(*m_db);
+  require_named(*m_db, "gates", "gate", name);
+  Statement(*m_db, "DELETE FROM gates WHERE name = ?1").bind(1, name).run();
+  tx.commit();
 }
+
 } // namespace taskq::storage
