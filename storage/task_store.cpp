@@ -1225,6 +1225,13 @@ std::optional<Task> delivery_write(Db& db, int64_t id, const std::string& token,
     worker = st.get_text(0);
   }
   Task t = load_full(db, id);
+  if (t.state != TaskState::runnable) {
+    // Paused, killed, or past its ttl: the delivery is over, as a revoked
+    // lease is.
+    throw Error(ErrorKind::conflict,
+                "lease lost: broadcast " + task_ref(id) + " is "
+                    + std::string(core::to_string(t.state)));
+  }
   log_event(db, id, now, message, t.state, t.state, worker,
             detail.empty() ? std::string("broadcast delivery")
                            : "broadcast delivery: " + std::string(detail));
@@ -1552,7 +1559,9 @@ std::optional<std::string> TaskStore::revoked_reason(int64_t id,
 bool TaskStore::lease_held(int64_t id, const std::string& token, Time now) {
   Statement st(*m_db, "SELECT 1 FROM tasks WHERE id = ?1 AND lease_token = ?2 "
                       "AND lease_expires > ?3 UNION ALL SELECT 1 FROM "
-                      "deliveries WHERE task_id = ?1 AND token = ?2");
+                      "deliveries d JOIN tasks t ON t.id = d.task_id "
+                      "WHERE d.task_id = ?1 AND d.token = ?2 "
+                      "AND t.state = 'runnable'");
   st.bind(1, id).bind(2, token).bind(3, to_unix_ms(now));
   return st.step();
 }

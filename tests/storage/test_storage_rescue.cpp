@@ -259,6 +259,35 @@ TEST_CASE("broadcast: once to every worker, no done needed, gone after ttl") {
   CHECK(task_of(store, id).state == TaskState::completed);
 }
 
+TEST_CASE("broadcast: a killed broadcast ends its deliveries") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  storage::NewTask b = new_task("q");
+  b.broadcast_ttl = 1h;
+  const int64_t id = store.add(b, t0, k_operator);
+  const auto got = lease_one(store, "q", t0, 5min, "w1");
+  REQUIRE(got);
+  send_one(store, id, Message::kill, t0);
+  CHECK_FALSE(store.lease_held(id, got->lease->token, t0));
+  CHECK(error_kind(
+            [&] { store.complete(id, got->lease->token, std::nullopt, t0); })
+        == ErrorKind::conflict);
+  CHECK_FALSE(lease_one(store, "q", t0, 5min, "w2"));
+}
+
+TEST_CASE("broadcast: refused with --to, --after, --root or --unique") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  storage::NewTask b = new_task("q");
+  b.broadcast_ttl = 1h;
+  b.to_worker = "w1";
+  CHECK(error_kind([&] { store.add(b, t0, k_operator); }) == ErrorKind::usage);
+  b.to_worker.reset();
+  b.unique_key = "k";
+  CHECK(error_kind([&] { store.add(b, t0, k_operator); }) == ErrorKind::usage);
+  CHECK(store.list(by_queue("q"), t0).empty());
+}
+
 TEST_CASE("lease: a due task behind a higher priority of future tasks") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
