@@ -1,5 +1,6 @@
 // TaskStore: opening, creating and migrating the database file, refusing
 // files it cannot use, and the `db` administration calls.
+#include "storage/migrations.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>
@@ -68,6 +69,27 @@ int user_version(const std::string& path) {
   sqlite3_finalize(st);
   sqlite3_close(raw);
   return version;
+}
+
+// Creates a database at schema `version` by applying the first `version`
+// migrations, then runs `sql` on it: an old database as an old taskq left it.
+void make_old_database(const std::string& path, int version,
+                       const std::string& sql) {
+  sqlite3* raw = nullptr;
+  REQUIRE(sqlite3_open_v2(path.c_str(), &raw,
+                          SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, nullptr)
+          == SQLITE_OK);
+  std::string script;
+  for (const auto& m : storage::migrations()) {
+    if (m.version <= version) {
+      script += m.sql;
+      script += ";\n";
+    }
+  }
+  script += numbered("PRAGMA user_version = ", version) + ";\n" + sql;
+  const int rc = sqlite3_exec(raw, script.c_str(), nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  REQUIRE(rc == SQLITE_OK);
 }
 
 // Restores the process umask when a test ends.
@@ -237,4 +259,26 @@ TEST_CASE("backup produces a database that opens with the same tasks") {
   }
   CHECK(kill_event);
   CHECK(restored.check().ok);
+}
+
+TEST_CASE("migrating to schema 3 indexes the labels of unfinished tasks") {
+  TempDb db;
+  // Two tasks from a schema-2 taskq: one unfinished, one completed, both
+  // labelled job=sync.
+  make_old_database(
+      db.path(), 2,
+      "INSERT INTO tasks (queue, state, payload, labels, run_at, created_at, "
+      "updated_at) VALUES ('q', 'runnable', 'null', '{\"job\":\"sync\"}', "
+      "0, 0, 0), ('q', 'completed', 'null', '{\"job\":\"old\"}', 0, 0, 0);");
+  TaskStore store(db.path(), OpenMode::write);
+  CHECK(store.schema_version() == storage::latest_schema_version());
+  storage::NewTask rooted = new_task("q");
+  rooted.root = {{"job", "sync"}};
+  CHECK(store.add_unique(rooted, t0, k_operator).obsoleted_by == 1);
+  rooted.root = {{"job", "old"}};
+  CHECK(store.add_unique(rooted, t0, k_operator).id == 3);
+  // The old task is leased as before, through the rebuilt index.
+  const auto leased = lease_one(store, "q", t0);
+  REQUIRE(leased);
+  CHECK(leased->id == 1);
 }
