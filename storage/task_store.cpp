@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "storage/db.hpp"
 #include "storage/migrations.hpp"
+#include "storage/store_detail.hpp"
 
 #include <nlohmann/json.hpp>
 #include <sqlite3.h>
@@ -27,23 +28,9 @@ using core::Task;
 using core::TaskState;
 using core::Time;
 using core::to_unix_ms;
+using namespace detail;
 
-namespace {
-
-// The error history keeps at least this many of the latest errors.
-constexpr int64_t k_error_history = 100;
-
-// taskq's own decisions (error policy, attempt limit, expiry) are logged
-// under this actor.
-constexpr std::string_view k_system_actor = "taskq";
-
-constexpr std::string_view k_task_columns =
-    "id, rev, queue, state, payload, labels, priority, attempts, "
-    "max_attempts, run_at, created_at, updated_at, lease_token, "
-    "lease_worker, lease_expires, checkpoint, checkpoint_req, result, "
-    "reason, max_errors, error_window_ms, retry_delay_ms, backoff, "
-    "max_delay_ms, retry_of, unique_key, after_ids, blockers, root, "
-    "to_worker, broadcast_until, trigger_key, schedule, gate, sync";
+namespace detail {
 
 // The eligibility test shared by leasing, `list --state ready` and stats;
 // its first terms are the tasks_ready partial index's WHERE clause, so the
@@ -198,14 +185,7 @@ void create_private_file(const std::string& path) {
   }
 }
 
-struct QueueRow {
-  bool paused = false;
-  std::optional<int64_t> max_running;
-  std::optional<int64_t> max_attempts;
-  core::PolicyOverrides policy;
-};
-
-} // namespace
+} // namespace detail
 
 int latest_schema_version() {
   return migrations().back().version;
@@ -214,7 +194,7 @@ int latest_schema_version() {
 // ---------------------------------------------------------------------------
 // Shared helpers over one connection. They assume a transaction is open.
 // ---------------------------------------------------------------------------
-namespace {
+namespace detail {
 
 int read_user_version(Db& db) {
   Statement st(db, "PRAGMA user_version");
@@ -419,7 +399,7 @@ Task require_lease(Db& db, int64_t id, const std::string& token, Time now) {
               "lease lost: " + task_ref(id) + " is not leased with this token");
 }
 
-} // namespace
+} // namespace detail
 
 // ---------------------------------------------------------------------------
 // Opening and migrations
@@ -475,7 +455,7 @@ int TaskStore::migrate() {
 // Producing work
 // ---------------------------------------------------------------------------
 
-namespace {
+namespace detail {
 
 // A prepared INSERT of `rows` tasks at once, bound once with the
 // prototype; only the payloads change from one execution to the next.
@@ -826,7 +806,7 @@ std::string labels_text(const core::Labels& labels) {
   return out;
 }
 
-} // namespace
+} // namespace detail
 
 int64_t TaskStore::add(const NewTask& task, Time now,
                        const std::string& actor) {
@@ -972,7 +952,7 @@ int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
 // Leasing
 // ---------------------------------------------------------------------------
 
-namespace {
+namespace detail {
 
 // Makes expired leases of `queue` plain unleased tasks again, so they are
 // back in the ready index. Costs O(log n) per expired lease.
@@ -1249,7 +1229,7 @@ bool lease_order_before(const Task& a, const Task& b) {
   return a.id < b.id;
 }
 
-} // namespace
+} // namespace detail
 
 std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
   Transaction tx(*m_db);
@@ -2083,217 +2063,6 @@ void TaskStore::backup(const std::string& dest_path) {
     std::filesystem::remove(dest_path, ec);
     m_db->fail(rc, "cannot back up to " + dest_path);
   }
-}
-
-} // namespace taskq::storage
-
-// ---------------------------------------------------------------------------
-// Schedules and gates
-// ---------------------------------------------------------------------------
-
-namespace taskq::storage {
-namespace {
-
-constexpr std::string_view k_schedule_columns =
-    "name, queue, every, cron, payload, labels, priority, paused, due_at, "
-    "sync, last_task, created_at";
-
-ScheduleInfo read_schedule(const Statement& st) {
-  ScheduleInfo s;
-  s.spec.name = st.get_text(0);
-  s.spec.queue = st.get_text(1);
-  s.spec.when = stored_schedule(st.get_opt_text(2), st.get_opt_text(3));
-  s.spec.payload = st.get_text(4);
-  s.spec.labels = labels_from_json(st.get_opt_text(5));
-  s.spec.priority = st.get_int(6);
-  s.paused = st.get_int(7) != 0;
-  s.due_at = core::from_unix_ms(st.get_int(8));
-  s.sync = labels_from_json(st.get_opt_text(9));
-  s.last_task = st.get_opt_int(10);
-  s.created_at = core::from_unix_ms(st.get_int(11));
-  return s;
-}
-
-constexpr std::string_view k_gate_columns =
-    "name, queue, keys, covered, payload, labels, priority, emitted, "
-    "last_task, created_at";
-
-GateInfo read_gate(const Statement& st) {
-  GateInfo g;
-  g.spec.name = st.get_text(0);
-  g.spec.queue = st.get_text(1);
-  g.spec.keys = strings_from_json(st.get_text(2));
-  g.covered = strings_from_json(st.get_text(3));
-  g.spec.payload = st.get_text(4);
-  g.spec.labels = labels_from_json(st.get_opt_text(5));
-  g.spec.priority = st.get_int(6);
-  g.emitted = st.get_int(7);
-  g.last_task = st.get_opt_int(8);
-  g.created_at = core::from_unix_ms(st.get_int(9));
-  return g;
-}
-
-// Throws not_found unless `table` has a row named `name`.
-void require_named(Db& db, std::string_view table, std::string_view what,
-                   const std::string& name) {
-  Statement st(db, "SELECT 1 FROM " + std::string(table) + " WHERE name = ?1");
-  st.bind(1, name);
-  if (!st.step()) {
-    throw Error(ErrorKind::not_found, "no " + std::string(what) + " " + name);
-  }
-}
-
-void refuse_taken(Db& db, std::string_view table, std::string_view what,
-                  const std::string& name) {
-  Statement st(db, "SELECT 1 FROM " + std::string(table) + " WHERE name = ?1");
-  st.bind(1, name);
-  if (st.step()) {
-    throw Error(ErrorKind::conflict,
-                "there is already a " + std::string(what) + " named " + name);
-  }
-}
-
-} // namespace
-
-void TaskStore::add_schedule(const ScheduleSpec& spec, Time now,
-                             const std::string& actor) {
-  Transaction tx(*m_db);
-  refuse_taken(*m_db, "schedules", "schedule", spec.name);
-  const bool every = std::holds_alternative<core::Every>(spec.when);
-  const std::string text = core::to_string(spec.when);
-  Statement(*m_db, "INSERT INTO schedules (name, queue, every, cron, payload, "
-                   "labels, priority, due_at, created_at, created_by) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
-      .bind(1, spec.name)
-      .bind(2, spec.queue)
-      .bind(3, every ? std::optional(text) : std::nullopt)
-      .bind(4, every ? std::nullopt : std::optional(text))
-      .bind(5, spec.payload)
-      .bind(6, spec.labels.empty() ? std::nullopt
-                                   : std::optional(labels_to_json(spec.labels)))
-      .bind(7, spec.priority)
-      .bind(8, to_unix_ms(core::ticks(spec.when, now).next))
-      .bind(9, to_unix_ms(now))
-      .bind(10, actor)
-      .run();
-  tx.commit();
-}
-
-std::vector<ScheduleInfo> TaskStore::schedules() {
-  Transaction tx(*m_db, Transaction::Kind::read);
-  Statement st(*m_db, join(join("SELECT ", k_schedule_columns),
-                           " FROM schedules ORDER BY name"));
-  std::vector<ScheduleInfo> out;
-  while (st.step()) {
-    out.push_back(read_schedule(st));
-  }
-  return out;
-}
-
-ScheduleInfo TaskStore::schedule(const std::string& name) {
-  Transaction tx(*m_db, Transaction::Kind::read);
-  Statement st(*m_db, join(join("SELECT ", k_schedule_columns),
-                           " FROM schedules WHERE name = ?1"));
-  st.bind(1, name);
-  if (!st.step()) {
-    throw Error(ErrorKind::not_found, "no schedule " + name);
-  }
-  return read_schedule(st);
-}
-
-void TaskStore::set_schedule_paused(const std::string& name, bool paused,
-                                    Time now) {
-  Transaction tx(*m_db);
-  require_named(*m_db, "schedules", "schedule", name);
-  const ScheduleInfo info = [&] {
-    Statement st(*m_db, join(join("SELECT ", k_schedule_columns),
-                             " FROM schedules WHERE name = ?1"));
-    st.bind(1, name);
-    st.step();
-    return read_schedule(st);
-  }();
-  if (info.paused != paused) {
-    // Resuming starts from the next tick: what was missed stays missed.
-    Statement(*m_db, "UPDATE schedules SET paused = ?2, "
-                     "due_at = CASE WHEN ?2 THEN due_at ELSE ?3 END "
-                     "WHERE name = ?1")
-        .bind(1, name)
-        .bind(2, paused ? 1 : 0)
-        .bind(3, to_unix_ms(core::ticks(info.spec.when, now).next))
-        .run();
-  }
-  tx.commit();
-}
-
-void TaskStore::remove_schedule(const std::string& name) {
-  Transaction tx(*m_db);
-  require_named(*m_db, "schedules", "schedule", name);
-  Statement(*m_db, "DELETE FROM schedules WHERE name = ?1").bind(1, name).run();
-  tx.commit();
-}
-
-std::vector<int64_t> TaskStore::tick(const std::optional<std::string>& queue,
-                                     Time now, const std::string& actor) {
-  (void)actor; // emitted tasks are created by their schedule
-  Transaction tx(*m_db);
-  auto ids = emit_schedules(*m_db, queue ? &*queue : nullptr, now);
-  tx.commit();
-  return ids;
-}
-
-void TaskStore::add_gate(const GateSpec& spec, Time now,
-                         const std::string& actor) {
-  if (spec.keys.empty()) {
-    throw Error(ErrorKind::usage, "a gate needs at least one key");
-  }
-  std::vector<std::string> keys = spec.keys;
-  std::sort(keys.begin(), keys.end());
-  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  Transaction tx(*m_db);
-  refuse_taken(*m_db, "gates", "gate", spec.name);
-  Statement(*m_db, "INSERT INTO gates (name, queue, keys, payload, labels, "
-                   "priority, created_at, created_by) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
-      .bind(1, spec.name)
-      .bind(2, spec.queue)
-      .bind(3, nlohmann::json(keys).dump())
-      .bind(4, spec.payload)
-      .bind(5, spec.labels.empty() ? std::nullopt
-                                   : std::optional(labels_to_json(spec.labels)))
-      .bind(6, spec.priority)
-      .bind(7, to_unix_ms(now))
-      .bind(8, actor)
-      .run();
-  tx.commit();
-}
-
-std::vector<GateInfo> TaskStore::gates() {
-  Transaction tx(*m_db, Transaction::Kind::read);
-  Statement st(*m_db, join(join("SELECT ", k_gate_columns),
-                           " FROM gates ORDER BY name"));
-  std::vector<GateInfo> out;
-  while (st.step()) {
-    out.push_back(read_gate(st));
-  }
-  return out;
-}
-
-GateInfo TaskStore::gate(const std::string& name) {
-  Transaction tx(*m_db, Transaction::Kind::read);
-  Statement st(*m_db, join(join("SELECT ", k_gate_columns),
-                           " FROM gates WHERE name = ?1"));
-  st.bind(1, name);
-  if (!st.step()) {
-    throw Error(ErrorKind::not_found, "no gate " + name);
-  }
-  return read_gate(st);
-}
-
-void TaskStore::remove_gate(const std::string& name) {
-  Transaction tx(*m_db);
-  require_named(*m_db, "gates", "gate", name);
-  Statement(*m_db, "DELETE FROM gates WHERE name = ?1").bind(1, name).run();
-  tx.commit();
 }
 
 } // namespace taskq::storage

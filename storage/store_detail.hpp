@@ -1,0 +1,81 @@
+#pragma once
+
+// Internal to storage/: the row helpers the TaskStore's source files share.
+// Each assumes a transaction is open on `db`. Nothing outside storage/
+// includes this header.
+
+#include "core/schedule.hpp"
+#include "core/task.hpp"
+#include "storage/db.hpp"
+#include "storage/task_store.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace taskq::storage::detail {
+
+// The error history keeps at least this many of the latest errors.
+inline constexpr int64_t k_error_history = 100;
+
+// taskq's own decisions (error policy, attempt limit, expiry) are logged
+// under this actor.
+inline constexpr std::string_view k_system_actor = "taskq";
+
+// The columns read_task reads, in its order.
+inline constexpr std::string_view k_task_columns =
+    "id, rev, queue, state, payload, labels, priority, attempts, "
+    "max_attempts, run_at, created_at, updated_at, lease_token, "
+    "lease_worker, lease_expires, checkpoint, checkpoint_req, result, "
+    "reason, max_errors, error_window_ms, retry_delay_ms, backoff, "
+    "max_delay_ms, retry_of, unique_key, after_ids, blockers, root, "
+    "to_worker, broadcast_until, trigger_key, schedule, gate, sync";
+
+std::string join(std::string_view a, std::string_view b);
+std::string labels_to_json(const core::Labels& labels);
+core::Labels labels_from_json(const std::optional<std::string>& text);
+std::vector<std::string> strings_from_json(const std::string& text);
+// `k=v,k2=v2`, for messages.
+std::string labels_text(const core::Labels& labels);
+std::string task_ref(int64_t id); // "task N"
+
+// Reads a row selected with k_task_columns (errors are loaded separately).
+core::Task read_task(const Statement& st);
+std::optional<core::Task> load_task(Db& db, int64_t id);
+// With its errors; not_found when missing.
+core::Task load_full(Db& db, int64_t id);
+
+struct QueueRow {
+  bool paused = false;
+  std::optional<int64_t> max_running;
+  std::optional<int64_t> max_attempts;
+  core::PolicyOverrides policy;
+};
+QueueRow load_queue(Db& db, const std::string& name);
+
+void log_event(Db& db, int64_t task_id, core::Time now,
+               std::string_view message, std::optional<core::TaskState> from,
+               std::optional<core::TaskState> to, std::string_view actor,
+               std::string_view detail);
+// Sets the state; entering a terminal state settles what depends on the
+// task (dependents, gates, the label index).
+void set_state(Db& db, int64_t id, core::TaskState state, core::Time now);
+void set_reason(Db& db, int64_t id, std::string_view reason);
+
+// Adds one task with everything beside it (labels, dependencies); returns
+// its id. Checks the combination of options (usage) and the dependencies
+// (not_found).
+int64_t insert_task(Db& db, const NewTask& t, core::Time now,
+                    const std::string& actor);
+
+// The stored form of a schedule, parsed back.
+core::Schedule stored_schedule(const std::optional<std::string>& every,
+                               const std::optional<std::string>& cron);
+// Emits the due schedules of `queue` (of every queue when null); returns
+// the new task ids.
+std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
+                                    core::Time now);
+
+} // namespace taskq::storage::detail
