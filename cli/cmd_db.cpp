@@ -1,4 +1,4 @@
-// Database administration: db path, check, migrate, backup.
+// Database administration: db path, check, migrate, backup, vacuum.
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 
@@ -65,6 +65,15 @@ void register_db(CLI::App& app, Context& ctx) {
   backup->add_option("file", *dest, "a new file")->required();
   backup->callback(
       [dest, &ctx] { ctx.store(storage::OpenMode::read).backup(*dest); });
+
+  add_command(*db, "vacuum",
+              "Rebuild the database file, giving the space of deleted tasks "
+              "back (waits for other writers; run it after a big purge)",
+              "taskq db vacuum")
+      ->callback([&ctx] {
+        existing_store(ctx);
+        ctx.store(storage::OpenMode::write).vacuum();
+      });
 }
 
 } // namespace taskq::cli

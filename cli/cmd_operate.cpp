@@ -249,6 +249,55 @@ void register_operate(CLI::App& app, Context& ctx) {
       std::printf("%zu\n", changed.size());
     }
   });
+
+  struct PurgeOptions {
+    OptText queue, older_than;
+    std::vector<std::string> states;
+    bool force = false, dry_run = false;
+  };
+  auto po = std::make_shared<PurgeOptions>();
+  CLI::App* purge = add_command(
+      app, "purge",
+      "Delete finished tasks with their history (prints how many; unfinished "
+      "ones only with --force)",
+      "taskq purge --queue thumbs --state completed --older-than 7d");
+  purge->add_option("--queue", po->queue, "only QUEUE")->type_name("QUEUE");
+  purge
+      ->add_option("--state", po->states,
+                   "only these states (comma-separated; default: "
+                   "completed, failed, killed)")
+      ->type_name("S,...")
+      ->delimiter(',');
+  purge
+      ->add_option("--older-than", po->older_than,
+                   "only tasks finished at least DUR ago")
+      ->type_name("DUR");
+  purge->add_flag("--force", po->force,
+                  "also delete unfinished tasks (runnable, sleeping, paused)");
+  purge->add_flag("--dry-run", po->dry_run,
+                  "print how many would go; delete nothing");
+  purge->callback([po, &ctx] {
+    storage::PurgeRequest req;
+    if (po->queue) {
+      check_queue_name(*po->queue);
+    }
+    req.queue = po->queue;
+    for (const auto& name : po->states) {
+      const auto state = core::parse_state(name);
+      if (!state) {
+        throw Error(ErrorKind::usage,
+                    "invalid --state '" + name
+                        + "': expected runnable, sleeping, paused, fault, "
+                          "completed, failed or killed");
+      }
+      req.states.push_back(*state);
+    }
+    req.older_than = parse_duration_arg(po->older_than, "--older-than");
+    req.force = po->force;
+    req.dry_run = po->dry_run;
+    const int64_t n = ctx.store(storage::OpenMode::write).purge(req, ctx.now());
+    std::printf("%lld\n", static_cast<long long>(n));
+  });
 }
 
 } // namespace taskq::cli

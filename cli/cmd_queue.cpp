@@ -1,4 +1,4 @@
-// Queue commands: queue list, queue set.
+// Queue commands: queue list, set, pause, resume, redrive.
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
@@ -70,6 +70,40 @@ void register_queue(CLI::App& app, Context& ctx) {
     s.max_attempts = o->max_attempts;
     s.policy = to_overrides(o->policy);
     ctx.store(storage::OpenMode::write).set_queue(o->name, s);
+  });
+
+  for (const bool pause : {true, false}) {
+    auto name = std::make_shared<std::string>();
+    CLI::App* cmd =
+        pause ? add_command(*queue, "pause",
+                            "Stop leasing from QUEUE (leased tasks run on and "
+                            "finish)",
+                            "taskq queue pause thumbs")
+              : add_command(*queue, "resume", "Lease from QUEUE again",
+                            "taskq queue resume thumbs");
+    cmd->add_option("queue", *name, "queue name")->required();
+    cmd->callback([name, pause, &ctx] {
+      check_queue_name(*name);
+      ctx.store(storage::OpenMode::write).set_queue_paused(*name, pause);
+    });
+  }
+
+  auto from = std::make_shared<std::string>();
+  auto to = std::make_shared<std::string>();
+  CLI::App* redrive = add_command(
+      *queue, "redrive",
+      "Move the runnable and sleeping tasks of FROM (a dead-letter queue) to "
+      "TO, due now with their attempts reset and their errors kept; prints "
+      "how many",
+      "taskq queue redrive thumbs.dead thumbs");
+  redrive->add_option("from", *from, "queue to empty")->required();
+  redrive->add_option("to", *to, "queue to fill")->required();
+  redrive->callback([from, to, &ctx] {
+    check_queue_name(*from);
+    check_queue_name(*to);
+    const int64_t n = ctx.store(storage::OpenMode::write)
+                          .redrive(*from, *to, ctx.actor(), ctx.now());
+    std::printf("%lld\n", static_cast<long long>(n));
   });
 }
 

@@ -144,6 +144,15 @@ struct QueueStats {
   int64_t completed_last_minute = 0, completed_last_hour = 0;
 };
 
+// Which finished tasks `purge` deletes.
+struct PurgeRequest {
+  std::optional<std::string> queue;
+  std::vector<core::TaskState> states;    // empty: every terminal state
+  std::optional<core::Millis> older_than; // finished at least this long ago
+  bool force = false;   // also unfinished tasks (only those in `states`)
+  bool dry_run = false; // count, delete nothing
+};
+
 struct TaskDetail {
   core::Task task;
   std::vector<core::Event> events; // oldest first
@@ -298,12 +307,25 @@ public:
   void remove_gate(const std::string& name);
 
   void set_queue(const std::string& queue, const QueueSettings& settings);
+  // A paused queue leases nothing; its leased tasks run on and finish.
+  void set_queue_paused(const std::string& queue, bool paused);
+  // The way back from a dead-letter queue: every runnable or sleeping task
+  // of `from` that is not leased moves to `to`, runnable and due now, its
+  // attempts reset and its error history kept. Returns how many moved.
+  int64_t redrive(const std::string& from, const std::string& to,
+                  const std::string& actor, core::Time now);
+  // Deletes the selected tasks with their errors and events: finished ones
+  // only, unless req.force (then a deleted unfinished task counts as
+  // killed for the tasks waiting for it). Returns how many it deleted, or
+  // with req.dry_run how many it would.
+  int64_t purge(const PurgeRequest& req, core::Time now);
 
   // Database administration.
   CheckReport check();
   int schema_version();
   int migrate(); // applies pending migrations; returns the version
   void backup(const std::string& dest_path);
+  void vacuum(); // rebuilds the file, giving free pages back
 
 private:
   std::unique_ptr<Db> m_db;

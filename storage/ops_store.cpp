@@ -1,0 +1,138 @@
+// TaskStore: operating a queue as a whole. Queue pause and resume, redrive
+// from a dead-letter queue, purge of finished tasks, vacuum.
+#include "core/error.hpp"
+#include "storage/store_detail.hpp"
+#include "storage/task_store.hpp"
+
+#include <string>
+
+namespace taskq::storage {
+
+using core::TaskState;
+using core::Time;
+using core::to_unix_ms;
+using namespace detail;
+
+void TaskStore::set_queue_paused(const std::string& queue, bool paused) {
+  Transaction tx(*m_db);
+  Statement(*m_db, "INSERT INTO queues (name, paused) VALUES (?1, ?2) "
+                   "ON CONFLICT (name) DO UPDATE SET paused = ?2")
+      .bind(1, queue)
+      .bind(2, paused ? 1 : 0)
+      .run();
+  tx.commit();
+}
+
+int64_t TaskStore::redrive(const std::string& from, const std::string& to,
+                           const std::string& actor, Time now) {
+  if (from == to) {
+    throw Error(ErrorKind::usage, "redrive needs two different queues");
+  }
+  Transaction tx(*m_db);
+  std::vector<std::pair<int64_t, TaskState>> moving;
+  {
+    // Unleased (or with a lapsed lease), not waiting for dependencies, not
+    // a broadcast: what a worker of `from` would have leased.
+    Statement st(*m_db, "SELECT id, state FROM tasks WHERE queue = ?1 "
+                        "AND state IN ('runnable', 'sleeping') "
+                        "AND blockers = 0 AND broadcast_until IS NULL "
+                        "AND (lease_token IS NULL OR lease_expires <= ?2) "
+                        "ORDER BY id");
+    st.bind(1, from).bind(2, to_unix_ms(now));
+    while (st.step()) {
+      moving.emplace_back(
+          st.get_int(0),
+          core::parse_state(st.get_text(1)).value_or(TaskState::runnable));
+    }
+  }
+  Statement move(*m_db, "UPDATE tasks SET queue = ?2, state = 'runnable', "
+                        "attempts = 0, run_at = ?3, lease_token = NULL, "
+                        "lease_worker = NULL, lease_expires = NULL, "
+                        "rev = rev + 1, updated_at = ?3 WHERE id = ?1");
+  for (const auto& [id, state] : moving) {
+    move.bind(1, id).bind(2, to).bind(3, to_unix_ms(now));
+    move.run();
+    move.reset();
+    log_event(*m_db, id, now, "redrive", state, TaskState::runnable, actor,
+              "from " + from + " to " + to);
+  }
+  tx.commit();
+  return static_cast<int64_t>(moving.size());
+}
+
+int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
+  std::vector<TaskState> states = req.states;
+  if (states.empty()) {
+    states = {TaskState::completed, TaskState::failed, TaskState::killed};
+    if (req.force) {
+      states.insert(states.end(), {TaskState::runnable, TaskState::sleeping,
+                                   TaskState::paused, TaskState::fault});
+    }
+  }
+  for (const TaskState s : states) {
+    if (!core::is_terminal(s) && !req.force) {
+      throw Error(ErrorKind::usage,
+                  "purge deletes finished tasks only; "
+                      + std::string(core::to_string(s))
+                      + " tasks are unfinished (--force deletes them too)");
+    }
+  }
+  std::string in_states;
+  for (const TaskState s : states) {
+    in_states += in_states.empty() ? "'" : ", '";
+    in_states += core::to_string(s);
+    in_states += "'";
+  }
+  Transaction tx(*m_db);
+  m_db->exec("CREATE TEMP TABLE IF NOT EXISTS purge_ids "
+             "(id INTEGER PRIMARY KEY, state TEXT NOT NULL)",
+             "cannot purge");
+  m_db->exec("DELETE FROM purge_ids", "cannot purge");
+  Statement pick(*m_db, "INSERT INTO purge_ids (id, state) SELECT id, state "
+                        "FROM tasks WHERE state IN ("
+                            + in_states
+                            + ") AND (?1 IS NULL OR queue = ?1) "
+                              "AND (?2 IS NULL OR updated_at <= ?2)");
+  pick.bind(1, req.queue);
+  pick.bind(2, req.older_than ? std::optional(to_unix_ms(now - *req.older_than))
+                              : std::nullopt);
+  pick.run();
+  Statement count(*m_db, "SELECT count(*) FROM purge_ids");
+  count.step();
+  const int64_t n = count.get_int(0);
+  count.reset();
+  if (req.dry_run || n == 0) {
+    return n; // the transaction rolls back
+  }
+  {
+    // An unfinished task deleted by --force ends as if killed, so what
+    // waits for it does not wait forever.
+    std::vector<int64_t> unfinished;
+    Statement st(*m_db, "SELECT id FROM purge_ids WHERE state NOT IN "
+                        "('completed', 'failed', 'killed') ORDER BY id");
+    while (st.step()) {
+      unfinished.push_back(st.get_int(0));
+    }
+    for (const int64_t id : unfinished) {
+      set_state(*m_db, id, TaskState::killed, now);
+    }
+  }
+  for (const char* sql :
+       {"DELETE FROM task_errors WHERE task_id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM events WHERE task_id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM task_deps WHERE task_id IN (SELECT id FROM purge_ids) "
+        "OR dep_id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM deliveries WHERE task_id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM tasks WHERE id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM purge_ids"}) {
+    m_db->exec(sql, "cannot purge");
+  }
+  tx.commit();
+  return n;
+}
+
+void TaskStore::vacuum() {
+  m_db->exec("VACUUM", "cannot vacuum the database");
+}
+
+} // namespace taskq::storage

@@ -1,0 +1,116 @@
+# Operating queues as a whole (SPEC §3 "Operating"): queue pause/resume,
+# queue redrive from a dead-letter queue, purge, db vacuum.
+
+set_now 2026-11-21T08:00:00Z
+
+section "queue pause stops leasing at once; resume restores it"
+fresh_db
+a=$(add_task pq)
+b=$(add_task pq)
+expect_exit 0 "$TASKQ" lease pq --worker w1 -o id
+expect_out "$a"
+expect_exit 0 "$TASKQ" queue pause pq
+expect_out_empty
+expect_exit 75 "$TASKQ" lease pq --worker w2
+expect_exit 0 "$TASKQ" why "$b"
+expect_contains "$out" "queue pq is paused" "why names the paused queue"
+tok=$(tq list --queue pq --state running -o json | jq -r .lease.token)
+expect_exit 0 "$TASKQ" done "$a" --lease "$tok"
+expect_eq "$(state "$a")" completed "a leased task of a paused queue finishes"
+expect_exit 0 "$TASKQ" queue resume pq
+expect_exit 0 "$TASKQ" lease pq --worker w2 -o id
+expect_out "$b"
+expect_exit 2 "$TASKQ" queue pause 'bad name'
+expect_exit 2 "$TASKQ" queue pause
+
+section "queue pause wakes no waiting worker; resume does"
+fresh_db
+expect_exit 0 "$TASKQ" queue pause wq
+add_task wq >/dev/null
+"$TASKQ" lease wq --wait 20s -o id >"$scratch/waited" 2>&1 &
+waiter=$!
+expect_exit 0 "$TASKQ" queue resume wq
+wait_until 10 gone "$waiter"
+check "the waiting lease returned after resume" gone "$waiter"
+wait "$waiter"
+expect_eq "$?" 0 "exit of lease --wait"
+
+section "queue redrive moves dead letters back with their errors"
+fresh_db
+t=$(add_task work)
+tok=$(tq lease work -o json | jq -r .lease.token)
+expect_exit 0 "$TASKQ" fail "$t" --lease "$tok" --error "bad input" \
+  --move-to work.dead
+expect_eq "$(field "$t" .queue)" work.dead "moved to the dead-letter queue"
+held=$(add_task work.dead --priority 5)
+expect_eq "$(tq lease work.dead --worker w9 -o id)" "$held" "the held task"
+other=$(add_task elsewhere)
+expect_exit 0 "$TASKQ" queue redrive work.dead work
+expect_out 1
+expect_eq "$(field "$t" .queue)" work "the dead letter is back in work"
+expect_eq "$(field "$held" .queue)" work.dead "a leased task stays"
+expect_eq "$(field "$t" .attempts)" 0 "its attempts are reset"
+expect_eq "$(state "$t")" runnable "it is runnable"
+expect_eq "$(field "$t" '.events[-1].message')" redrive "the event logged"
+expect_eq "$(field "$other" .queue)" elsewhere "other queues are untouched"
+expect_eq "$(field "$t" '.errors[0].error')" "bad input" "errors kept"
+expect_exit 2 "$TASKQ" queue redrive work work
+expect_exit 0 "$TASKQ" queue redrive nothing.here work
+expect_out 0
+
+section "purge deletes finished tasks only, unless --force"
+fresh_db
+done_id=$(add_task pg)
+tok=$(tq lease pg -o json | jq -r .lease.token)
+tq done "$done_id" --lease "$tok" >/dev/null
+killed_id=$(add_task pg)
+tq kill "$killed_id" >/dev/null
+open_id=$(add_task pg)
+paused_id=$(add_task pg)
+tq pause "$paused_id" >/dev/null
+other_done=$(add_task keep)
+tok=$(tq lease keep -o json | jq -r .lease.token)
+tq done "$other_done" --lease "$tok" >/dev/null
+before=$(tq list -o json | sha256sum)
+
+expect_exit 0 "$TASKQ" purge --dry-run
+expect_out 3
+expect_eq "$(tq list -o json | sha256sum)" "$before" "--dry-run changes nothing"
+expect_exit 2 "$TASKQ" purge --state runnable
+expect_err_contains "--force"
+expect_exit 2 "$TASKQ" purge --state nosuch
+expect_exit 2 "$TASKQ" purge --older-than soon
+expect_eq "$(tq list -o json | sha256sum)" "$before" "refused purges change nothing"
+
+expect_exit 0 "$TASKQ" purge --queue pg --older-than 1h
+expect_out 0
+advance 7200
+expect_exit 0 "$TASKQ" purge --queue pg --state completed --older-than 1h
+expect_out 1
+expect_exit 3 "$TASKQ" show "$done_id"
+expect_exit 0 "$TASKQ" show "$killed_id"
+expect_exit 0 "$TASKQ" purge --queue pg
+expect_out 1
+expect_exit 3 "$TASKQ" show "$killed_id"
+expect_eq "$(state "$open_id")/$(state "$paused_id")/$(state "$other_done")" \
+  runnable/paused/completed "unfinished tasks and other queues stay"
+
+section "purge --force deletes unfinished tasks; what waits for them pauses"
+waiter=$(add_task pg --after "$open_id")
+expect_exit 0 "$TASKQ" purge --queue pg --state runnable --force
+expect_out 2
+expect_exit 3 "$TASKQ" show "$open_id"
+expect_exit 3 "$TASKQ" show "$waiter"
+fresh_db
+dep=$(add_task pg)
+waiter=$(add_task pg2 --after "$dep")
+expect_exit 0 "$TASKQ" purge --queue pg --force
+expect_out 1
+expect_eq "$(state "$waiter")" paused "a task waiting for a purged task pauses"
+expect_contains "$(field "$waiter" .reason)" "dependency $dep" "with the reason"
+
+section "db vacuum"
+expect_exit 0 "$TASKQ" db vacuum
+expect_exit 0 "$TASKQ" db check
+expect_exit 5 "$TASKQ" --db "$scratch/missing.db" db vacuum
+check "vacuum of a missing database creates nothing" test ! -e "$scratch/missing.db"
