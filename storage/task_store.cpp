@@ -1091,11 +1091,12 @@ std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
     core::Schedule when;
     std::optional<std::string> sync;
     std::optional<int64_t> last_task;
+    Time due_at;
   };
   std::vector<Due> due;
   {
     Statement st(db, std::string("SELECT name, queue, every, cron, payload, "
-                                 "labels, priority, sync, last_task "
+                                 "labels, priority, sync, last_task, due_at "
                                  "FROM schedules WHERE paused = 0 AND "
                                  "due_at <= ?1")
                          + (queue ? " AND queue = ?2" : "") + " ORDER BY name");
@@ -1113,6 +1114,7 @@ std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
       d.emit.priority = st.get_int(6);
       d.sync = st.get_opt_text(7);
       d.last_task = st.get_opt_int(8);
+      d.due_at = core::from_unix_ms(st.get_int(9));
       due.push_back(std::move(d));
     }
   }
@@ -1120,7 +1122,14 @@ std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
   for (const Due& d : due) {
     std::optional<int64_t> id;
     const auto last = d.last_task ? load_task(db, *d.last_task) : std::nullopt;
-    if (!last || core::is_terminal(last->state)) {
+    // The tick that is due is the latest one at or before now. It emits
+    // only if the last task had finished by then: a tick that passed while
+    // the task ran is skipped, whether or not anyone looked at that time.
+    // (The stored due time counts too: where a grid restarts, a "next"
+    // tick is one period after the last, off the grid.)
+    const Time tick =
+        std::max(core::ticks(d.when, now + Millis(1)).prev, d.due_at);
+    if (!last || (core::is_terminal(last->state) && last->updated_at <= tick)) {
       id = insert_task(db, d.emit, now, "schedule:" + d.name);
       Statement(db, "UPDATE tasks SET schedule = ?2, sync = ?3 WHERE id = ?1")
           .bind(1, *id)
@@ -1206,11 +1215,16 @@ std::optional<Task> delivery_write(Db& db, int64_t id, const std::string& token,
   }
   Task t = load_full(db, id);
   if (t.state != TaskState::runnable) {
-    // Paused, killed, or past its ttl: the delivery is over, as a revoked
-    // lease is.
+    // Paused, killed, or ended: the delivery is over, as a revoked lease
+    // is.
     throw Error(ErrorKind::conflict,
                 "lease lost: broadcast " + task_ref(id) + " is "
                     + std::string(core::to_string(t.state)));
+  }
+  if (t.broadcast_until && *t.broadcast_until <= now) {
+    throw Error(ErrorKind::conflict,
+                "lease lost: broadcast " + task_ref(id) + " ended at "
+                    + core::format_time(*t.broadcast_until));
   }
   log_event(db, id, now, message, t.state, t.state, worker,
             detail.empty() ? std::string("broadcast delivery")
@@ -1541,7 +1555,7 @@ bool TaskStore::lease_held(int64_t id, const std::string& token, Time now) {
                       "AND lease_expires > ?3 UNION ALL SELECT 1 FROM "
                       "deliveries d JOIN tasks t ON t.id = d.task_id "
                       "WHERE d.task_id = ?1 AND d.token = ?2 "
-                      "AND t.state = 'runnable'");
+                      "AND t.state = 'runnable' AND t.broadcast_until > ?3");
   st.bind(1, id).bind(2, token).bind(3, to_unix_ms(now));
   return st.step();
 }
@@ -1909,13 +1923,23 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
     return reasons;
   }
   if (t.broadcast_until) {
-    Statement st(*m_db, "SELECT count(*) FROM deliveries WHERE task_id = ?1");
-    st.bind(1, id);
+    if (*t.broadcast_until <= now) {
+      reasons.push_back("it is a broadcast that ended at "
+                        + core::format_time(*t.broadcast_until)
+                        + ": the next lease from " + t.queue + " completes it");
+      return reasons;
+    }
+    Statement st(*m_db, "SELECT count(*), coalesce(sum(worker = ?2), 0) "
+                        "FROM deliveries WHERE task_id = ?1");
+    st.bind(1, id).bind(2, worker);
     st.step();
-    reasons.push_back("it is a broadcast: each worker leasing from " + t.queue
-                      + " receives it once, until "
-                      + core::format_time(*t.broadcast_until) + " (delivered "
-                      + std::to_string(st.get_int(0)) + " times so far)");
+    const int64_t n = st.get_int(0);
+    reasons.push_back(
+        "it is a broadcast: each worker leasing from " + t.queue
+        + " receives it once, until " + core::format_time(*t.broadcast_until)
+        + " (delivered to " + std::to_string(n)
+        + (n == 1 ? " worker" : " workers") + "; " + worker
+        + (st.get_int(1) > 0 ? " has had it)" : " has not had it yet)"));
     return reasons;
   }
   if (t.waiting) {

@@ -338,6 +338,37 @@ TEST_CASE("schedule: one task per tick, never early, none while one runs") {
   CHECK(store.tick("cron", t0 + 3h, k_operator).empty());
 }
 
+TEST_CASE("schedule: a tick that passed while the last task ran is skipped, "
+          "seen or not") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  store.add_schedule(every("s", "q", "minute"), t0 + 30s, k_operator);
+  const auto first = lease_one(store, "q", t0 + 1min + 5s);
+  REQUIRE(first);
+  // 08:02 passes while it runs; nobody looks then.
+  store.complete(first->id, first->lease->token, std::nullopt, t0 + 2min + 30s);
+  CHECK(store.tick(std::nullopt, t0 + 2min + 40s, k_operator).empty());
+  CHECK(store.schedule("s").due_at == t0 + 3min);
+  CHECK(store.tick(std::nullopt, t0 + 3min, k_operator).size() == 1);
+}
+
+TEST_CASE("schedule: where the grid restarts, the off-grid tick emits") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  // `5 hours` restarts at midnight (00, 05, 10, 15, 20): after 20:00 the
+  // next tick is one period later, 01:00, off the grid.
+  const Time eight_pm = t0 + 12h;
+  store.add_schedule(every("s", "q", "5 hours"), eight_pm - 1h, k_operator);
+  CHECK(store.schedule("s").due_at == eight_pm);
+  const auto leased = lease_one(store, "q", eight_pm, 6h);
+  REQUIRE(leased);
+  CHECK(store.schedule("s").due_at == eight_pm + 5h);
+  // It finishes at 00:30, after the grid's 00:00 but before 01:00.
+  store.complete(leased->id, leased->lease->token, std::nullopt,
+                 eight_pm + 4h + 30min);
+  CHECK(store.tick(std::nullopt, eight_pm + 5h, k_operator).size() == 1);
+}
+
 TEST_CASE("schedule: sync state flows from one task to the next") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
