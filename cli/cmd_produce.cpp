@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/text.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -21,7 +22,137 @@ struct AddOptions {
   OptText unique;
   std::optional<int64_t> max_attempts;
   PolicyArgs policy;
+  std::vector<std::string> after; // each ID,...
+  std::vector<std::string> root;  // each K=V,...
+  OptText to;
+  bool broadcast = false;
+  OptText ttl;
+  OptText trigger;
 };
+
+// A broadcast's default lifetime: rescue's retention of finished work.
+constexpr std::string_view k_default_broadcast_ttl = "7d";
+
+// `--after 3,5 --after 8`: every id once, in the order given.
+std::vector<int64_t> parse_after(const std::vector<std::string>& texts) {
+  std::vector<int64_t> ids;
+  for (const auto& text : texts) {
+    size_t start = 0;
+    while (true) {
+      const size_t comma = text.find(',', start);
+      const std::string piece = text.substr(start, comma - start);
+      const bool digits =
+          !piece.empty()
+          && piece.find_first_not_of("0123456789") == std::string::npos;
+      if (!digits) {
+        throw Error(ErrorKind::usage,
+                    "invalid --after '" + text
+                        + "': expected task ids separated by commas, e.g. "
+                          "3,5");
+      }
+      const int64_t id = parse_id(piece);
+      if (std::find(ids.begin(), ids.end(), id) == ids.end()) {
+        ids.push_back(id);
+      }
+      if (comma == std::string::npos) {
+        break;
+      }
+      start = comma + 1;
+    }
+  }
+  return ids;
+}
+
+// `--root k=v,k2=v2`: a comma starts the next label only when a key and
+// `=` follow it, so a value may hold commas (`--root files=a,b`).
+core::Labels parse_root(const std::vector<std::string>& texts) {
+  std::vector<std::string> labels;
+  for (const auto& text : texts) {
+    std::string current;
+    size_t start = 0;
+    while (true) {
+      const size_t comma = text.find(',', start);
+      const std::string piece = text.substr(start, comma - start);
+      const size_t eq = piece.find('=');
+      const bool starts_label =
+          eq != std::string::npos && eq > 0
+          && core::parse_label(piece.substr(0, eq + 1)).has_value();
+      if (start == 0 || starts_label) {
+        if (start != 0) {
+          labels.push_back(current);
+        }
+        current = piece;
+      } else {
+        current += "," + piece;
+      }
+      if (comma == std::string::npos) {
+        break;
+      }
+      start = comma + 1;
+    }
+    labels.push_back(current);
+  }
+  try {
+    return parse_labels(labels);
+  } catch (const Error& e) {
+    throw Error(ErrorKind::usage, std::string("--root: ") + e.what());
+  }
+}
+
+std::string labels_text(const core::Labels& labels) {
+  std::string out;
+  for (const auto& [k, v] : labels) {
+    out += (out.empty() ? "" : ",") + k + "=" + v;
+  }
+  return out;
+}
+
+// Fills the dependency, root, addressing and gate fields of `task`.
+void apply_rescue_options(const AddOptions& o, storage::NewTask& task) {
+  task.after = parse_after(o.after);
+  task.root = parse_root(o.root);
+  if (o.to) {
+    if (o.to->empty() || !core::is_valid_utf8(*o.to)
+        || std::any_of(o.to->begin(), o.to->end(), [](char c) {
+             return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+           })) {
+      throw Error(ErrorKind::usage, "invalid --to '" + *o.to
+                                        + "': expected a worker name, as "
+                                          "given to --worker");
+    }
+    task.to_worker = o.to;
+  }
+  if (o.ttl && !o.broadcast) {
+    throw Error(ErrorKind::usage, "--ttl is the lifetime of a --broadcast");
+  }
+  if (o.broadcast) {
+    if (o.to) {
+      throw Error(ErrorKind::usage, "give only one of --to and --broadcast");
+    }
+    if (!task.after.empty() || !task.root.empty() || o.unique) {
+      throw Error(ErrorKind::usage,
+                  "a broadcast goes to every worker: it takes no --after, "
+                  "--root or --unique");
+    }
+    const core::Millis ttl = parse_duration_arg(
+        o.ttl.value_or(std::string(k_default_broadcast_ttl)), "--ttl");
+    if (ttl.count() <= 0) {
+      throw Error(ErrorKind::usage, "--ttl must be longer than 0");
+    }
+    task.broadcast_ttl = ttl;
+  }
+  if (o.trigger) {
+    // A gate key reads like a label key.
+    if (o.trigger->find('=') != std::string::npos
+        || !core::parse_label(*o.trigger + "=")) {
+      throw Error(ErrorKind::usage,
+                  "invalid --trigger '" + *o.trigger
+                      + "': expected a gate key of letters, digits and "
+                        ". _ / -");
+    }
+    task.trigger = o.trigger;
+  }
+}
 
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
@@ -106,18 +237,8 @@ void run_add(const AddOptions& o, Context& ctx) {
   }
   storage::NewTask task;
   task.queue = o.queue;
-  if (o.payload) {
-    if (!nlohmann::json::accept(*o.payload)) {
-      throw Error(ErrorKind::usage,
-                  "invalid JSON for --payload; to store plain text, use "
-                  "--text STRING");
-    }
-    task.payload = parse_json_arg(*o.payload, "--payload");
-  } else if (o.text) {
-    if (!core::is_valid_utf8(*o.text)) {
-      throw Error(ErrorKind::usage, "--text is not valid UTF-8");
-    }
-    task.payload = json_string(*o.text);
+  if (auto payload = payload_arg(o.payload, o.text)) {
+    task.payload = std::move(*payload);
   } else if (o.payload_file) {
     task.payload = parse_json_arg(read_file(*o.payload_file), *o.payload_file);
   }
@@ -149,11 +270,26 @@ void run_add(const AddOptions& o, Context& ctx) {
     }
     task.unique_key = o.unique;
   }
+  if (o.jsonl && (!o.root.empty() || o.broadcast)) {
+    throw Error(ErrorKind::usage,
+                std::string(o.broadcast ? "--broadcast" : "--root")
+                    + " goes with one task, not --jsonl: add those one by "
+                      "one");
+  }
+  apply_rescue_options(o, task);
 
   if (!o.jsonl) {
     const Format format = ctx.format(Format::id, {Format::id, Format::json});
     auto& store = ctx.store(storage::OpenMode::write);
     const storage::Added added = store.add_unique(task, now, ctx.actor());
+    if (added.obsoleted_by) {
+      std::fprintf(stderr,
+                   "taskq: not added: obsolete while task %lld is unfinished "
+                   "(--root %s)\n",
+                   static_cast<long long>(*added.obsoleted_by),
+                   labels_text(task.root).c_str());
+      return;
+    }
     const auto t = store.find(added.id);
     if (!t) { // deleted by another process in between
       throw Error(ErrorKind::not_found, "no task " + std::to_string(added.id));
@@ -228,6 +364,24 @@ void register_produce(CLI::App& app, Context& ctx) {
                   "add nothing while an unfinished task of QUEUE has this key "
                   "(prints that task's id)")
       ->type_name("KEY");
+  add->add_option("--after", o->after,
+                  "wait until each task ID is completed; paused if one fails "
+                  "or is killed (repeatable)")
+      ->type_name("ID,...");
+  add->add_option("--root", o->root,
+                  "obsolete (not added, never leased) while an unfinished "
+                  "task has all these labels")
+      ->type_name("K=V,...");
+  add->add_option("--to", o->to, "only worker WORKER leases it")
+      ->type_name("WORKER");
+  add->add_flag("--broadcast", o->broadcast,
+                "deliver once to every worker leasing from QUEUE; needs no "
+                "done; ends completed after --ttl");
+  add->add_option("--ttl", o->ttl, "how long a --broadcast lasts (default 7d)")
+      ->type_name("DUR");
+  add->add_option("--trigger", o->trigger,
+                  "once completed, covers gate key K (gate add --keys)")
+      ->type_name("K");
   add_policy_options(add, o->policy);
   add->callback([o, &ctx] { run_add(*o, ctx); });
 }

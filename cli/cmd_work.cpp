@@ -205,6 +205,7 @@ void register_work(CLI::App& app, Context& ctx) {
 
   struct DoneOptions : WorkerOptions {
     OptText result;
+    std::vector<std::string> sync;
   };
   auto d = std::make_shared<DoneOptions>();
   CLI::App* done = add_command(app, "done", "Complete the leased task",
@@ -212,11 +213,21 @@ void register_work(CLI::App& app, Context& ctx) {
   add_worker_options(done, *d);
   done->add_option("--result", d->result, "result to store (JSON)")
       ->type_name("JSON");
+  done->add_option("--sync", d->sync,
+                   "store K=V on the task's schedule; its next task gets it "
+                   "(repeatable)")
+      ->type_name("K=V");
   done->callback([d, &ctx] {
     const WorkerRef ref = worker_ref(d->id, d->lease);
     const auto result = parse_json_arg(d->result, "--result");
+    core::Labels sync;
+    try {
+      sync = parse_labels(d->sync);
+    } catch (const Error& e) {
+      throw Error(ErrorKind::usage, std::string("--sync: ") + e.what());
+    }
     ctx.store(storage::OpenMode::write)
-        .complete(ref.id, ref.token, result, ctx.now());
+        .complete(ref.id, ref.token, result, ctx.now(), sync);
   });
 
   struct FailOptions : WorkerOptions {

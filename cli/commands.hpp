@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include <string>
+#include <string_view>
 
 namespace taskq::cli {
 
@@ -23,9 +24,15 @@ void add_policy_options(CLI::App* cmd, PolicyArgs& args);
 // Validates the options (usage errors) into overrides.
 core::PolicyOverrides to_overrides(const PolicyArgs& args);
 
-// Queue names appear in shell scripts and tables: 1-128 letters, digits
-// and . _ : / - (usage error otherwise).
+// Queue, schedule and gate names appear in shell scripts and tables: 1-128
+// letters, digits and . _ : / - (usage error otherwise, naming `what`).
+void check_name(const std::string& name, std::string_view what);
 void check_queue_name(const std::string& name);
+
+// The payload of --payload JSON or --text STR (at most one), checked and
+// minified; std::nullopt when neither is given.
+std::optional<std::string> payload_arg(const OptText& payload,
+                                       const OptText& text);
 
 // One function per command group (cli/cmd_<group>.cpp).
 void register_produce(CLI::App& app, Context& ctx); // add
@@ -35,7 +42,7 @@ void register_inspect(CLI::App& app, Context& ctx); // show, list, ...
 void register_queue(CLI::App& app, Context& ctx);   // queue ...
 void register_db(CLI::App& app, Context& ctx);      // db ...
 void register_completion(CLI::App& app, Context& ctx);
-void register_run(CLI::App& app, Context& ctx); // run, wait, progress
+void register_run(CLI::App& app, Context& ctx);      // run, wait, progress
 void register_schedule(CLI::App& app, Context& ctx); // schedule, gate, tick
 
 // Parses argv, runs the chosen command, returns the exit code. Throws

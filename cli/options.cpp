@@ -1,6 +1,10 @@
 // Options and checks shared by several command groups.
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "core/error.hpp"
+#include "core/text.hpp"
+
+#include <nlohmann/json.hpp>
 
 namespace taskq::cli {
 
@@ -48,7 +52,7 @@ core::PolicyOverrides to_overrides(const PolicyArgs& args) {
   return p;
 }
 
-void check_queue_name(const std::string& name) {
+void check_name(const std::string& name, std::string_view what) {
   const bool ok = !name.empty() && name.size() <= 128
                   && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
                                             "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
@@ -56,9 +60,35 @@ void check_queue_name(const std::string& name) {
                          == std::string::npos;
   if (!ok) {
     throw Error(ErrorKind::usage,
-                "invalid queue name '" + name
+                "invalid " + std::string(what) + " name '" + name
                     + "': use 1-128 letters, digits and . _ : / -");
   }
+}
+
+void check_queue_name(const std::string& name) {
+  check_name(name, "queue");
+}
+
+std::optional<std::string> payload_arg(const OptText& payload,
+                                       const OptText& text) {
+  if (payload && text) {
+    throw Error(ErrorKind::usage, "give only one of --payload and --text");
+  }
+  if (payload) {
+    if (!nlohmann::json::accept(*payload)) {
+      throw Error(ErrorKind::usage,
+                  "invalid JSON for --payload; to store plain text, use "
+                  "--text STRING");
+    }
+    return parse_json_arg(*payload, "--payload");
+  }
+  if (text) {
+    if (!core::is_valid_utf8(*text)) {
+      throw Error(ErrorKind::usage, "--text is not valid UTF-8");
+    }
+    return json_string(*text);
+  }
+  return std::nullopt;
 }
 
 } // namespace taskq::cli

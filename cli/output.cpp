@@ -16,6 +16,37 @@ Json or_null(const std::string& s) {
   return s.empty() ? Json(nullptr) : Json(s);
 }
 
+Json or_null(const std::optional<std::string>& s) {
+  return s ? Json(*s) : Json(nullptr);
+}
+
+// Labels as a JSON object ({} when none).
+Json labels_json(const core::Labels& labels) {
+  Json out = Json::object();
+  for (const auto& [k, v] : labels) {
+    out[k] = v;
+  }
+  return out;
+}
+
+// `k=v k2=v2`, for the human forms.
+std::string labels_line(const core::Labels& labels) {
+  std::string out;
+  for (const auto& [k, v] : labels) {
+    out += (out.empty() ? "" : " ") + k + "=" + v;
+  }
+  return out;
+}
+
+// `3, 5`.
+std::string ids_line(const std::vector<int64_t>& ids) {
+  std::string out;
+  for (const int64_t id : ids) {
+    out += (out.empty() ? "" : ", ") + std::to_string(id);
+  }
+  return out;
+}
+
 // Writes a JSON object field by field; raw() embeds JSON text as it is.
 class ObjectWriter {
 public:
@@ -103,7 +134,19 @@ std::string task_json(const core::Task& t, core::Time now,
       .raw("checkpoint", t.checkpoint.value_or("null"))
       .raw("result", t.result.value_or("null"))
       .field("reason", or_null(t.reason))
-      .field("retry_of", t.retry_of ? Json(*t.retry_of) : Json(nullptr));
+      .field("retry_of", t.retry_of ? Json(*t.retry_of) : Json(nullptr))
+      .field("unique", or_null(t.unique_key))
+      .field("after", t.after)
+      .field("waiting", t.waiting)
+      .field("root", labels_json(t.root))
+      .field("to", or_null(t.to_worker))
+      .field("broadcast_until",
+             t.broadcast_until ? Json(core::format_time(*t.broadcast_until))
+                               : Json(nullptr))
+      .field("trigger", or_null(t.trigger))
+      .field("schedule", or_null(t.schedule))
+      .field("gate", or_null(t.gate))
+      .field("sync", labels_json(t.sync));
   if (events != nullptr) {
     Json list = Json::array();
     for (const auto& e : *events) {
@@ -165,6 +208,11 @@ void print_env(const core::Task& t) {
     std::printf("export TASKQ_CHECKPOINT=%s\n",
                 shell_quote(*t.checkpoint).c_str());
   }
+  std::printf("export TASKQ_SYNC=%s\n", shell_quote(sync_json(t)).c_str());
+}
+
+std::string sync_json(const core::Task& task) {
+  return dump(labels_json(task.sync));
 }
 
 std::string display_state(const core::Task& t, core::Time now) {
@@ -227,11 +275,7 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
   }
   line("payload:", t.payload);
   if (!t.labels.empty()) {
-    std::string labels;
-    for (const auto& [k, v] : t.labels) {
-      labels += (labels.empty() ? "" : " ") + k + "=" + v;
-    }
-    line("labels:", labels);
+    line("labels:", labels_line(t.labels));
   }
   line("priority:", std::to_string(t.priority));
   line("attempts:",
@@ -252,6 +296,34 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
   }
   if (t.retry_of) {
     line("retry_of:", std::to_string(*t.retry_of));
+  }
+  if (t.unique_key) {
+    line("unique:", *t.unique_key);
+  }
+  if (!t.after.empty()) {
+    // Not waiting: all completed, or resumed after one failed.
+    line("after:", ids_line(t.after) + (t.waiting ? " (waiting)" : ""));
+  }
+  if (!t.root.empty()) {
+    line("root:", labels_line(t.root));
+  }
+  if (t.to_worker) {
+    line("to:", *t.to_worker);
+  }
+  if (t.broadcast_until) {
+    line("broadcast:", "until " + core::format_time(*t.broadcast_until));
+  }
+  if (t.trigger) {
+    line("trigger:", *t.trigger);
+  }
+  if (t.schedule) {
+    line("schedule:", *t.schedule);
+  }
+  if (t.gate) {
+    line("gate:", *t.gate);
+  }
+  if (!t.sync.empty()) {
+    line("sync:", labels_line(t.sync));
   }
   std::printf("\nerrors (%zu):\n", t.errors.size());
   for (const auto& e : t.errors) {

@@ -25,6 +25,9 @@ void print_json(const Json& value);
 
 // Shell assignments for `eval`: export TASKQ_ID=... (single-quoted).
 void print_env(const core::Task& task);
+// The task's sync state (from its schedule) as a JSON object, {} when none:
+// TASKQ_SYNC.
+std::string sync_json(const core::Task& task);
 // `text` quoted for a POSIX shell.
 std::string shell_quote(const std::string& text);
 // The payload as a handler sees it: a JSON string's contents, else JSON.

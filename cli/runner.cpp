@@ -34,8 +34,9 @@ constexpr size_t k_max_result_bytes = 16 * 1024 * 1024;
 
 // The variables `run` sets for a handler; any inherited value is replaced.
 constexpr std::string_view k_task_vars[] = {
-    "TASKQ_ID",      "TASKQ_LEASE",      "TASKQ_QUEUE", "TASKQ_ATTEMPT",
-    "TASKQ_PAYLOAD", "TASKQ_CHECKPOINT", "TASKQ_DB",    "TASKQ_WORKER"};
+    "TASKQ_ID",      "TASKQ_LEASE",   "TASKQ_QUEUE",
+    "TASKQ_ATTEMPT", "TASKQ_PAYLOAD", "TASKQ_CHECKPOINT",
+    "TASKQ_DB",      "TASKQ_WORKER",  "TASKQ_SYNC"};
 
 // One task whose handler is running.
 struct Running {
@@ -163,6 +164,14 @@ std::vector<std::string> child_environment(const core::Task& t,
                  static_cast<long long>(t.id), t.checkpoint->size(),
                  static_cast<long long>(t.id));
   }
+  const std::string sync = sync_json(t);
+  if (!add_variable(env, "TASKQ_SYNC", sync)) {
+    std::fprintf(stderr,
+                 "taskq: task %lld: its sync state (%zu bytes) is too large "
+                 "for TASKQ_SYNC; see taskq show %lld\n",
+                 static_cast<long long>(t.id), sync.size(),
+                 static_cast<long long>(t.id));
+  }
   env.push_back("TASKQ_DB=" + db_path);
   env.push_back("TASKQ_WORKER=" + worker);
   return env;
@@ -281,7 +290,8 @@ private:
     // A commit anywhere in the database wakes every idle worker: a read
     // first, so that they do not all queue up for the write lock for a
     // change that concerns none of them.
-    if (only_if_due && !m_store.anything_due(m_o.queues, m_ctx.live_now(), m_worker)) {
+    if (only_if_due
+        && !m_store.anything_due(m_o.queues, m_ctx.live_now(), m_worker)) {
       wake_when_due();
       return;
     }
