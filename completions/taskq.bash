@@ -35,7 +35,8 @@ _taskq() {
             --result | --error | --move-to | --retry-in | --until | --queue | \
             --state | --limit | --max-running | --concurrency | --max-tasks | \
             --timeout | --grace | --release-delay | --checkpoint-signal | \
-            --interval)
+            --interval | --after | --root | --to | --ttl | --trigger | --sync | \
+            --every | --cron | --keys)
             [[ ${COMP_WORDS[i+1]} == = ]] && ((i++))
             ((i++))
             ((i < COMP_CWORD)) && [[ $w == --db ]] &&
@@ -55,7 +56,7 @@ _taskq() {
         *)
             if [[ -z $cmd ]]; then
                 cmd=$w
-            elif [[ -z $sub && $cmd == @(queue|db|completion) ]]; then
+            elif [[ -z $sub && $cmd == @(queue|db|completion|schedule|gate) ]]; then
                 sub=$w
             else
                 ((++npos))
@@ -93,13 +94,15 @@ _taskq() {
     --backoff) words="constant exponential" ;;
     --state) words="runnable sleeping paused completed failed killed running ready" ;;
     --queue | --move-to) words=$(_taskq_ask queue list -o id) ;;
+    --after) words=$(_taskq_ask list -o id --limit 200) ;;
     --checkpoint-signal) words="USR1 USR2 HUP INT QUIT TERM" ;;
     --worker | --payload | --text | --label | --priority | --delay | --at | \
         --unique | --max-attempts | --max-errors | --error-window | --retry-delay | \
         --max-delay | --for | --match | --count | --lease | --checkpoint | \
         --result | --error | --retry-in | --until | --limit | --max-running | \
         --concurrency | --max-tasks | --timeout | --grace | --release-delay | \
-        --interval)
+        --interval | --root | --to | --ttl | --trigger | --sync | --every | \
+        --cron | --keys)
         return
         ;;
     *)
@@ -108,7 +111,8 @@ _taskq() {
             case $cmd in
             add) words="--payload --text --payload-file --jsonl --label
                 --priority --delay --at --unique --max-attempts --max-errors
-                --error-window --retry-delay --backoff --max-delay" ;;
+                --error-window --retry-delay --backoff --max-delay --after --root
+                --to --broadcast --ttl --trigger" ;;
             lease) words="--for --match --count --wait" ;;
             run) words="--for --concurrency --max-tasks --until-empty --timeout
                 --grace --release-delay --result-stdout --match
@@ -116,7 +120,7 @@ _taskq() {
             wait) words="--timeout" ;;
             progress) words="--interval" ;;
             heartbeat) words="--lease --for --checkpoint" ;;
-            done) words="--lease --result" ;;
+            done) words="--lease --result --sync" ;;
             fail) words="--lease --error --no-retry --move-to --retry-in" ;;
             release) words="--lease --delay $bulkopts" ;;
             sleep) words="--until --for --lease $bulkopts" ;;
@@ -126,6 +130,11 @@ _taskq() {
             stats) words="--queue" ;;
             queue) [[ $sub == set ]] && words="--max-running --max-attempts
                 --max-errors --error-window --retry-delay --backoff --max-delay" ;;
+            schedule) [[ $sub == add ]] && words="--every --cron --payload
+                --text --label --priority" ;;
+            gate) [[ $sub == add ]] && words="--keys --payload --text --label
+                --priority" ;;
+            tick) words="--queue" ;;
             '') words="--version" ;;
             esac
             words+=" --db --worker -o --output --help"
@@ -133,10 +142,16 @@ _taskq() {
             case $cmd/$sub/$npos in
             //0) words="add lease heartbeat done fail run wait progress release
                 sleep pause resume kill checkpoint send retry requeue show list
-                stats why queue db completion" ;;
+                stats why queue schedule gate tick db completion" ;;
             queue//0) words="list set" ;;
             db//0) words="check path migrate backup" ;;
             completion//0) words="bash zsh fish" ;;
+            schedule//0) words="add list show pause resume rm" ;;
+            gate//0) words="add list show rm" ;;
+            schedule/add/1 | gate/add/1) words=$(_taskq_ask queue list -o id) ;;
+            schedule/show/0 | schedule/pause/0 | schedule/resume/0 | schedule/rm/0)
+                words=$(_taskq_ask schedule list -o id) ;;
+            gate/show/0 | gate/rm/0) words=$(_taskq_ask gate list -o id) ;;
             db/backup/0)
                 compopt -o default
                 return

@@ -16,7 +16,8 @@ function __taskq_words
                 --for --match --count --lease --checkpoint --result --error \
                 --move-to --retry-in --until --queue --state --limit --max-running \
                 --concurrency --max-tasks --timeout --grace --release-delay \
-                --checkpoint-signal --interval
+                --checkpoint-signal --interval --after --root --to --ttl \
+                --trigger --sync --every --cron --keys
                 set -e toks[1]
             case '--'
                 test "$cmd" = run; and return
@@ -124,6 +125,9 @@ complete -c taskq -n '__taskq_at 0' -a list -d 'List tasks'
 complete -c taskq -n '__taskq_at 0' -a stats -d 'Show counts per queue and state'
 complete -c taskq -n '__taskq_at 0' -a why -d 'Explain why a task is not running'
 complete -c taskq -n '__taskq_at 0' -a queue -d 'List or configure queues'
+complete -c taskq -n '__taskq_at 0' -a schedule -d 'Add, list, pause or remove recurring schedules'
+complete -c taskq -n '__taskq_at 0' -a gate -d 'Add, list or remove gates'
+complete -c taskq -n '__taskq_at 0' -a tick -d 'Emit the tasks of the schedules that are due'
 complete -c taskq -n '__taskq_at 0' -a db -d 'Check, locate, migrate or back up the database'
 complete -c taskq -n '__taskq_at 0' -a completion -d 'Print a shell completion script'
 
@@ -148,6 +152,21 @@ complete -c taskq -n '__taskq_at queue 0' -a set -d 'Configure a queue'
 complete -c taskq -n '__taskq_at db 0' -a 'check path migrate backup'
 complete -c taskq -n '__taskq_at db backup 0' -F
 complete -c taskq -n '__taskq_at completion 0' -a 'bash zsh fish'
+complete -c taskq -n '__taskq_at schedule 0' -a add -d 'Add a schedule'
+complete -c taskq -n '__taskq_at schedule 0' -a list -d 'List schedules'
+complete -c taskq -n '__taskq_at schedule 0' -a show -d 'Show a schedule'
+complete -c taskq -n '__taskq_at schedule 0' -a pause -d 'Stop a schedule emitting'
+complete -c taskq -n '__taskq_at schedule 0' -a resume -d 'Let a schedule emit again'
+complete -c taskq -n '__taskq_at schedule 0' -a rm -d 'Remove a schedule'
+complete -c taskq -n '__taskq_at gate 0' -a add -d 'Add a gate'
+complete -c taskq -n '__taskq_at gate 0' -a list -d 'List gates'
+complete -c taskq -n '__taskq_at gate 0' -a show -d 'Show a gate'
+complete -c taskq -n '__taskq_at gate 0' -a rm -d 'Remove a gate'
+complete -c taskq -n '__taskq_at schedule add 1; or __taskq_at gate add 1' -a $queues
+for cmd in show pause resume rm
+    complete -c taskq -n "__taskq_at schedule $cmd 0" -a '(__taskq_ask schedule list -o id)'
+end
+complete -c taskq -n '__taskq_at gate show 0; or __taskq_at gate rm 0' -a '(__taskq_ask gate list -o id)'
 
 # Command options.
 set -l add '__taskq_at add'
@@ -160,6 +179,12 @@ complete -c taskq -n $add -l priority -x -d 'Higher is leased first'
 complete -c taskq -n $add -l delay -x -d 'Make it due later'
 complete -c taskq -n $add -l at -x -d 'Make it due at a time'
 complete -c taskq -n $add -l unique -x -d 'Add nothing while an unfinished task has this key'
+complete -c taskq -n $add -l after -x -a $tasks -d 'Wait until these tasks are completed (ID,...)'
+complete -c taskq -n $add -l root -x -d 'Obsolete while an unfinished task has these labels (K=V,...)'
+complete -c taskq -n $add -l to -x -d 'Deliver to this worker only'
+complete -c taskq -n $add -l broadcast -d 'Deliver once to every worker of the queue'
+complete -c taskq -n $add -l ttl -x -d 'How long a broadcast is delivered'
+complete -c taskq -n $add -l trigger -x -d 'The gate key it covers when it completes'
 set -l policy '__taskq_at add; or __taskq_at queue set'
 complete -c taskq -n $policy -l max-attempts -x -d 'Pause after this many leases'
 complete -c taskq -n $policy -l max-errors -x -d 'Fail after this many errors in the window'
@@ -194,6 +219,7 @@ complete -c taskq -n $worker -l lease -x -d 'Lease token (default $TASKQ_LEASE)'
 complete -c taskq -n '__taskq_at heartbeat' -l for -x -d 'Extend the lease by'
 complete -c taskq -n '__taskq_at heartbeat' -l checkpoint -x -d 'Store saved progress (JSON)'
 complete -c taskq -n '__taskq_at done' -l result -x -d 'Result of the task (JSON)'
+complete -c taskq -n '__taskq_at done' -l sync -x -d 'Store K=V on its schedule, for the next task'
 complete -c taskq -n '__taskq_at fail' -l error -x -d 'What went wrong'
 complete -c taskq -n '__taskq_at fail' -l no-retry -d 'Fail for good now'
 complete -c taskq -n '__taskq_at fail' -l move-to -x -a $queues -d 'Move it to a dead-letter queue'
@@ -208,3 +234,14 @@ complete -c taskq -n "$select; or __taskq_at stats" -l queue -x -a $queues -d 'O
 complete -c taskq -n $select -l state -x -a 'runnable sleeping paused completed failed killed running ready' -d 'Only tasks in this state'
 complete -c taskq -n $select -l match -x -d 'Only tasks with matching labels (K=V)'
 complete -c taskq -n '__taskq_at list' -l limit -x -d 'List at most this many'
+
+# What schedules and gates emit, and when.
+complete -c taskq -n '__taskq_at schedule add' -l every -x -d 'Interval (15 minutes, day at 08:00, ...)'
+complete -c taskq -n '__taskq_at schedule add' -l cron -x -d 'Cron expression, in UTC (m h dom mon dow)'
+complete -c taskq -n '__taskq_at gate add' -l keys -x -d 'The trigger keys it waits for (K1,K2,...)'
+set -l emit '__taskq_at schedule add; or __taskq_at gate add'
+complete -c taskq -n $emit -l payload -x -d 'JSON payload of each task it emits'
+complete -c taskq -n $emit -l text -x -d 'Payload as a JSON string'
+complete -c taskq -n $emit -l label -x -d 'Label each task it emits (K=V)'
+complete -c taskq -n $emit -l priority -x -d 'Priority of each task it emits'
+complete -c taskq -n '__taskq_at tick' -l queue -x -a $queues -d 'Only the schedules of this queue'

@@ -130,6 +130,44 @@ expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db wait 999 ''
 expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db lease --wait ''
 expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db lease "$queue" --wait ''
 expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db lease --wait = ''
+
+# Schedules, gates and tick (and the options of add and done that feed
+# them): subcommands, options, and schedule and gate names from --db.
+section "bash: schedule, gate, tick"
+tq --db q.db schedule add sched-one "$queue" --every hour >/dev/null
+tq --db q.db gate add gate-one "$queue" --keys a,b >/dev/null
+expect_exit 0 bash complete.bash schedule "$TASKQ" sch
+expect_exit 0 bash complete.bash gate "$TASKQ" ga
+expect_exit 0 bash complete.bash tick "$TASKQ" ti
+expect_exit 0 bash complete.bash resume "$TASKQ" schedule ''
+expect_exit 0 bash complete.bash rm "$TASKQ" gate ''
+expect_exit 1 bash complete.bash pause "$TASKQ" gate ''
+expect_exit 0 bash complete.bash --every "$TASKQ" schedule add n q --
+expect_exit 0 bash complete.bash --cron "$TASKQ" schedule add n q --c
+expect_exit 0 bash complete.bash --keys "$TASKQ" gate add n q --
+expect_exit 0 bash complete.bash --payload "$TASKQ" gate add n q --keys a --p
+expect_exit 0 bash complete.bash '' "$TASKQ" schedule add n q --every ''
+expect_exit 0 bash complete.bash '' "$TASKQ" gate add n q --keys ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db schedule add n ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db gate add n --keys a ''
+expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db schedule add n "$queue" ''
+expect_exit 0 bash complete.bash sched-one "$TASKQ" --db q.db schedule show ''
+expect_exit 0 bash complete.bash sched-one "$TASKQ" schedule pause --db q.db ''
+expect_exit 0 bash complete.bash gate-one "$TASKQ" --db q.db gate rm ''
+expect_exit 1 bash complete.bash gate-one "$TASKQ" --db q.db schedule rm ''
+expect_exit 0 bash complete.bash --queue "$TASKQ" tick --
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db tick --queue ''
+expect_exit 0 bash complete.bash --trigger "$TASKQ" add q --tr
+expect_exit 0 bash complete.bash --broadcast "$TASKQ" add q --b
+for opt in --after --root --to --ttl; do
+    expect_exit 0 bash complete.bash "$opt" "$TASKQ" add q --
+done
+expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db add q --after ''
+expect_exit 0 bash complete.bash '' "$TASKQ" add q --trigger ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db add --to w ''
+expect_exit 0 bash complete.bash --sync "$TASKQ" done 1 --s
+expect_exit 0 bash complete.bash '' "$TASKQ" done --sync ''
+
 # A database taskq cannot read offers nothing, and its error stays silent.
 printf 'not a database\n' >bad.db
 expect_exit 0 bash complete.bash '' "$TASKQ" --db bad.db add ''
@@ -216,6 +254,17 @@ EOF
     expect_exit 0 zsh -f complete.zsh --timeout "$TASKQ" wait 1 --
     expect_exit 0 zsh -f complete.zsh --wait "$TASKQ" lease q --w
     expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db lease --wait ''
+    expect_exit 0 zsh -f complete.zsh schedule "$TASKQ" sch
+    expect_exit 0 zsh -f complete.zsh resume "$TASKQ" schedule ''
+    expect_exit 0 zsh -f complete.zsh --every "$TASKQ" schedule add n q --e
+    expect_exit 0 zsh -f complete.zsh '' "$TASKQ" schedule add n q --every ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db schedule add n ''
+    expect_exit 0 zsh -f complete.zsh sched-one "$TASKQ" --db q.db schedule show ''
+    expect_exit 0 zsh -f complete.zsh gate-one "$TASKQ" --db q.db gate rm ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db tick --queue=''
+    expect_exit 0 zsh -f complete.zsh --trigger "$TASKQ" add q --tr
+    expect_exit 0 zsh -f complete.zsh --sync "$TASKQ" done --s
+    expect_exit 0 zsh -f complete.zsh "$id" "$TASKQ" --db q.db add q --after ''
     # After run's --: a command, then files, never taskq's own.
     expect_exit 0 zsh -f complete.zsh bash "$TASKQ" run q -- ba
     # (zsh adds a path's last part, after the rest as a prefix)
@@ -264,6 +313,20 @@ EOF
     expect_exit 0 fish --no-config complete.fish "$id" "$TASKQ --db q.db wait 999 "
     expect_exit 0 fish --no-config complete.fish --timeout "$TASKQ wait 1 --"
     expect_exit 0 fish --no-config complete.fish --wait "$TASKQ lease q --w"
+    expect_exit 0 fish --no-config complete.fish schedule "$TASKQ sch"
+    expect_exit 0 fish --no-config complete.fish tick "$TASKQ ti"
+    expect_exit 0 fish --no-config complete.fish resume "$TASKQ schedule "
+    expect_exit 0 fish --no-config complete.fish rm "$TASKQ gate "
+    expect_exit 0 fish --no-config complete.fish --every "$TASKQ schedule add n q --e"
+    expect_exit 0 fish --no-config complete.fish --keys "$TASKQ gate add n q --k"
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db schedule add n "
+    expect_exit 1 fish --no-config complete.fish "$queue" "$TASKQ --db q.db schedule add n $queue "
+    expect_exit 0 fish --no-config complete.fish sched-one "$TASKQ --db q.db schedule show "
+    expect_exit 0 fish --no-config complete.fish gate-one "$TASKQ --db q.db gate rm "
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db tick --queue "
+    expect_exit 0 fish --no-config complete.fish --trigger "$TASKQ add q --tr"
+    expect_exit 0 fish --no-config complete.fish --broadcast "$TASKQ add q --b"
+    expect_exit 0 fish --no-config complete.fish --sync "$TASKQ done --s"
     # After run's --: a command, then files, never taskq's own.
     expect_exit 0 fish --no-config complete.fish bash "$TASKQ run q -- ba"
     expect_exit 0 fish --no-config complete.fish bin/handler.sh "$TASKQ run q -- bin/h"
