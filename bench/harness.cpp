@@ -16,11 +16,21 @@
 //     (c): `taskq lease` on a queue of 1,000 against one of 1,000,000,
 //     alternating; with --sqlite3, the shell's lease statement likewise.
 //
+//   taskq_bench_harness lease-backlog --taskq T --empty DB --future DB
+//       --blocked DB [--queue Q] [--expect TEXT] [--reps N] [--warmup N]
+//       [--samples CSV]
+//     bench/run's (e): `taskq lease` on a queue of a few due tasks
+//     (--empty), on the same with 100,000 future-dated tasks besides
+//     (--future) and with 100,000 dependency-blocked ones besides
+//     (--blocked), in rotation (A B C, B C A, C A B, ...); every lease's
+//     output must contain TEXT (the due tasks' mark). Series lease_empty,
+//     lease_future, lease_blocked.
+//
 //   taskq_bench_harness run -- CMD [ARG...]
 //     Runs CMD once (stdout and stderr captured) and prints one line:
 //     `wall_us=N cpu_us=N rss_kb=N rc=N out=FIRST-LINE-OF-STDOUT`.
 //
-// For bench/wakeup:
+// For bench/wakeup (whose (e) and (f) are its own, not bench/run's):
 //
 //   taskq_bench_harness wakeup-latency --taskq T --sqlite3 S --tdb DB
 //       --bdb DB --probe-dir DIR [--queue Q] [--reps N] [--warmup N]
@@ -62,6 +72,7 @@
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <poll.h>
 #include <spawn.h>
@@ -527,6 +538,49 @@ int cmd_single(const Options& o) {
   return 0;
 }
 
+// One `lease` of a timed series: its name, what makes the command (the
+// shell's statement text holds "now", so it is made right before its run),
+// the key of the lease token in its output (taskq prints "token", the
+// shell's RETURNING row "lease_token"), and a text its output must hold
+// ("" for any).
+struct LeaseRun {
+  std::string name;
+  std::function<std::vector<std::string>()> make;
+  std::string token_key = "token";
+  std::string expect;
+};
+
+// Runs each repetition's leases in rotating order (for two: A B, B A, ...;
+// for three: A B C, B C A, C A B, ...), so drift hits every series alike.
+// Each must lease a task; warm-up repetitions (negative) are not recorded.
+void lease_rotation(Series& series, int rep,
+                    const std::vector<LeaseRun>& runs) {
+  const int n = static_cast<int>(runs.size());
+  const int first = ((rep % n) + n) % n;
+  for (int i = 0; i < n; ++i) {
+    const LeaseRun& run = runs[static_cast<size_t>((first + i) % n)];
+    const std::vector<std::string> argv = run.make();
+    const Result r = must(argv);
+    leased(r, run.token_key.c_str(), argv);
+    if (!run.expect.empty() && r.out.find(run.expect) == std::string::npos) {
+      fatal("leased a task without '" + run.expect + "' in it (" + run.name
+            + "): " + show(argv) + "\n" + r.out);
+    }
+    if (rep >= 0) {
+      series.add(run.name, rep, r);
+    }
+  }
+}
+
+std::function<std::vector<std::string>()>
+taskq_lease(const std::string& taskq, const std::string& db,
+            const std::string& queue) {
+  return [=] {
+    return std::vector<std::string>{taskq, "--db",  db,  "lease",
+                                    queue, "--for", "5m"};
+  };
+}
+
 int cmd_lease_scale(const Options& o) {
   const std::string taskq = o.get("taskq");
   const std::string small = o.get("small");
@@ -539,44 +593,53 @@ int cmd_lease_scale(const Options& o) {
   const Budget budget(o);
   Series series;
 
-  auto tlease = [&](const std::string& db) {
-    return std::vector<std::string>{taskq, "--db",  db,  "lease",
-                                    queue, "--for", "5m"};
-  };
-  for (int rep = -warmup; rep < reps && !budget.over(rep); ++rep) {
-    const bool small_first = (rep & 1) == 0;
-    auto one = [&](const std::string& name, const auto& make, bool sql) {
-      const auto argv = make();
-      const Result r = must(argv);
-      leased(r, sql ? "lease_token" : "token", argv);
-      if (rep >= 0) {
-        series.add(prefix + name, rep, r);
-      }
+  auto shell_lease = [&](const std::string& db) {
+    return [sqlite3 = o.get("sqlite3"), db, queue] {
+      return shell(sqlite3, db, sql_lease(queue));
     };
-    auto t_small = [&] { return tlease(small); };
-    auto t_large = [&] { return tlease(large); };
-    if (small_first) {
-      one("lease1k_taskq", t_small, false);
-      one("lease1m_taskq", t_large, false);
-    } else {
-      one("lease1m_taskq", t_large, false);
-      one("lease1k_taskq", t_small, false);
-    }
+  };
+  const std::vector<LeaseRun> t_runs = {
+      {prefix + "lease1k_taskq", taskq_lease(taskq, small, queue), "token", ""},
+      {prefix + "lease1m_taskq", taskq_lease(taskq, large, queue), "token",
+       ""}};
+  std::vector<LeaseRun> b_runs;
+  if (baseline) {
+    b_runs = {{prefix + "lease1k_sqlite3", shell_lease(o.get("bsmall")),
+               "lease_token", ""},
+              {prefix + "lease1m_sqlite3", shell_lease(o.get("blarge")),
+               "lease_token", ""}};
+  }
+  for (int rep = -warmup; rep < reps && !budget.over(rep); ++rep) {
+    lease_rotation(series, rep, t_runs);
     if (baseline) {
-      auto b_small = [&] {
-        return shell(o.get("sqlite3"), o.get("bsmall"), sql_lease(queue));
-      };
-      auto b_large = [&] {
-        return shell(o.get("sqlite3"), o.get("blarge"), sql_lease(queue));
-      };
-      if (small_first) {
-        one("lease1k_sqlite3", b_small, true);
-        one("lease1m_sqlite3", b_large, true);
-      } else {
-        one("lease1m_sqlite3", b_large, true);
-        one("lease1k_sqlite3", b_small, true);
-      }
+      lease_rotation(series, rep, b_runs);
     }
+  }
+  series.print(o.has("samples") ? o.get("samples") : "");
+  return 0;
+}
+
+// lease-backlog: `taskq lease` on a queue of a few due tasks (--empty)
+// against the same with a backlog of future-dated tasks (--future) and of
+// dependency-blocked ones (--blocked), in rotation. Every lease must print
+// --expect (the due tasks' payload mark): a backlog task leased is a
+// failure, not a figure.
+int cmd_lease_backlog(const Options& o) {
+  const std::string taskq = o.get("taskq");
+  const std::string queue = o.get("queue", "bench");
+  const int reps = std::stoi(o.get("reps", "200"));
+  const int warmup = std::stoi(o.get("warmup", "5"));
+  const std::string expect = o.get("expect", "-") == "-" ? "" : o.get("expect");
+  const Budget budget(o);
+  Series series;
+
+  std::vector<LeaseRun> runs;
+  for (const char* kind : {"empty", "future", "blocked"}) {
+    runs.push_back({std::string("lease_") + kind,
+                    taskq_lease(taskq, o.get(kind), queue), "token", expect});
+  }
+  for (int rep = -warmup; rep < reps && !budget.over(rep); ++rep) {
+    lease_rotation(series, rep, runs);
   }
   series.print(o.has("samples") ? o.get("samples") : "");
   return 0;
@@ -1204,10 +1267,11 @@ int cmd_wakeup_idle(const Options& o) {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr,
-                 "usage: taskq_bench_harness "
-                 "single|lease-scale|run|wakeup-latency|wakeup-idle|probe "
-                 "...\n");
+    std::fprintf(
+        stderr,
+        "usage: taskq_bench_harness "
+        "single|lease-scale|lease-backlog|run|wakeup-latency|wakeup-idle|"
+        "probe ...\n");
     return 2;
   }
   const std::string cmd = argv[1];
@@ -1223,6 +1287,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "lease-scale") {
     return cmd_lease_scale(o);
+  }
+  if (cmd == "lease-backlog") {
+    return cmd_lease_backlog(o);
   }
   if (cmd == "run") {
     return cmd_run(o);
