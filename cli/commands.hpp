@@ -44,6 +44,7 @@ void register_db(CLI::App& app, Context& ctx);      // db ...
 void register_completion(CLI::App& app, Context& ctx);
 void register_run(CLI::App& app, Context& ctx);      // run, wait, progress
 void register_schedule(CLI::App& app, Context& ctx); // schedule, gate, tick
+void register_events(CLI::App& app, Context& ctx);   // events
 
 // Parses argv, runs the chosen command, returns the exit code. Throws
 // taskq::Error for main() to report.

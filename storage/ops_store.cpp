@@ -1,5 +1,6 @@
 // TaskStore: operating a queue as a whole. Queue pause and resume, redrive
-// from a dead-letter queue, purge of finished tasks, vacuum.
+// from a dead-letter queue, purge of finished tasks, vacuum, the event
+// stream.
 #include "core/error.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
@@ -133,6 +134,96 @@ int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
 
 void TaskStore::vacuum() {
   m_db->exec("VACUUM", "cannot vacuum the database");
+}
+
+std::vector<StreamEvent>
+TaskStore::events(const std::optional<std::string>& queue,
+                  std::optional<Time> since, EventCursor& cursor,
+                  int64_t limit) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  // Unset filters bind as NULL (`?2 IS NULL OR ...`).
+  const auto bind_filters = [&](Statement& st) {
+    if (since) {
+      st.bind(2, to_unix_ms(*since));
+    } else {
+      st.bind_null(2);
+    }
+    st.bind(3, queue).bind(4, limit);
+  };
+  std::vector<StreamEvent> adds;
+  {
+    // Creations live on the task rows (a bulk add writes no event rows).
+    Statement st(*m_db, "SELECT id, created_at, created_by, queue, retry_of "
+                        "FROM tasks WHERE id > ?1 "
+                        "AND (?2 IS NULL OR created_at >= ?2) "
+                        "AND (?3 IS NULL OR queue = ?3) ORDER BY id LIMIT ?4");
+    st.bind(1, cursor.task_id);
+    bind_filters(st);
+    while (st.step()) {
+      StreamEvent e;
+      e.event.task_id = st.get_int(0);
+      e.event.time = core::from_unix_ms(st.get_int(1));
+      e.event.message = "add";
+      e.event.to = core::to_string(TaskState::runnable);
+      e.event.actor = st.get_opt_text(2).value_or("");
+      e.queue = st.get_text(3);
+      if (const auto of = st.get_opt_int(4)) {
+        e.event.detail = "retry of " + task_ref(*of);
+      }
+      adds.push_back(std::move(e));
+    }
+  }
+  std::vector<StreamEvent> logged;
+  {
+    Statement st(*m_db, "SELECT e.id, e.task_id, e.time, e.message, "
+                        "e.from_state, e.to_state, e.actor, e.detail, t.queue "
+                        "FROM events e JOIN tasks t ON t.id = e.task_id "
+                        "WHERE e.id > ?1 AND (?2 IS NULL OR e.time >= ?2) "
+                        "AND (?3 IS NULL OR t.queue = ?3) "
+                        "ORDER BY e.id LIMIT ?4");
+    st.bind(1, cursor.event_id);
+    bind_filters(st);
+    while (st.step()) {
+      StreamEvent e;
+      e.event.id = st.get_int(0);
+      e.event.task_id = st.get_int(1);
+      e.event.time = core::from_unix_ms(st.get_int(2));
+      e.event.message = st.get_text(3);
+      e.event.from = st.get_opt_text(4).value_or("");
+      e.event.to = st.get_opt_text(5).value_or("");
+      e.event.actor = st.get_opt_text(6).value_or("");
+      e.event.detail = st.get_opt_text(7).value_or("");
+      e.queue = st.get_text(8);
+      logged.push_back(std::move(e));
+    }
+  }
+  // Merged by time, a creation first at equal times; each source keeps its
+  // own order, so the cursor's two halves each move past a prefix.
+  std::vector<StreamEvent> out;
+  size_t a = 0;
+  size_t b = 0;
+  while (static_cast<int64_t>(out.size()) < limit
+         && (a < adds.size() || b < logged.size())) {
+    const bool take_add =
+        b == logged.size()
+        || (a < adds.size() && adds[a].event.time <= logged[b].event.time);
+    StreamEvent& next = take_add ? adds[a++] : logged[b++];
+    if (take_add) {
+      cursor.task_id = next.event.task_id;
+    } else {
+      cursor.event_id = next.event.id;
+    }
+    out.push_back(std::move(next));
+  }
+  return out;
+}
+
+EventCursor TaskStore::events_end() {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  Statement st(*m_db, "SELECT (SELECT coalesce(max(id), 0) FROM events), "
+                      "(SELECT coalesce(max(id), 0) FROM tasks)");
+  st.step();
+  return {st.get_int(0), st.get_int(1)};
 }
 
 } // namespace taskq::storage

@@ -153,6 +153,20 @@ struct PurgeRequest {
   bool dry_run = false; // count, delete nothing
 };
 
+// One entry of the event stream (`events`): a row of the event log, or a
+// task's creation as an `add` event (event.id 0), with the task's queue.
+struct StreamEvent {
+  core::Event event;
+  std::string queue;
+};
+
+// Where a reader of the event stream is: the last event row and the last
+// created task it has seen.
+struct EventCursor {
+  int64_t event_id = 0;
+  int64_t task_id = 0;
+};
+
 struct TaskDetail {
   core::Task task;
   std::vector<core::Event> events; // oldest first
@@ -326,6 +340,14 @@ public:
   int migrate(); // applies pending migrations; returns the version
   void backup(const std::string& dest_path);
   void vacuum(); // rebuilds the file, giving free pages back
+
+  // The events after `cursor`, oldest first, at most `limit`, of `queue`
+  // (all when null) at or after `since`; advances `cursor` past them.
+  std::vector<StreamEvent> events(const std::optional<std::string>& queue,
+                                  std::optional<core::Time> since,
+                                  EventCursor& cursor, int64_t limit);
+  // The cursor after everything logged so far.
+  EventCursor events_end();
 
 private:
   std::unique_ptr<Db> m_db;

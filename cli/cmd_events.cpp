@@ -1,0 +1,101 @@
+// The event log as a stream: events [--follow] [--queue Q] [--since TIME].
+#include "cli/commands.hpp"
+#include "cli/output.hpp"
+#include "core/error.hpp"
+
+#include <cstdio>
+#include <memory>
+
+namespace taskq::cli {
+namespace {
+
+struct EventsOptions {
+  OptText queue, since;
+  bool follow = false;
+};
+
+// Rows fetched per read; a follower reads again at once after a full one.
+constexpr int64_t k_batch = 1000;
+
+void print_event(const storage::StreamEvent& e, Format format) {
+  const core::Event& ev = e.event;
+  if (format == Format::json) {
+    Json j;
+    j["id"] = ev.id == 0 ? Json(nullptr) : Json(ev.id);
+    j["time"] = core::format_time(ev.time);
+    j["task"] = ev.task_id;
+    j["queue"] = e.queue;
+    j["message"] = ev.message;
+    j["from"] = ev.from.empty() ? Json(nullptr) : Json(ev.from);
+    j["to"] = ev.to.empty() ? Json(nullptr) : Json(ev.to);
+    j["actor"] = ev.actor;
+    j["detail"] = ev.detail.empty() ? Json(nullptr) : Json(ev.detail);
+    print_json(j);
+    return;
+  }
+  std::printf("%s  %lld  %s  %s  %s -> %s  %s%s%s\n",
+              core::format_time(ev.time).c_str(),
+              static_cast<long long>(ev.task_id), e.queue.c_str(),
+              ev.message.c_str(), ev.from.empty() ? "-" : ev.from.c_str(),
+              ev.to.empty() ? "-" : ev.to.c_str(), ev.actor.c_str(),
+              ev.detail.empty() ? "" : "  ", ev.detail.c_str());
+}
+
+void run_events(const EventsOptions& o, Context& ctx) {
+  if (o.queue) {
+    check_queue_name(*o.queue);
+  }
+  const auto since = parse_time_arg(o.since, "--since");
+  const Format format =
+      ctx.format(Format::table, {Format::table, Format::json});
+  // A follower waits on the file, so it needs one: it creates the
+  // database when missing, as a write would.
+  auto& store =
+      ctx.store(o.follow ? storage::OpenMode::write : storage::OpenMode::read);
+  // Following without --since starts at the end, as `tail -f` would after
+  // a long log: only what happens from now on.
+  storage::EventCursor cursor;
+  std::optional<storage::ChangeFeed> feed;
+  if (o.follow) {
+    feed.emplace(store.changes()); // before the first read: nothing is missed
+    if (!since) {
+      cursor = store.events_end();
+    }
+  }
+  while (true) {
+    const auto batch = store.events(o.queue, since, cursor, k_batch);
+    for (const auto& e : batch) {
+      print_event(e, format);
+    }
+    std::fflush(stdout);
+    if (static_cast<int64_t>(batch.size()) == k_batch) {
+      continue;
+    }
+    if (!feed) {
+      return;
+    }
+    feed->wait(std::nullopt);
+    feed->drain();
+  }
+}
+
+} // namespace
+
+void register_events(CLI::App& app, Context& ctx) {
+  auto o = std::make_shared<EventsOptions>();
+  CLI::App* events = add_command(
+      app, "events",
+      "Print the event log (every transition, oldest first); --follow waits "
+      "for new events",
+      "taskq events --follow --queue thumbs -o json");
+  events->add_option("--queue", o->queue, "only tasks of QUEUE")
+      ->type_name("QUEUE");
+  events->add_option("--since", o->since, "only events at or after TIME")
+      ->type_name("TIME");
+  events->add_flag("-f,--follow", o->follow,
+                   "keep printing new events as they happen (from now on, "
+                   "or from --since)");
+  events->callback([o, &ctx] { run_events(*o, ctx); });
+}
+
+} // namespace taskq::cli
