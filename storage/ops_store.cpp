@@ -160,17 +160,10 @@ TaskStore::events(const std::optional<std::string>& queue,
     st.bind(1, cursor.task_id);
     bind_filters(st);
     while (st.step()) {
-      StreamEvent e;
-      e.event.task_id = st.get_int(0);
-      e.event.time = core::from_unix_ms(st.get_int(1));
-      e.event.message = "add";
-      e.event.to = core::to_string(TaskState::runnable);
-      e.event.actor = st.get_opt_text(2).value_or("");
-      e.queue = st.get_text(3);
-      if (const auto of = st.get_opt_int(4)) {
-        e.event.detail = "retry of " + task_ref(*of);
-      }
-      adds.push_back(std::move(e));
+      adds.push_back(
+          {creation_event(st.get_int(0), core::from_unix_ms(st.get_int(1)),
+                          st.get_opt_text(2).value_or(""), st.get_opt_int(4)),
+           st.get_text(3)});
     }
   }
   std::vector<StreamEvent> logged;
@@ -184,17 +177,7 @@ TaskStore::events(const std::optional<std::string>& queue,
     st.bind(1, cursor.event_id);
     bind_filters(st);
     while (st.step()) {
-      StreamEvent e;
-      e.event.id = st.get_int(0);
-      e.event.task_id = st.get_int(1);
-      e.event.time = core::from_unix_ms(st.get_int(2));
-      e.event.message = st.get_text(3);
-      e.event.from = st.get_opt_text(4).value_or("");
-      e.event.to = st.get_opt_text(5).value_or("");
-      e.event.actor = st.get_opt_text(6).value_or("");
-      e.event.detail = st.get_opt_text(7).value_or("");
-      e.queue = st.get_text(8);
-      logged.push_back(std::move(e));
+      logged.push_back({read_event(st), st.get_text(8)});
     }
   }
   // Merged by time, a creation first at equal times; each source keeps its

@@ -47,6 +47,15 @@ std::optional<core::Task> load_task(Db& db, int64_t id);
 // With its errors; not_found when missing.
 core::Task load_full(Db& db, int64_t id);
 
+// A task's creation as the first event of its log; it lives on the task's
+// row, so that a bulk add writes one row per task.
+core::Event creation_event(int64_t task_id, core::Time created_at,
+                           std::string actor, std::optional<int64_t> retry_of);
+// The columns read_event reads, in its order (from `events`).
+inline constexpr std::string_view k_event_columns =
+    "id, task_id, time, message, from_state, to_state, actor, detail";
+core::Event read_event(const Statement& st);
+
 struct QueueRow {
   bool paused = false;
   std::optional<int64_t> max_running;

@@ -798,6 +798,33 @@ void settle_finished(Db& db, int64_t id, TaskState state, Time now) {
   }
 }
 
+core::Event creation_event(int64_t task_id, Time created_at, std::string actor,
+                           std::optional<int64_t> retry_of) {
+  core::Event e;
+  e.task_id = task_id;
+  e.time = created_at;
+  e.message = "add";
+  e.to = core::to_string(TaskState::runnable);
+  e.actor = std::move(actor);
+  if (retry_of) {
+    e.detail = "retry of " + task_ref(*retry_of);
+  }
+  return e;
+}
+
+core::Event read_event(const Statement& st) {
+  core::Event e;
+  e.id = st.get_int(0);
+  e.task_id = st.get_int(1);
+  e.time = core::from_unix_ms(st.get_int(2));
+  e.message = st.get_text(3);
+  e.from = st.get_opt_text(4).value_or("");
+  e.to = st.get_opt_text(5).value_or("");
+  e.actor = st.get_opt_text(6).value_or("");
+  e.detail = st.get_opt_text(7).value_or("");
+  return e;
+}
+
 std::string labels_text(const core::Labels& labels) {
   std::string out;
   for (const auto& [k, v] : labels) {
@@ -1825,36 +1852,17 @@ TaskDetail TaskStore::show(int64_t id) {
   Transaction tx(*m_db, Transaction::Kind::read);
   TaskDetail out{load_full(*m_db, id), {}};
   {
-    // The creation is the log's first event; it lives on the task row so
-    // that a bulk add writes one row per task.
     Statement by(*m_db, "SELECT created_by FROM tasks WHERE id = ?1");
     by.bind(1, id);
     by.step();
-    core::Event e;
-    e.task_id = id;
-    e.time = out.task.created_at;
-    e.message = "add";
-    e.to = core::to_string(TaskState::runnable);
-    e.actor = by.get_text(0);
-    if (out.task.retry_of) {
-      e.detail = "retry of " + task_ref(*out.task.retry_of);
-    }
-    out.events.push_back(std::move(e));
+    out.events.push_back(creation_event(id, out.task.created_at, by.get_text(0),
+                                        out.task.retry_of));
   }
-  Statement st(*m_db, "SELECT id, time, message, from_state, to_state, actor, "
-                      "detail FROM events WHERE task_id = ?1 ORDER BY id");
+  Statement st(*m_db, join(join("SELECT ", k_event_columns),
+                           " FROM events WHERE task_id = ?1 ORDER BY id"));
   st.bind(1, id);
   while (st.step()) {
-    core::Event e;
-    e.id = st.get_int(0);
-    e.task_id = id;
-    e.time = core::from_unix_ms(st.get_int(1));
-    e.message = st.get_text(2);
-    e.from = st.get_text(3);
-    e.to = st.get_text(4);
-    e.actor = st.get_text(5);
-    e.detail = st.get_text(6);
-    out.events.push_back(std::move(e));
+    out.events.push_back(read_event(st));
   }
   return out;
 }
