@@ -99,14 +99,6 @@ core::Labels parse_root(const std::vector<std::string>& texts) {
   }
 }
 
-std::string labels_text(const core::Labels& labels) {
-  std::string out;
-  for (const auto& [k, v] : labels) {
-    out += (out.empty() ? "" : ",") + k + "=" + v;
-  }
-  return out;
-}
-
 // Fills the dependency, root, addressing and gate fields of `task`.
 void apply_rescue_options(const AddOptions& o, storage::NewTask& task) {
   task.after = parse_after(o.after);
@@ -287,7 +279,7 @@ void run_add(const AddOptions& o, Context& ctx) {
                    "taskq: not added: obsolete while task %lld is unfinished "
                    "(--root %s)\n",
                    static_cast<long long>(*added.obsoleted_by),
-                   labels_text(task.root).c_str());
+                   core::format_labels(task.root).c_str());
       return;
     }
     const auto t = store.find(added.id);

@@ -70,14 +70,6 @@ std::string id_text(const std::optional<int64_t>& id) {
   return id ? std::to_string(*id) : "-";
 }
 
-std::string labels_text(const core::Labels& labels) {
-  std::string text;
-  for (const auto& [k, v] : labels) {
-    text += (text.empty() ? "" : " ") + k + "=" + v;
-  }
-  return text;
-}
-
 std::string join(const std::vector<std::string>& words, const char* sep) {
   std::string text;
   for (const auto& w : words) {
@@ -136,7 +128,7 @@ void print_schedule_detail(const storage::ScheduleInfo& s, core::Time now) {
   detail_line("sync:", Json(s.sync).dump());
   detail_line("payload:", s.spec.payload);
   if (!s.spec.labels.empty()) {
-    detail_line("labels:", labels_text(s.spec.labels));
+    detail_line("labels:", core::format_labels(s.spec.labels, " "));
   }
   detail_line("priority:", std::to_string(s.spec.priority));
   detail_line("created_at:", core::format_time(s.created_at));
@@ -395,7 +387,7 @@ void print_gate(const storage::GateInfo& g, Format format) {
   detail_line("last_task:", id_text(g.last_task));
   detail_line("payload:", g.spec.payload);
   if (!g.spec.labels.empty()) {
-    detail_line("labels:", labels_text(g.spec.labels));
+    detail_line("labels:", core::format_labels(g.spec.labels, " "));
   }
   detail_line("priority:", std::to_string(g.spec.priority));
   detail_line("created_at:", core::format_time(g.created_at));

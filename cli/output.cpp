@@ -29,15 +29,6 @@ Json labels_json(const core::Labels& labels) {
   return out;
 }
 
-// `k=v k2=v2`, for the human forms.
-std::string labels_line(const core::Labels& labels) {
-  std::string out;
-  for (const auto& [k, v] : labels) {
-    out += (out.empty() ? "" : " ") + k + "=" + v;
-  }
-  return out;
-}
-
 // `3, 5`.
 std::string ids_line(const std::vector<int64_t>& ids) {
   std::string out;
@@ -275,7 +266,7 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
   }
   line("payload:", t.payload);
   if (!t.labels.empty()) {
-    line("labels:", labels_line(t.labels));
+    line("labels:", core::format_labels(t.labels, " "));
   }
   line("priority:", std::to_string(t.priority));
   line("attempts:",
@@ -305,7 +296,7 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
     line("after:", ids_line(t.after) + (t.waiting ? " (waiting)" : ""));
   }
   if (!t.root.empty()) {
-    line("root:", labels_line(t.root));
+    line("root:", core::format_labels(t.root, " "));
   }
   if (t.to_worker) {
     line("to:", *t.to_worker);
@@ -323,7 +314,7 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
     line("gate:", *t.gate);
   }
   if (!t.sync.empty()) {
-    line("sync:", labels_line(t.sync));
+    line("sync:", core::format_labels(t.sync, " "));
   }
   std::printf("\nerrors (%zu):\n", t.errors.size());
   for (const auto& e : t.errors) {

@@ -93,4 +93,17 @@ bool matches(const Labels& labels, const std::vector<LabelPattern>& patterns) {
       });
 }
 
+std::string format_labels(const Labels& labels, std::string_view separator) {
+  std::string out;
+  for (const auto& [k, v] : labels) {
+    if (!out.empty()) {
+      out += separator;
+    }
+    out += k;
+    out += '=';
+    out += v;
+  }
+  return out;
+}
+
 } // namespace taskq::core

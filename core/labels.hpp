@@ -33,4 +33,9 @@ std::optional<LabelPattern> parse_label_pattern(std::string_view text);
 // pattern list matches everything.
 bool matches(const Labels& labels, const std::vector<LabelPattern>& patterns);
 
+// `k=v` for each label, in key order, joined by `separator`: `k=v,k2=v2`
+// as --root takes them, `k=v k2=v2` for tables.
+std::string format_labels(const Labels& labels,
+                          std::string_view separator = ",");
+
 } // namespace taskq::core

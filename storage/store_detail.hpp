@@ -37,8 +37,6 @@ std::string join(std::string_view a, std::string_view b);
 std::string labels_to_json(const core::Labels& labels);
 core::Labels labels_from_json(const std::optional<std::string>& text);
 std::vector<std::string> strings_from_json(const std::string& text);
-// `k=v,k2=v2`, for messages.
-std::string labels_text(const core::Labels& labels);
 std::string task_ref(int64_t id); // "task N"
 
 // Reads a row selected with k_task_columns (errors are loaded separately).

@@ -825,14 +825,6 @@ core::Event read_event(const Statement& st) {
   return e;
 }
 
-std::string labels_text(const core::Labels& labels) {
-  std::string out;
-  for (const auto& [k, v] : labels) {
-    out += (out.empty() ? "" : ",") + k + "=" + v;
-  }
-  return out;
-}
-
 } // namespace detail
 
 int64_t TaskStore::add(const NewTask& task, Time now,
@@ -1971,7 +1963,8 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
   if (const auto by = obsoleted_by(*m_db, t.root, t.id)) {
     reasons.push_back("it is obsolete: " + task_ref(*by)
                       + " is unfinished and has its root labels ("
-                      + labels_text(t.root) + "); the next lease kills it");
+                      + core::format_labels(t.root)
+                      + "); the next lease kills it");
   }
   if (t.to_worker && *t.to_worker != worker) {
     reasons.push_back("it is addressed to worker " + *t.to_worker);

@@ -202,3 +202,9 @@ TEST_CASE("a task without labels matches no pattern, not even *=*") {
 TEST_CASE("an unparsed empty key pattern matches nothing") {
   CHECK_FALSE(core::matches(k_image, {LabelPattern{"", "*"}}));
 }
+
+TEST_CASE("format_labels: k=v in key order, joined by the separator") {
+  CHECK(core::format_labels({}) == "");
+  CHECK(core::format_labels({{"b", "2"}, {"a", "1"}}) == "a=1,b=2");
+  CHECK(core::format_labels({{"b", "2"}, {"a", ""}}, " ") == "a= b=2");
+}
