@@ -2057,6 +2057,32 @@ CheckReport TaskStore::check() {
                                 + " leased task(s) that are not runnable");
     }
   }
+  {
+    // What leasing trusts: a waiting task's count of unfinished
+    // dependencies, and the label index roots are checked against.
+    Statement st(
+        *m_db,
+        "SELECT (SELECT count(*) FROM tasks t WHERE t.blockers > 0 "
+        "AND t.blockers <> (SELECT count(*) FROM task_deps d JOIN tasks x "
+        "ON x.id = d.dep_id WHERE d.task_id = t.id "
+        "AND x.state <> 'completed')), "
+        "(SELECT count(*) FROM tasks t, json_each(t.labels) j "
+        "WHERE t.labels IS NOT NULL "
+        "AND t.state NOT IN ('completed', 'failed', 'killed') "
+        "AND NOT EXISTS (SELECT 1 FROM task_labels l WHERE l.key = j.key "
+        "AND l.value = j.value AND l.task_id = t.id))");
+    st.step();
+    if (st.get_int(0) > 0) {
+      report.problems.push_back(
+          std::to_string(st.get_int(0))
+          + " waiting task(s) whose count of unfinished dependencies is off");
+    }
+    if (st.get_int(1) > 0) {
+      report.problems.push_back(std::to_string(st.get_int(1))
+                                + " label(s) of unfinished tasks missing from "
+                                  "the label index");
+    }
+  }
   report.ok = report.problems.empty();
   return report;
 }

@@ -282,3 +282,33 @@ TEST_CASE("migrating to schema 3 indexes the labels of unfinished tasks") {
   REQUIRE(leased);
   CHECK(leased->id == 1);
 }
+
+TEST_CASE("check reports a waiting task whose dependency count is off, and "
+          "labels missing from the label index") {
+  TempDb db;
+  {
+    TaskStore store(db.path(), OpenMode::write);
+    const int64_t dep = add_task(store, "q");
+    storage::NewTask waiter = new_task("q");
+    waiter.after = {dep};
+    waiter.labels = {{"kind", "x"}};
+    store.add(waiter, t0, k_operator);
+    CHECK(store.check().ok);
+  }
+  sqlite3* raw = nullptr;
+  REQUIRE(
+      sqlite3_open_v2(db.path().c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr)
+      == SQLITE_OK);
+  const int rc = sqlite3_exec(raw,
+                              "UPDATE tasks SET blockers = 3 WHERE id = 2; "
+                              "DELETE FROM task_labels;",
+                              nullptr, nullptr, nullptr);
+  sqlite3_close(raw);
+  REQUIRE(rc == SQLITE_OK);
+  TaskStore store(db.path(), OpenMode::read);
+  const auto report = store.check();
+  CHECK_FALSE(report.ok);
+  REQUIRE(report.problems.size() == 2);
+  CHECK(contains(report.problems[0], "unfinished dependencies"));
+  CHECK(contains(report.problems[1], "label index"));
+}

@@ -67,8 +67,10 @@ TEST_CASE("after: a dependent waits until every dependency completes") {
   CHECK(contains(why[0], "task 2 to complete"));
   CHECK(store.anything_due({"deps"}, t0, k_worker)); // b is due
 
+  CHECK(store.check().ok);
   finish(store, b, t0);
   CHECK_FALSE(task_of(store, c).waiting);
+  CHECK(store.check().ok);
   const auto leased = lease_one(store, "deps", t0);
   REQUIRE(leased);
   CHECK(leased->id == c);
@@ -198,7 +200,9 @@ TEST_CASE("root: a task that became obsolete is killed, never leased") {
   const int64_t by = store.add(newer, t0, k_operator);
   CHECK(contains(store.why(old, t0, k_worker).at(0), "obsolete"));
 
+  CHECK(store.check().ok);
   CHECK_FALSE(lease_one(store, "q", t0));
+  CHECK(store.check().ok);
   const core::Task killed = task_of(store, old);
   CHECK(killed.state == TaskState::killed);
   CHECK(killed.reason == "obsoleted by task " + std::to_string(by));
