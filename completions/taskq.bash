@@ -36,7 +36,7 @@ _taskq() {
             --state | --limit | --max-running | --concurrency | --max-tasks | \
             --timeout | --grace | --release-delay | --checkpoint-signal | \
             --interval | --after | --root | --to | --ttl | --trigger | --sync | \
-            --every | --cron | --keys)
+            --every | --cron | --keys | --since | --older-than)
             [[ ${COMP_WORDS[i+1]} == = ]] && ((i++))
             ((i++))
             ((i < COMP_CWORD)) && [[ $w == --db ]] &&
@@ -90,9 +90,24 @@ _taskq() {
         compopt -o default
         return
         ;;
-    -o | --output) words="table json id env" ;;
+    -o | --output)
+        words="table json id env"
+        [[ $cmd == events ]] && words="table json"
+        ;;
     --backoff) words="constant exponential" ;;
-    --state) words="runnable sleeping paused completed failed killed running ready" ;;
+    --state)
+        if [[ $cmd != purge ]]; then
+            words="runnable sleeping paused completed failed killed running ready"
+        else
+            # purge --state S,...: after the last comma, a state not typed yet.
+            local typed=${cur%"${cur##*,}"} s
+            for s in runnable sleeping paused fault completed failed killed; do
+                [[ ,$typed == *,$s,* ]] || words+=" $s"
+            done
+            mapfile -t COMPREPLY < <(compgen -P "$typed" -W "$words" -- "${cur##*,}")
+            return
+        fi
+        ;;
     --queue | --move-to) words=$(_taskq_ask queue list -o id) ;;
     --after) words=$(_taskq_ask list -o id --limit 200) ;;
     --checkpoint-signal) words="USR1 USR2 HUP INT QUIT TERM" ;;
@@ -102,7 +117,7 @@ _taskq() {
         --result | --error | --retry-in | --until | --limit | --max-running | \
         --concurrency | --max-tasks | --timeout | --grace | --release-delay | \
         --interval | --root | --to | --ttl | --trigger | --sync | --every | \
-        --cron | --keys)
+        --cron | --keys | --since | --older-than)
         return
         ;;
     *)
@@ -128,6 +143,8 @@ _taskq() {
             pause | resume | kill | checkpoint) words=$bulkopts ;;
             list) words="--queue --state --match --limit" ;;
             stats) words="--queue" ;;
+            events) words="--queue --since -f --follow" ;;
+            purge) words="--queue --state --older-than --force --dry-run" ;;
             queue) [[ $sub == set ]] && words="--max-running --max-attempts
                 --max-errors --error-window --retry-delay --backoff --max-delay" ;;
             schedule) [[ $sub == add ]] && words="--every --cron --payload
@@ -141,10 +158,10 @@ _taskq() {
         else
             case $cmd/$sub/$npos in
             //0) words="add lease heartbeat done fail run wait progress release
-                sleep pause resume kill checkpoint send retry requeue show list
-                stats why queue schedule gate tick db completion" ;;
-            queue//0) words="list set" ;;
-            db//0) words="check path migrate backup" ;;
+                sleep pause resume kill checkpoint send retry requeue purge show
+                list stats why events queue schedule gate tick db completion" ;;
+            queue//0) words="list set pause resume redrive" ;;
+            db//0) words="check path migrate backup vacuum" ;;
             completion//0) words="bash zsh fish" ;;
             schedule//0) words="add list show pause resume rm" ;;
             gate//0) words="add list show rm" ;;
@@ -156,7 +173,8 @@ _taskq() {
                 compopt -o default
                 return
                 ;;
-            add//0 | lease//* | run//* | progress//0 | requeue//0 | queue/set/0)
+            add//0 | lease//* | run//* | progress//0 | requeue//0 | queue/set/0 | \
+                queue/pause/0 | queue/resume/0 | queue/redrive/0 | queue/redrive/1)
                 words=$(_taskq_ask queue list -o id) ;;
             send//0) [[ $bulk ]] && words=$messages ||
                 words=$(_taskq_ask list -o id --limit 200) ;;

@@ -17,7 +17,7 @@ function __taskq_words
                 --move-to --retry-in --until --queue --state --limit --max-running \
                 --concurrency --max-tasks --timeout --grace --release-delay \
                 --checkpoint-signal --interval --after --root --to --ttl \
-                --trigger --sync --every --cron --keys
+                --trigger --sync --every --cron --keys --since --older-than
                 set -e toks[1]
             case '--'
                 test "$cmd" = run; and return
@@ -75,6 +75,16 @@ function __taskq_send_more
     and not contains -- $words[-1] run pause sleep release checkpoint kill
 end
 
+# purge --state S,...: the states not typed yet, after those typed and a comma.
+function __taskq_purge_states
+    set -l typed (string replace -r -- '^--state=' '' (commandline -ct))
+    set -l prefix (string match -r -- '^.*,' "$typed")
+    set -l done (string split , -- "$prefix")
+    for s in runnable sleeping paused fault completed failed killed
+        contains -- $s $done; or echo "$prefix$s"
+    end
+end
+
 # Asks the taskq being completed for dynamic values (queue names, task ids),
 # with the --db given on the line if any.
 function __taskq_ask
@@ -98,7 +108,8 @@ complete -c taskq -f
 set -l global 'not __taskq_handler'
 complete -c taskq -n $global -l db -r -F -d 'Database file'
 complete -c taskq -n $global -l worker -x -d 'Worker name'
-complete -c taskq -n $global -s o -l output -x -a 'table json id env' -d 'Output format'
+complete -c taskq -n "$global; and not __taskq_at events" -s o -l output -x -a 'table json id env' -d 'Output format'
+complete -c taskq -n '__taskq_at events' -s o -l output -x -a 'table json' -d 'Output format'
 complete -c taskq -n $global -l help -d 'Show help'
 complete -c taskq -n '__taskq_at 0' -l version -d 'Show the version'
 
@@ -120,15 +131,17 @@ complete -c taskq -n '__taskq_at 0' -a checkpoint -d 'Ask workers to save their 
 complete -c taskq -n '__taskq_at 0' -a send -d 'Send a message to tasks'
 complete -c taskq -n '__taskq_at 0' -a retry -d 'Create a new task like a failed one'
 complete -c taskq -n '__taskq_at 0' -a requeue -d 'Make delayed and sleeping tasks due now'
+complete -c taskq -n '__taskq_at 0' -a purge -d 'Delete finished tasks with their history'
 complete -c taskq -n '__taskq_at 0' -a show -d 'Show a task, its errors and events'
 complete -c taskq -n '__taskq_at 0' -a list -d 'List tasks'
 complete -c taskq -n '__taskq_at 0' -a stats -d 'Show counts per queue and state'
 complete -c taskq -n '__taskq_at 0' -a why -d 'Explain why a task is not running'
-complete -c taskq -n '__taskq_at 0' -a queue -d 'List or configure queues'
+complete -c taskq -n '__taskq_at 0' -a events -d 'Print the event log, or follow it'
+complete -c taskq -n '__taskq_at 0' -a queue -d 'List, configure, pause or redrive queues'
 complete -c taskq -n '__taskq_at 0' -a schedule -d 'Add, list, pause or remove recurring schedules'
 complete -c taskq -n '__taskq_at 0' -a gate -d 'Add, list or remove gates'
 complete -c taskq -n '__taskq_at 0' -a tick -d 'Emit the tasks of the schedules that are due'
-complete -c taskq -n '__taskq_at 0' -a db -d 'Check, locate, migrate or back up the database'
+complete -c taskq -n '__taskq_at 0' -a db -d 'Check, locate, migrate, back up or vacuum the database'
 complete -c taskq -n '__taskq_at 0' -a completion -d 'Print a shell completion script'
 
 # Arguments.
@@ -149,7 +162,12 @@ complete -c taskq -n '__taskq_at send 0; and __taskq_bulk' -a $messages
 complete -c taskq -n __taskq_send_more -a "$messages $tasks"
 complete -c taskq -n '__taskq_at queue 0' -a list -d 'List queues'
 complete -c taskq -n '__taskq_at queue 0' -a set -d 'Configure a queue'
-complete -c taskq -n '__taskq_at db 0' -a 'check path migrate backup'
+complete -c taskq -n '__taskq_at queue 0' -a pause -d 'Stop leasing from a queue'
+complete -c taskq -n '__taskq_at queue 0' -a resume -d 'Lease from a queue again'
+complete -c taskq -n '__taskq_at queue 0' -a redrive -d 'Move the tasks of a dead-letter queue to another'
+complete -c taskq -n '__taskq_at queue pause 0; or __taskq_at queue resume 0' -a $queues
+complete -c taskq -n '__taskq_at queue redrive 0; or __taskq_at queue redrive 1' -a $queues
+complete -c taskq -n '__taskq_at db 0' -a 'check path migrate backup vacuum'
 complete -c taskq -n '__taskq_at db backup 0' -F
 complete -c taskq -n '__taskq_at completion 0' -a 'bash zsh fish'
 complete -c taskq -n '__taskq_at schedule 0' -a add -d 'Add a schedule'
@@ -231,9 +249,18 @@ complete -c taskq -n '__taskq_at sleep; or __taskq_at send' -l for -x -d 'Sleep 
 set -l select '__taskq_at list; or __taskq_at release; or __taskq_at sleep; or __taskq_at pause;
     or __taskq_at resume; or __taskq_at kill; or __taskq_at checkpoint; or __taskq_at send'
 complete -c taskq -n "$select; or __taskq_at stats" -l queue -x -a $queues -d 'Only tasks of this queue'
+complete -c taskq -n '__taskq_at events; or __taskq_at purge' -l queue -x -a $queues -d 'Only tasks of this queue'
 complete -c taskq -n $select -l state -x -a 'runnable sleeping paused completed failed killed running ready' -d 'Only tasks in this state'
 complete -c taskq -n $select -l match -x -d 'Only tasks with matching labels (K=V)'
 complete -c taskq -n '__taskq_at list' -l limit -x -d 'List at most this many'
+complete -c taskq -n '__taskq_at events' -l since -x -d 'Only events at or after a time'
+complete -c taskq -n '__taskq_at events' -s f -l follow -d 'Keep printing new events as they happen'
+
+set -l purge '__taskq_at purge'
+complete -c taskq -n $purge -l state -x -a '(__taskq_purge_states)' -d 'Only these states (S,...)'
+complete -c taskq -n $purge -l older-than -x -d 'Only tasks finished at least this long ago'
+complete -c taskq -n $purge -l force -d 'Also delete unfinished tasks'
+complete -c taskq -n $purge -l dry-run -d 'Print how many would go; delete nothing'
 
 # What schedules and gates emit, and when.
 complete -c taskq -n '__taskq_at schedule add' -l every -x -d 'Interval (15 minutes, day at 08:00, ...)'

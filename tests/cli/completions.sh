@@ -168,6 +168,39 @@ expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db add --to w ''
 expect_exit 0 bash complete.bash --sync "$TASKQ" done 1 --s
 expect_exit 0 bash complete.bash '' "$TASKQ" done --sync ''
 
+# events, purge (its --state takes S,...: a state after each comma, each
+# state once), queue pause/resume/redrive and db vacuum.
+section "bash: events, purge, queue and db subcommands"
+expect_exit 0 bash complete.bash events "$TASKQ" ev
+expect_exit 0 bash complete.bash purge "$TASKQ" pu
+expect_exit 0 bash complete.bash --follow "$TASKQ" events --queue q --
+expect_exit 0 bash complete.bash -f "$TASKQ" events -
+expect_exit 0 bash complete.bash --since "$TASKQ" events --s
+expect_exit 0 bash complete.bash '' "$TASKQ" events --since ''
+expect_exit 0 bash complete.bash json "$TASKQ" events -o ''
+expect_exit 1 bash complete.bash env "$TASKQ" events --output = ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db events --queue ''
+for opt in --queue --state --older-than --force --dry-run; do
+    expect_exit 0 bash complete.bash "$opt" "$TASKQ" purge --
+done
+expect_exit 0 bash complete.bash fault "$TASKQ" purge --state ''
+expect_exit 1 bash complete.bash ready "$TASKQ" purge --state ''
+expect_exit 0 bash complete.bash completed,failed "$TASKQ" purge --state completed,f
+expect_exit 0 bash complete.bash failed,killed "$TASKQ" purge --dry-run --state = failed,k
+expect_exit 1 bash complete.bash completed,completed "$TASKQ" purge --state completed,
+expect_exit 0 bash complete.bash '' "$TASKQ" purge --older-than ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db purge --queue ''
+expect_exit 0 bash complete.bash --force "$TASKQ" purge --older-than 7d --f
+for sub in pause resume redrive; do
+    expect_exit 0 bash complete.bash "$sub" "$TASKQ" queue ''
+    expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db queue "$sub" ''
+done
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db queue redrive "$queue" ''
+expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db queue pause "$queue" ''
+expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db queue redrive a b ''
+expect_exit 0 bash complete.bash vacuum "$TASKQ" db ''
+expect_exit 0 bash complete.bash '' "$TASKQ" db vacuum ''
+
 # A database taskq cannot read offers nothing, and its error stays silent.
 printf 'not a database\n' >bad.db
 expect_exit 0 bash complete.bash '' "$TASKQ" --db bad.db add ''
@@ -265,6 +298,24 @@ EOF
     expect_exit 0 zsh -f complete.zsh --trigger "$TASKQ" add q --tr
     expect_exit 0 zsh -f complete.zsh --sync "$TASKQ" done --s
     expect_exit 0 zsh -f complete.zsh "$id" "$TASKQ" --db q.db add q --after ''
+    expect_exit 0 zsh -f complete.zsh events "$TASKQ" ev
+    expect_exit 0 zsh -f complete.zsh purge "$TASKQ" pu
+    expect_exit 0 zsh -f complete.zsh --follow "$TASKQ" events --
+    expect_exit 0 zsh -f complete.zsh json "$TASKQ" events -o ''
+    expect_exit 1 zsh -f complete.zsh env "$TASKQ" events -o ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db events --queue=''
+    expect_exit 0 zsh -f complete.zsh --dry-run "$TASKQ" purge --d
+    expect_exit 0 zsh -f complete.zsh fault "$TASKQ" purge --state ''
+    expect_exit 1 zsh -f complete.zsh ready "$TASKQ" purge --state ''
+    # (zsh adds what follows the last comma, after the rest as a prefix)
+    expect_exit 0 zsh -f complete.zsh failed "$TASKQ" purge --state completed,f
+    expect_exit 1 zsh -f complete.zsh completed "$TASKQ" purge --state completed,
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db purge --queue ''
+    expect_exit 0 zsh -f complete.zsh redrive "$TASKQ" queue ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db queue pause ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db queue resume ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db queue redrive "$queue" ''
+    expect_exit 0 zsh -f complete.zsh vacuum "$TASKQ" db ''
     # After run's --: a command, then files, never taskq's own.
     expect_exit 0 zsh -f complete.zsh bash "$TASKQ" run q -- ba
     # (zsh adds a path's last part, after the rest as a prefix)
@@ -327,6 +378,27 @@ EOF
     expect_exit 0 fish --no-config complete.fish --trigger "$TASKQ add q --tr"
     expect_exit 0 fish --no-config complete.fish --broadcast "$TASKQ add q --b"
     expect_exit 0 fish --no-config complete.fish --sync "$TASKQ done --s"
+    expect_exit 0 fish --no-config complete.fish events "$TASKQ ev"
+    expect_exit 0 fish --no-config complete.fish purge "$TASKQ pu"
+    expect_exit 0 fish --no-config complete.fish --follow "$TASKQ events --f"
+    expect_exit 0 fish --no-config complete.fish -f "$TASKQ events -"
+    expect_exit 0 fish --no-config complete.fish json "$TASKQ events -o "
+    expect_exit 1 fish --no-config complete.fish env "$TASKQ events -o "
+    expect_exit 0 fish --no-config complete.fish env "$TASKQ lease q -o "
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db events --queue "
+    expect_exit 0 fish --no-config complete.fish --older-than "$TASKQ purge --o"
+    expect_exit 0 fish --no-config complete.fish fault "$TASKQ purge --state "
+    expect_exit 1 fish --no-config complete.fish ready "$TASKQ purge --state "
+    expect_exit 0 fish --no-config complete.fish completed,failed "$TASKQ purge --state completed,f"
+    expect_exit 0 fish --no-config complete.fish --state=failed,killed "$TASKQ purge --state=failed,k"
+    expect_exit 1 fish --no-config complete.fish completed,completed "$TASKQ purge --state completed,"
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db purge --dry-run --queue "
+    expect_exit 0 fish --no-config complete.fish redrive "$TASKQ queue "
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db queue pause "
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db queue resume "
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db queue redrive $queue "
+    expect_exit 1 fish --no-config complete.fish "$queue" "$TASKQ --db q.db queue pause $queue "
+    expect_exit 0 fish --no-config complete.fish vacuum "$TASKQ db "
     # After run's --: a command, then files, never taskq's own.
     expect_exit 0 fish --no-config complete.fish bash "$TASKQ run q -- ba"
     expect_exit 0 fish --no-config complete.fish bin/handler.sh "$TASKQ run q -- bin/h"
