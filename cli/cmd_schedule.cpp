@@ -39,29 +39,6 @@ std::string emit_payload(const EmitOptions& o) {
   return payload_arg(o.payload, o.text).value_or("null");
 }
 
-// A JSON object written field by field, so that payloads are embedded as
-// stored (numbers keep every digit), as in task_json.
-class JsonObject {
-public:
-  JsonObject& field(std::string_view key, const Json& value) {
-    return raw(key, value.dump(-1, ' ', false, Json::error_handler_t::replace));
-  }
-  JsonObject& raw(std::string_view key, std::string_view json) {
-    m_out += m_out.empty() ? '{' : ',';
-    m_out += json_string(std::string(key));
-    m_out += ':';
-    m_out += json;
-    return *this;
-  }
-  void print() {
-    m_out += m_out.empty() ? "{}" : "}";
-    std::puts(m_out.c_str());
-  }
-
-private:
-  std::string m_out;
-};
-
 Json optional_id(const std::optional<int64_t>& id) {
   return id ? Json(*id) : Json(nullptr);
 }
@@ -97,21 +74,23 @@ bool schedule_due(const storage::ScheduleInfo& s, core::Time now) {
 
 void print_schedule_json(const storage::ScheduleInfo& s, core::Time now) {
   const core::Ticks t = core::ticks(s.spec.when, now);
-  JsonObject()
-      .field("name", s.spec.name)
-      .field("queue", s.spec.queue)
-      .field(schedule_kind(s.spec.when), core::to_string(s.spec.when))
-      .field("prev_tick", core::format_time(t.prev))
-      .field("next_tick", core::format_time(t.next))
-      .field("paused", s.paused)
-      .field("sync", Json(s.sync))
-      .field("last_task", optional_id(s.last_task))
-      .raw("payload", s.spec.payload)
-      .field("labels", Json(s.spec.labels))
-      .field("priority", s.spec.priority)
-      .field("due", schedule_due(s, now))
-      .field("created_at", core::format_time(s.created_at))
-      .print();
+  const std::string line =
+      ObjectWriter()
+          .field("name", s.spec.name)
+          .field("queue", s.spec.queue)
+          .field(schedule_kind(s.spec.when), core::to_string(s.spec.when))
+          .field("prev_tick", core::format_time(t.prev))
+          .field("next_tick", core::format_time(t.next))
+          .field("paused", s.paused)
+          .field("sync", Json(s.sync))
+          .field("last_task", optional_id(s.last_task))
+          .raw("payload", s.spec.payload)
+          .field("labels", Json(s.spec.labels))
+          .field("priority", s.spec.priority)
+          .field("due", schedule_due(s, now))
+          .field("created_at", core::format_time(s.created_at))
+          .finish();
+  std::puts(line.c_str());
 }
 
 void print_schedule_detail(const storage::ScheduleInfo& s, core::Time now) {
@@ -357,19 +336,21 @@ std::vector<std::string> waiting_keys(const storage::GateInfo& g) {
 }
 
 void print_gate_json(const storage::GateInfo& g) {
-  JsonObject()
-      .field("name", g.spec.name)
-      .field("queue", g.spec.queue)
-      .field("keys", Json(g.spec.keys))
-      .field("covered", Json(g.covered))
-      .field("waiting", Json(waiting_keys(g)))
-      .field("emitted", g.emitted)
-      .field("last_task", optional_id(g.last_task))
-      .raw("payload", g.spec.payload)
-      .field("labels", Json(g.spec.labels))
-      .field("priority", g.spec.priority)
-      .field("created_at", core::format_time(g.created_at))
-      .print();
+  const std::string line =
+      ObjectWriter()
+          .field("name", g.spec.name)
+          .field("queue", g.spec.queue)
+          .field("keys", Json(g.spec.keys))
+          .field("covered", Json(g.covered))
+          .field("waiting", Json(waiting_keys(g)))
+          .field("emitted", g.emitted)
+          .field("last_task", optional_id(g.last_task))
+          .raw("payload", g.spec.payload)
+          .field("labels", Json(g.spec.labels))
+          .field("priority", g.spec.priority)
+          .field("created_at", core::format_time(g.created_at))
+          .finish();
+  std::puts(line.c_str());
 }
 
 void print_gate(const storage::GateInfo& g, Format format) {

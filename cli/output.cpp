@@ -8,10 +8,6 @@
 namespace taskq::cli {
 namespace {
 
-std::string dump(const Json& value) {
-  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
-}
-
 Json or_null(const std::string& s) {
   return s.empty() ? Json(nullptr) : Json(s);
 }
@@ -37,29 +33,6 @@ std::string ids_line(const std::vector<int64_t>& ids) {
   }
   return out;
 }
-
-// Writes a JSON object field by field; raw() embeds JSON text as it is.
-class ObjectWriter {
-public:
-  ObjectWriter& field(std::string_view key, const Json& value) {
-    return raw(key, dump(value));
-  }
-  ObjectWriter& raw(std::string_view key, std::string_view json) {
-    m_out += m_out.empty() ? '{' : ',';
-    m_out += '"';
-    m_out += key;
-    m_out += "\":";
-    m_out += json;
-    return *this;
-  }
-  std::string finish() {
-    m_out += m_out.empty() ? "{}" : "}";
-    return std::move(m_out);
-  }
-
-private:
-  std::string m_out;
-};
 
 // Shortens `text` to `width` characters for a table cell, on one line.
 std::string cell(std::string text, size_t width) {
@@ -92,6 +65,10 @@ size_t display_width(const std::string& s) {
 }
 
 } // namespace
+
+std::string dump_json(const Json& value) {
+  return value.dump(-1, ' ', false, Json::error_handler_t::replace);
+}
 
 std::string task_json(const core::Task& t, core::Time now,
                       const std::vector<core::Event>* events) {
@@ -161,7 +138,7 @@ void print_task_json(const core::Task& task, core::Time now,
 }
 
 void print_json(const Json& value) {
-  const std::string text = dump(value);
+  const std::string text = dump_json(value);
   std::fwrite(text.data(), 1, text.size(), stdout);
   std::fputc('\n', stdout);
 }
@@ -203,7 +180,7 @@ void print_env(const core::Task& t) {
 }
 
 std::string sync_json(const core::Task& task) {
-  return dump(labels_json(task.sync));
+  return dump_json(labels_json(task.sync));
 }
 
 std::string display_state(const core::Task& t, core::Time now) {

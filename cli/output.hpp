@@ -6,11 +6,39 @@
 #include <nlohmann/json.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace taskq::cli {
 
 using Json = nlohmann::ordered_json;
+
+// Compact JSON text of `value`; invalid UTF-8 in strings is replaced.
+std::string dump_json(const Json& value);
+
+// Writes a JSON object field by field; raw() embeds JSON text as it is, so
+// a stored payload keeps every digit. Keys are plain words (not escaped).
+class ObjectWriter {
+public:
+  ObjectWriter& field(std::string_view key, const Json& value) {
+    return raw(key, dump_json(value));
+  }
+  ObjectWriter& raw(std::string_view key, std::string_view json) {
+    m_out += m_out.empty() ? '{' : ',';
+    m_out += '"';
+    m_out += key;
+    m_out += "\":";
+    m_out += json;
+    return *this;
+  }
+  std::string finish() {
+    m_out += m_out.empty() ? "{}" : "}";
+    return std::move(m_out);
+  }
+
+private:
+  std::string m_out;
+};
 
 // The task's JSON form of SPEC §2 as one line of text (`lease` is null
 // unless live at `now`), with `events` appended when given. The payload,
