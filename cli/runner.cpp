@@ -301,6 +301,12 @@ private:
           std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
     }
     m_request.count = want;
+    // A task whose handler is still being stopped (an operator released
+    // it, and the grace period runs) must not start a second handler.
+    m_request.skip.clear();
+    for (const auto& r : m_running) {
+      m_request.skip.push_back(r.task.id);
+    }
     std::vector<core::Task> tasks;
     try {
       tasks = m_store.lease(m_request, m_ctx.live_now());

@@ -1066,14 +1066,16 @@ public:
 
   std::optional<Task> first(const std::string& queue,
                             const std::vector<core::LabelPattern>& m,
-                            const std::string& worker, Time now) {
+                            const std::string& worker,
+                            const std::vector<int64_t>& skip, Time now) {
     m_walk.start(queue);
     while (const auto priority = m_walk.next()) {
       m_due.bind(1, queue).bind(2, *priority).bind(3, to_unix_ms(now));
       while (m_due.step()) {
         Task t = read_task(m_due);
         if ((!t.to_worker || *t.to_worker == worker)
-            && core::matches(t.labels, m)) {
+            && core::matches(t.labels, m)
+            && std::find(skip.begin(), skip.end(), t.id) == skip.end()) {
           m_due.reset();
           return t;
         }
@@ -1302,7 +1304,7 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
       if (s.capacity <= 0) {
         continue;
       }
-      auto c = candidates.first(s.queue, req.match, req.worker, now);
+      auto c = candidates.first(s.queue, req.match, req.worker, req.skip, now);
       if (c && (!best || lease_order_before(*c, *best))) {
         best = std::move(c);
         from = &s;

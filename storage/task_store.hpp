@@ -100,6 +100,10 @@ struct LeaseRequest {
   core::Millis lease_for = std::chrono::minutes(5);
   int count = 1;
   std::string worker;
+  // Tasks not to lease even when eligible: `run` names those whose
+  // handlers it is still stopping, so that a task an operator released
+  // never runs twice at once in one worker.
+  std::vector<int64_t> skip;
 };
 
 // Which tasks a bulk operator command applies to. Either ids, or filters.

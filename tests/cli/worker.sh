@@ -99,6 +99,19 @@ stubborn)
   trap 'echo TERM >>"$scratch/h/\$TASKQ_ID.log"' TERM
   echo \$\$ >"$scratch/h/\$TASKQ_ID.pid"
   while :; do sleep 0.05; done ;;
+overlap)
+  # Stubborn, and notes when an earlier handler of its task is still alive.
+  if [[ -e "$scratch/h/\$TASKQ_ID.pids" ]]; then
+    while read -r p; do
+      if kill -0 "\$p" 2>/dev/null; then
+        echo "\$\$ started while \$p was alive" >>"$scratch/h/\$TASKQ_ID.overlap"
+      fi
+    done <"$scratch/h/\$TASKQ_ID.pids"
+  fi
+  echo \$\$ >>"$scratch/h/\$TASKQ_ID.pids"
+  trap '' TERM
+  echo \$\$ >"$scratch/h/\$TASKQ_ID.pid"
+  while :; do sleep 0.05; done ;;
 graceful)
   # Finishes its work when asked to stop, within the grace period.
   trap 'echo TERM >>"$scratch/h/\$TASKQ_ID.log"; exit 0' TERM
@@ -482,6 +495,21 @@ bg_finish "$runpid" stubborn
 expect_eq "$rc" 0 "exit status of run"
 summary_is 1 0 0 0 1
 expect_eq "$(state "$id")" killed
+
+section "a released task is not run again by the same run while its handler stops"
+id=$(add_task regrace)
+bg_run regrace run regrace --concurrency 2 --grace 2s --max-tasks 2 \
+  -- "$H" overlap
+runpid=$bg
+pid=$(pid_of "h/$id.pid")
+expect_exit 0 "$TASKQ" release "$id"
+check "the first handler is killed after --grace" wait_until 6 gone "$pid"
+second_started() { [[ $(wc -l <"h/$id.pids") -ge 2 ]]; }
+check "the released task runs again once it is gone" wait_until 6 second_started
+check "no handler started while the first was alive" test ! -e "h/$id.overlap"
+kill -TERM "$runpid"
+bg_finish "$runpid" regrace
+expect_eq "$rc" 0 "exit status of run"
 
 # --- the worker itself stops or dies ---------------------------------------------
 

@@ -292,6 +292,20 @@ TEST_CASE("broadcast: refused with --to, --after, --root or --unique") {
   CHECK(store.list(by_queue("q"), t0).empty());
 }
 
+TEST_CASE("lease: the skip list passes tasks by") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const int64_t first = add_task(store, "q");
+  const int64_t second = add_task(store, "q");
+  auto req = lease_request("q");
+  req.skip = {first};
+  const auto leased = store.lease(req, t0);
+  REQUIRE(leased.size() == 1);
+  CHECK(leased[0].id == second);
+  req.skip = {first, second};
+  CHECK(store.lease(req, t0).empty());
+}
+
 TEST_CASE("lease: a due task behind a higher priority of future tasks") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
