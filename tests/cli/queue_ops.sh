@@ -114,3 +114,52 @@ expect_exit 0 "$TASKQ" db vacuum
 expect_exit 0 "$TASKQ" db check
 expect_exit 5 "$TASKQ" --db "$scratch/missing.db" db vacuum
 check "vacuum of a missing database creates nothing" test ! -e "$scratch/missing.db"
+
+section "--max-running 2 holds across 6 concurrent workers (from the event log)"
+unset TASKQ_NOW # workers run on the real clock
+fresh_db
+expect_exit 0 "$TASKQ" queue set mr --max-running 2
+for i in $(seq 12); do add_task mr >/dev/null; done
+pids=()
+for w in 1 2 3 4 5 6; do
+  "$TASKQ" run mr --worker "w$w" --max-tasks 2 -- sh -c 'sleep 0.1' \
+    >"$scratch/mr$w.out" 2>&1 &
+  pids+=($!)
+done
+all_gone() { local p; for p in "${pids[@]}"; do alive "$p" && return 1; done; return 0; }
+check "the six workers finish their two tasks each" wait_until 60 all_gone
+completed_in() { tq list --queue "$1" --state completed -o id | grep -c .; }
+expect_eq "$(completed_in mr)" 12 "every task completed"
+expect_exit 0 "$TASKQ" events --queue mr -o json
+# Running tasks, event by event: +1 at each lease, -1 when it ends.
+most=$(jq -rs '
+  reduce (.[] | .message) as $m ({n: 0, most: 0};
+    if $m == "lease" then .n += 1
+    elif ($m == "complete" or $m == "error" or $m == "release"
+          or $m == "expire") then .n -= 1
+    else . end
+    | .most = ([.most, .n] | max)) | .most' <<<"$out")
+echo "  (at most $most running at once)"
+check "never more than 2 running at once (saw $most)" test "$most" -le 2
+check "the limit was reached (saw $most)" test "$most" -ge 1
+expect_eq "$(jout 'select(.message == "lease") | .task' | sort -u | wc -l)" 12 \
+  "each task leased once"
+
+section "db backup during a 4-worker run opens and passes db check"
+fresh_db
+for i in $(seq 40); do add_task bk >/dev/null; done
+pids=()
+for w in 1 2 3 4; do
+  "$TASKQ" run bk --worker "b$w" --until-empty -- sh -c 'sleep 0.2' \
+    >"$scratch/bk$w.out" 2>&1 &
+  pids+=($!)
+done
+some_done() { [[ $(completed_in bk) -ge 4 ]]; }
+check "the workers complete tasks" wait_until 30 some_done
+expect_exit 0 "$TASKQ" db backup "$scratch/backup.db"
+check "the workers were still running during the backup" alive "${pids[0]}"
+check "the workers finish" wait_until 60 all_gone
+expect_exit 0 "$TASKQ" --db "$scratch/backup.db" db check
+total=$(tq --db "$scratch/backup.db" list --queue bk -o id | wc -l)
+expect_eq "$total" 40 "the backup holds every task"
+expect_eq "$(completed_in bk)" 40 "the run completed every task"
