@@ -5,10 +5,90 @@
 #include "core/error.hpp"
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 namespace taskq::cli {
 namespace {
+
+// A Prometheus label value, escaped as the text format wants.
+std::string prom_label(const std::string& value) {
+  std::string out;
+  for (const char c : value) {
+    if (c == '\\' || c == '"') {
+      out += '\\';
+      out += c;
+    } else if (c == '\n') {
+      out += "\\n";
+    } else {
+      out += c;
+    }
+  }
+  return out;
+}
+
+// One metric family: HELP, TYPE, then a sample per queue.
+void print_family(const std::vector<storage::QueueMetrics>& queues,
+                  const char* name, const char* type, const char* help,
+                  const std::function<void(const storage::QueueMetrics&,
+                                           const std::string&)>& samples) {
+  std::printf("# HELP %s %s\n# TYPE %s %s\n", name, help, name, type);
+  for (const auto& m : queues) {
+    samples(m, "queue=\"" + prom_label(m.stats.queue) + "\"");
+  }
+}
+
+void print_metrics(const std::vector<storage::QueueMetrics>& queues) {
+  print_family(queues, "taskq_tasks", "gauge", "Tasks per queue and state.",
+               [](const storage::QueueMetrics& m, const std::string& q) {
+                 const auto& s = m.stats;
+                 for (const auto& [state, n] :
+                      {std::pair{"runnable", s.runnable},
+                       {"sleeping", s.sleeping},
+                       {"paused", s.paused},
+                       {"completed", s.completed},
+                       {"failed", s.failed},
+                       {"killed", s.killed}}) {
+                   std::printf("taskq_tasks{%s,state=\"%s\"} %lld\n", q.c_str(),
+                               state, static_cast<long long>(n));
+                 }
+               });
+  const auto gauge = [&](const char* name, const char* help,
+                         int64_t storage::QueueStats::*field) {
+    print_family(queues, name, "gauge", help,
+                 [&](const storage::QueueMetrics& m, const std::string& q) {
+                   std::printf("%s{%s} %lld\n", name, q.c_str(),
+                               static_cast<long long>(m.stats.*field));
+                 });
+  };
+  gauge("taskq_ready", "Tasks eligible now: due, not leased.",
+        &storage::QueueStats::ready);
+  gauge("taskq_running", "Tasks leased with a live lease.",
+        &storage::QueueStats::running);
+  print_family(
+      queues, "taskq_oldest_ready_seconds", "gauge",
+      "Seconds the oldest ready task has been due (0 when none is ready).",
+      [](const storage::QueueMetrics& m, const std::string& q) {
+        const double age =
+            m.stats.oldest_ready_age
+                ? static_cast<double>(m.stats.oldest_ready_age->count())
+                      / 1000.0
+                : 0.0;
+        std::printf("taskq_oldest_ready_seconds{%s} %.3f\n", q.c_str(), age);
+      });
+  print_family(queues, "taskq_errors_total", "counter",
+               "Errors reported by workers (taskq fail), ever.",
+               [](const storage::QueueMetrics& m, const std::string& q) {
+                 std::printf("taskq_errors_total{%s} %lld\n", q.c_str(),
+                             static_cast<long long>(m.errors_total));
+               });
+  print_family(queues, "taskq_leases_expired_total", "counter",
+               "Leases that ran out before their worker finished, ever.",
+               [](const storage::QueueMetrics& m, const std::string& q) {
+                 std::printf("taskq_leases_expired_total{%s} %lld\n", q.c_str(),
+                             static_cast<long long>(m.leases_expired_total));
+               });
+}
 
 struct ListOptions {
   std::optional<std::string> queue;
@@ -135,6 +215,17 @@ void register_inspect(CLI::App& app, Context& ctx) {
       "taskq stats --queue thumbs");
   stats->add_option("--queue", *sq, "only QUEUE")->type_name("QUEUE");
   stats->callback([sq, &ctx] { run_stats(*sq, ctx); });
+
+  add_command(app, "metrics",
+              "Print Prometheus metrics (text exposition): tasks per queue "
+              "and state, ready, running, oldest ready age, errors, expired "
+              "leases",
+              "taskq metrics > /var/lib/node_exporter/taskq.prom.$$ && mv "
+              "/var/lib/node_exporter/taskq.prom.$$ "
+              "/var/lib/node_exporter/taskq.prom")
+      ->callback([&ctx] {
+        print_metrics(ctx.store(storage::OpenMode::read).metrics(ctx.now()));
+      });
 
   auto wid = std::make_shared<std::string>();
   CLI::App* why = add_command(app, "why",

@@ -159,7 +159,7 @@ _taskq() {
             case $cmd/$sub/$npos in
             //0) words="add lease heartbeat done fail run wait progress release
                 sleep pause resume kill checkpoint send retry requeue purge show
-                list stats why events queue schedule gate tick db completion" ;;
+                list stats why events metrics queue schedule gate tick db completion" ;;
             queue//0) words="list set pause resume redrive" ;;
             db//0) words="check path migrate backup vacuum" ;;
             completion//0) words="bash zsh fish" ;;

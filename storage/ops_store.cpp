@@ -5,6 +5,7 @@
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
+#include <map>
 #include <string>
 
 namespace taskq::storage {
@@ -130,6 +131,32 @@ int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
   }
   tx.commit();
   return n;
+}
+
+std::vector<QueueMetrics> TaskStore::metrics(Time now) {
+  std::map<std::string, QueueMetrics> by_queue;
+  for (auto& s : stats(std::nullopt, now)) {
+    const std::string name = s.queue;
+    by_queue[name].stats = std::move(s);
+  }
+  Transaction tx(*m_db, Transaction::Kind::read);
+  Statement st(*m_db, "SELECT q.name, q.errors_total, q.leases_expired_total + "
+                      "(SELECT count(*) FROM tasks t INDEXED BY tasks_leased "
+                      "WHERE t.queue = q.name AND t.lease_token IS NOT NULL "
+                      "AND t.lease_expires <= ?1) FROM queues q");
+  st.bind(1, to_unix_ms(now));
+  while (st.step()) {
+    QueueMetrics& m = by_queue[st.get_text(0)];
+    m.stats.queue = st.get_text(0);
+    m.errors_total = st.get_int(1);
+    m.leases_expired_total = st.get_int(2);
+  }
+  std::vector<QueueMetrics> out;
+  out.reserve(by_queue.size());
+  for (auto& [name, m] : by_queue) {
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 void TaskStore::vacuum() {

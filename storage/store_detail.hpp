@@ -62,6 +62,10 @@ struct QueueRow {
 };
 QueueRow load_queue(Db& db, const std::string& name);
 
+// The counters `metrics` reports, kept per queue.
+enum class QueueCounter { errors, leases_expired };
+void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c);
+
 void log_event(Db& db, int64_t task_id, core::Time now,
                std::string_view message, std::optional<core::TaskState> from,
                std::optional<core::TaskState> to, std::string_view actor,

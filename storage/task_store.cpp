@@ -269,6 +269,17 @@ QueueRow load_queue(Db& db, const std::string& name) {
   return q;
 }
 
+void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c) {
+  const char* sql =
+      c == QueueCounter::errors
+          ? "INSERT INTO queues (name, errors_total) VALUES (?1, 1) "
+            "ON CONFLICT (name) DO UPDATE SET errors_total = errors_total + 1"
+          : "INSERT INTO queues (name, leases_expired_total) VALUES (?1, 1) "
+            "ON CONFLICT (name) DO UPDATE SET "
+            "leases_expired_total = leases_expired_total + 1";
+  Statement(db, sql).bind(1, queue).run();
+}
+
 void log_event(Db& db, int64_t task_id, Time now, std::string_view message,
                std::optional<TaskState> from, std::optional<TaskState> to,
                std::string_view actor, std::string_view detail) {
@@ -990,6 +1001,7 @@ void reclaim_expired(Db& db, const std::string& queue, Time now) {
                   "lease_expires = NULL, rev = rev + 1 WHERE id = ?1")
         .bind(1, id)
         .run();
+    bump_queue_counter(db, queue, QueueCounter::leases_expired);
     log_event(db, id, now, "expire", TaskState::runnable, TaskState::runnable,
               k_system_actor, "lease of " + worker + " expired");
   }
@@ -1469,6 +1481,7 @@ Task TaskStore::fail(int64_t id, const std::string& token,
       std::max<int64_t>(k_error_history, policy.max_errors + 1);
   clear_lease(*m_db, task, std::nullopt);
   append_error(*m_db, id, now, req.error, keep);
+  bump_queue_counter(*m_db, task.queue, QueueCounter::errors);
 
   if (req.mode == FailMode::move_to) {
     // The dead-letter move (MassTasker DeleteOrMove): a fresh start in

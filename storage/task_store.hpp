@@ -148,6 +148,13 @@ struct QueueStats {
   int64_t completed_last_minute = 0, completed_last_hour = 0;
 };
 
+// What `metrics` reports of a queue: its stats, and its counters.
+struct QueueMetrics {
+  QueueStats stats;
+  int64_t errors_total = 0;         // errors workers reported (fail)
+  int64_t leases_expired_total = 0; // leases that ran out on their worker
+};
+
 // Which finished tasks `purge` deletes.
 struct PurgeRequest {
   std::optional<std::string> queue;
@@ -344,6 +351,11 @@ public:
   int migrate(); // applies pending migrations; returns the version
   void backup(const std::string& dest_path);
   void vacuum(); // rebuilds the file, giving free pages back
+
+  // Per queue (every queue with tasks or counters, by name): the stats and
+  // the counters. A lease that has expired but not been reclaimed yet
+  // counts as expired.
+  std::vector<QueueMetrics> metrics(core::Time now);
 
   // The events after `cursor`, oldest first, at most `limit`, of `queue`
   // (all when null) at or after `since`; advances `cursor` past them.
