@@ -32,10 +32,12 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
   }
   Transaction tx(*m_db);
   std::vector<std::pair<int64_t, TaskState>> moving;
+  int64_t lapsed = 0; // moved with a lease that ran out: counted as expired
   {
     // Unleased (or with a lapsed lease), not waiting for dependencies, not
     // a broadcast: what a worker of `from` would have leased.
-    Statement st(*m_db, "SELECT id, state FROM tasks WHERE queue = ?1 "
+    Statement st(*m_db, "SELECT id, state, lease_token IS NOT NULL "
+                        "FROM tasks WHERE queue = ?1 "
                         "AND state IN ('runnable', 'sleeping') "
                         "AND blockers = 0 AND broadcast_until IS NULL "
                         "AND (lease_token IS NULL OR lease_expires <= ?2) "
@@ -45,7 +47,11 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
       moving.emplace_back(
           st.get_int(0),
           core::parse_state(st.get_text(1)).value_or(TaskState::runnable));
+      lapsed += st.get_int(2);
     }
+  }
+  for (int64_t i = 0; i < lapsed; ++i) {
+    bump_queue_counter(*m_db, from, QueueCounter::leases_expired);
   }
   Statement move(*m_db, "UPDATE tasks SET queue = ?2, state = 'runnable', "
                         "attempts = 0, run_at = ?3, lease_token = NULL, "
@@ -116,6 +122,12 @@ int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
       unfinished.push_back(st.get_int(0));
     }
     for (const int64_t id : unfinished) {
+      const auto t = load_task(*m_db, id);
+      if (t && t->lease && !t->leased(now)) {
+        // Its lease ran out and was never reclaimed: count it before it
+        // goes, so the expiry counter does not go back.
+        bump_queue_counter(*m_db, t->queue, QueueCounter::leases_expired);
+      }
       set_state(*m_db, id, TaskState::killed, now);
     }
   }
@@ -140,16 +152,24 @@ std::vector<QueueMetrics> TaskStore::metrics(Time now) {
     by_queue[name].stats = std::move(s);
   }
   Transaction tx(*m_db, Transaction::Kind::read);
-  Statement st(*m_db, "SELECT q.name, q.errors_total, q.leases_expired_total + "
-                      "(SELECT count(*) FROM tasks t INDEXED BY tasks_leased "
-                      "WHERE t.queue = q.name AND t.lease_token IS NOT NULL "
-                      "AND t.lease_expires <= ?1) FROM queues q");
-  st.bind(1, to_unix_ms(now));
-  while (st.step()) {
-    QueueMetrics& m = by_queue[st.get_text(0)];
-    m.stats.queue = st.get_text(0);
-    m.errors_total = st.get_int(1);
-    m.leases_expired_total = st.get_int(2);
+  Statement counters(*m_db, "SELECT name, errors_total, leases_expired_total "
+                            "FROM queues");
+  while (counters.step()) {
+    QueueMetrics& m = by_queue[counters.get_text(0)];
+    m.stats.queue = counters.get_text(0);
+    m.errors_total = counters.get_int(1);
+    m.leases_expired_total = counters.get_int(2);
+  }
+  // A lease that ran out counts at once, before a lease reclaims it.
+  Statement lapsed(*m_db, "SELECT queue, count(*) FROM tasks "
+                          "INDEXED BY tasks_leased "
+                          "WHERE lease_token IS NOT NULL "
+                          "AND lease_expires <= ?1 GROUP BY queue");
+  lapsed.bind(1, to_unix_ms(now));
+  while (lapsed.step()) {
+    QueueMetrics& m = by_queue[lapsed.get_text(0)];
+    m.stats.queue = lapsed.get_text(0);
+    m.leases_expired_total += lapsed.get_int(1);
   }
   std::vector<QueueMetrics> out;
   out.reserve(by_queue.size());

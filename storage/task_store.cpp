@@ -1725,6 +1725,10 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
     const bool revokes = msg == Message::pause || msg == Message::sleep
                          || msg == Message::kill || msg == Message::release;
     if (revokes && task.lease) {
+      if (!task.leased(now)) {
+        // A lease that ran out, cleared before any lease reclaimed it.
+        bump_queue_counter(*m_db, task.queue, QueueCounter::leases_expired);
+      }
       clear_lease(*m_db, task,
                   task.leased(now) ? std::optional(name + " by " + actor)
                                    : std::nullopt);

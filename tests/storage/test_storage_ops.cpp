@@ -135,3 +135,32 @@ TEST_CASE("events: creations and log rows merged by time, behind a cursor") {
   const auto end = store.events_end();
   CHECK(end.task_id == b);
 }
+
+TEST_CASE("metrics: a lapsed lease cleared by an operator, redrive or purge "
+          "stays counted") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  for (int i = 0; i < 3; ++i) {
+    add_task(store, "q");
+  }
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(lease_one(store, "q", t0, 1min));
+  }
+  const auto expired = [&](Time now) {
+    return metrics_of(store.metrics(now), "q")->leases_expired_total;
+  };
+  const Time later = t0 + 2min;
+  CHECK(expired(later) == 3);
+  send_one(store, 1, Message::kill, later);
+  CHECK(expired(later) == 3);
+  CHECK(store.redrive("q", "elsewhere", k_operator, later) == 2);
+  CHECK(expired(later) == 3);
+  add_task(store, "q");
+  REQUIRE(lease_one(store, "q", t0, 1min));
+  CHECK(expired(later) == 4);
+  storage::PurgeRequest purge;
+  purge.queue = "q";
+  purge.force = true;
+  CHECK(store.purge(purge, later) == 2);
+  CHECK(expired(later) == 4);
+}
