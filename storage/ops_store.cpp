@@ -50,8 +50,8 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
       lapsed += st.get_int(2);
     }
   }
-  for (int64_t i = 0; i < lapsed; ++i) {
-    bump_queue_counter(*m_db, from, QueueCounter::leases_expired);
+  if (lapsed > 0) {
+    bump_queue_counter(*m_db, from, QueueCounter::leases_expired, lapsed);
   }
   Statement move(*m_db, "UPDATE tasks SET queue = ?2, state = 'runnable', "
                         "attempts = 0, run_at = ?3, lease_token = NULL, "

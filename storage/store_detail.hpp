@@ -64,7 +64,9 @@ QueueRow load_queue(Db& db, const std::string& name);
 
 // The counters `metrics` reports, kept per queue.
 enum class QueueCounter { errors, leases_expired };
-void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c);
+// Adds `by` to a counter of `queue`.
+void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
+                        int64_t by = 1);
 
 void log_event(Db& db, int64_t task_id, core::Time now,
                std::string_view message, std::optional<core::TaskState> from,

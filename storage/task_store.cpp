@@ -269,15 +269,16 @@ QueueRow load_queue(Db& db, const std::string& name) {
   return q;
 }
 
-void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c) {
+void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
+                        int64_t by) {
   const char* sql =
       c == QueueCounter::errors
-          ? "INSERT INTO queues (name, errors_total) VALUES (?1, 1) "
-            "ON CONFLICT (name) DO UPDATE SET errors_total = errors_total + 1"
-          : "INSERT INTO queues (name, leases_expired_total) VALUES (?1, 1) "
+          ? "INSERT INTO queues (name, errors_total) VALUES (?1, ?2) "
+            "ON CONFLICT (name) DO UPDATE SET errors_total = errors_total + ?2"
+          : "INSERT INTO queues (name, leases_expired_total) VALUES (?1, ?2) "
             "ON CONFLICT (name) DO UPDATE SET "
-            "leases_expired_total = leases_expired_total + 1";
-  Statement(db, sql).bind(1, queue).run();
+            "leases_expired_total = leases_expired_total + ?2";
+  Statement(db, sql).bind(1, queue).bind(2, by).run();
 }
 
 void log_event(Db& db, int64_t task_id, Time now, std::string_view message,
