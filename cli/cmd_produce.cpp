@@ -146,16 +146,6 @@ void apply_rescue_options(const AddOptions& o, storage::NewTask& task) {
   }
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorKind::usage, "cannot read " + path);
-  }
-  std::ostringstream buf;
-  buf << in.rdbuf();
-  return buf.str();
-}
-
 // Streams payloads from a JSON Lines file: one JSON value per line, blank
 // lines skipped. A malformed line aborts the add (nothing is committed).
 class JsonlReader {
@@ -232,7 +222,7 @@ void run_add(const AddOptions& o, Context& ctx) {
   if (auto payload = payload_arg(o.payload, o.text)) {
     task.payload = std::move(*payload);
   } else if (o.payload_file) {
-    task.payload = parse_json_arg(read_file(*o.payload_file), *o.payload_file);
+    task.payload = parse_json_arg(read_input(*o.payload_file), *o.payload_file);
   }
   task.labels = parse_labels(o.labels);
   task.priority = o.priority;

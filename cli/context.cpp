@@ -8,6 +8,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <sstream>
 #include <unistd.h>
 
 namespace taskq::cli {
@@ -267,6 +270,23 @@ parse_patterns(const std::vector<std::string>& texts) {
     patterns.push_back(*p);
   }
   return patterns;
+}
+
+std::string read_input(const std::string& path) {
+  std::ostringstream buf;
+  if (path == "-") {
+    buf << std::cin.rdbuf();
+    return buf.str();
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    throw Error(ErrorKind::usage, "cannot read " + path);
+  }
+  buf << in.rdbuf();
+  if (in.bad()) {
+    throw Error(ErrorKind::usage, "cannot read " + path);
+  }
+  return buf.str();
 }
 
 std::string json_string(const std::string& text) {

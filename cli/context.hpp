@@ -81,6 +81,9 @@ void minify_json_into(std::string_view text, std::string& out);
 core::Labels parse_labels(const std::vector<std::string>& texts);
 std::vector<core::LabelPattern>
 parse_patterns(const std::vector<std::string>& texts);
+// The whole contents of file `path`, or of stdin when it is `-` (usage
+// error when it cannot be read).
+std::string read_input(const std::string& path);
 // A JSON string holding `text`.
 std::string json_string(const std::string& text);
 

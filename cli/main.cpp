@@ -103,6 +103,7 @@ int run(int argc, char** argv) {
   register_run(app, ctx);
   register_schedule(app, ctx);
   register_events(app, ctx);
+  register_tx(app, ctx);
   refuse_empty_values(app);
 
   // `taskq run QUEUE... -- CMD ARG...`: what follows the -- is the

@@ -83,6 +83,16 @@ void set_reason(Db& db, int64_t id, std::string_view reason);
 int64_t insert_task(Db& db, const NewTask& t, core::Time now,
                     const std::string& actor);
 
+// Loads a task for a worker write: it must exist (not_found) and `token`
+// must be its live lease (conflict, naming who revoked it when known).
+core::Task require_lease(Db& db, int64_t id, const std::string& token,
+                         core::Time now);
+// `done`: completes task `id` for the holder of `token` (or logs a
+// broadcast delivery's done); `sync` goes to the task's schedule.
+core::Task complete_leased(Db& db, int64_t id, const std::string& token,
+                           const std::optional<std::string>& result,
+                           core::Time now, const core::Labels& sync);
+
 // The stored form of a schedule, parsed back.
 core::Schedule stored_schedule(const std::optional<std::string>& every,
                                const std::optional<std::string>& cron);

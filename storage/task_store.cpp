@@ -1410,20 +1410,20 @@ HeartbeatResult TaskStore::heartbeat(int64_t id, const std::string& token,
   return {expires, task.checkpoint_requested && !cp};
 }
 
-Task TaskStore::complete(int64_t id, const std::string& token,
-                         const std::optional<std::string>& result, Time now,
-                         const core::Labels& sync) {
-  Transaction tx(*m_db);
-  if (auto b = delivery_write(*m_db, id, token, now, "complete", "done")) {
+namespace detail {
+
+Task complete_leased(Db& db, int64_t id, const std::string& token,
+                     const std::optional<std::string>& result, Time now,
+                     const core::Labels& sync) {
+  if (auto b = delivery_write(db, id, token, now, "complete", "done")) {
     if (!sync.empty()) {
       throw Error(ErrorKind::conflict, "cannot store --sync: " + task_ref(id)
                                            + " is a broadcast, not a "
                                              "schedule's task");
     }
-    tx.commit();
     return *b;
   }
-  const Task task = require_lease(*m_db, id, token, now);
+  const Task task = require_lease(db, id, token, now);
   const auto next = core::transition(task.state, Message::complete);
   if (!next) {
     throw Error(ErrorKind::conflict, refusal(task, Message::complete));
@@ -1432,7 +1432,7 @@ Task TaskStore::complete(int64_t id, const std::string& token,
     throw Error(ErrorKind::conflict, "cannot store --sync: " + task_ref(id)
                                          + " was not emitted by a schedule");
   }
-  clear_lease(*m_db, task, std::nullopt);
+  clear_lease(db, task, std::nullopt);
   // The sync state the task reports: what it was given, updated with
   // --sync; its schedule hands it to the next task it emits.
   core::Labels merged = task.sync;
@@ -1441,23 +1441,31 @@ Task TaskStore::complete(int64_t id, const std::string& token,
   }
   if (!sync.empty()) {
     const std::string text = labels_to_json(merged);
-    Statement(*m_db, "UPDATE tasks SET sync = ?2 WHERE id = ?1")
+    Statement(db, "UPDATE tasks SET sync = ?2 WHERE id = ?1")
         .bind(1, id)
         .bind(2, text)
         .run();
-    Statement(*m_db, "UPDATE schedules SET sync = ?2 WHERE name = ?1")
+    Statement(db, "UPDATE schedules SET sync = ?2 WHERE name = ?1")
         .bind(1, *task.schedule)
         .bind(2, text)
         .run();
   }
-  set_state(*m_db, id, *next, now);
-  Statement(*m_db, "UPDATE tasks SET result = ?2 WHERE id = ?1")
+  set_state(db, id, *next, now);
+  Statement(db, "UPDATE tasks SET result = ?2 WHERE id = ?1")
       .bind(1, id)
       .bind(2, result)
       .run();
-  log_event(*m_db, id, now, "complete", task.state, *next, task.lease->worker,
-            "");
-  Task out = load_full(*m_db, id);
+  log_event(db, id, now, "complete", task.state, *next, task.lease->worker, "");
+  return load_full(db, id);
+}
+
+} // namespace detail
+
+Task TaskStore::complete(int64_t id, const std::string& token,
+                         const std::optional<std::string>& result, Time now,
+                         const core::Labels& sync) {
+  Transaction tx(*m_db);
+  Task out = complete_leased(*m_db, id, token, result, now, sync);
   tx.commit();
   return out;
 }

@@ -9,6 +9,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace taskq::storage {
@@ -178,6 +179,43 @@ struct EventCursor {
   int64_t task_id = 0;
 };
 
+// One `taskq tx` document (MassTasker's Update), applied by apply_tx in one
+// transaction. Each operation is named in errors by its list and index,
+// e.g. `update[1]`.
+struct TxRequire { // a predicate: task `id` exists at `rev`
+  int64_t id = 0;
+  int64_t rev = 0;
+};
+struct TxDelete { // with the live lease token when the task is leased
+  int64_t id = 0;
+  std::optional<std::string> lease;
+};
+struct TxUpdate { // the given fields replace the task's, at `rev`
+  int64_t id = 0;
+  int64_t rev = 0;
+  std::optional<std::string> payload; // JSON text
+  std::optional<core::Labels> labels;
+  std::optional<std::string> queue;
+  std::optional<core::Time> run_at;
+  std::optional<int64_t> priority;
+};
+struct TxComplete { // `done` by the lease holder
+  int64_t id = 0;
+  std::string lease;
+  std::optional<std::string> result; // JSON text
+};
+struct TxRequest {
+  std::vector<TxRequire> require;
+  std::vector<TxDelete> remove;
+  std::vector<TxUpdate> update;
+  std::vector<NewTask> create;
+  std::vector<TxComplete> complete;
+};
+struct TxResult {
+  std::vector<int64_t> created;                     // in request order
+  std::vector<std::pair<int64_t, int64_t>> updated; // (id, new rev)
+};
+
 struct TaskDetail {
   core::Task task;
   std::vector<core::Event> events; // oldest first
@@ -293,6 +331,17 @@ public:
   // not_before reset), and logs a `requeue` event for each. Returns them.
   std::vector<core::Task> requeue(const std::string& queue,
                                   const std::string& actor, core::Time now);
+
+  // Applies a tx document all or nothing. Checks, in this order: every
+  // `require` (a missing task or another rev: conflict); that every task
+  // to delete, update or complete exists, and every `after` of a create
+  // (not_found); then each update's rev, each delete's lease (a leased
+  // task needs its live token) and each complete's lease (conflict). Then
+  // deletes, updates, completes and creates. A task in more than one of
+  // delete, update and complete is a usage error. A deleted unfinished
+  // task counts as killed for the tasks waiting for it.
+  TxResult apply_tx(const TxRequest& req, core::Time now,
+                    const std::string& actor);
 
   // A new task with the spec of failed/killed task `id`; returns its id.
   int64_t retry(int64_t id, const std::string& actor, core::Time now);

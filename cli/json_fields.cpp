@@ -1,0 +1,177 @@
+#include "cli/json_fields.hpp"
+
+#include "cli/context.hpp"
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <charconv>
+
+namespace taskq::cli {
+
+std::optional<int64_t> json_integer(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<std::string> json_string_value(std::string_view text) {
+  if (core::json_kind(text) != core::JsonKind::string) {
+    return std::nullopt;
+  }
+  return nlohmann::json::parse(text).get<std::string>();
+}
+
+JsonFields::JsonFields(std::string_view object, std::string where)
+    : m_where(std::move(where)) {
+  if (core::json_kind(object) != core::JsonKind::object) {
+    throw Error(ErrorKind::usage, m_where + ": expected a JSON object");
+  }
+  for (const auto& [key, value] : core::json_members(object)) {
+    std::string name = *json_string_value(key);
+    for (const auto& [seen, unused] : m_members) {
+      if (seen == name) {
+        throw Error(ErrorKind::usage,
+                    m_where + ": field '" + name + "' is given twice");
+      }
+    }
+    m_members.emplace_back(std::move(name), value);
+  }
+  m_taken.assign(m_members.size(), false);
+}
+
+void JsonFields::fail(std::string_view key, std::string_view what) const {
+  throw Error(ErrorKind::usage,
+              m_where + ": '" + std::string(key) + "' " + std::string(what));
+}
+
+std::optional<std::string_view> JsonFields::take(std::string_view key) {
+  for (size_t i = 0; i < m_members.size(); ++i) {
+    if (m_members[i].first == key) {
+      m_taken[i] = true;
+      return m_members[i].second;
+    }
+  }
+  return std::nullopt;
+}
+
+std::string_view JsonFields::required(std::string_view key) {
+  const auto v = take(key);
+  if (!v) {
+    fail(key, "is required");
+  }
+  return *v;
+}
+
+std::optional<int64_t> JsonFields::integer(std::string_view key) {
+  const auto v = take(key);
+  if (!v) {
+    return std::nullopt;
+  }
+  const auto n = json_integer(*v);
+  if (!n) {
+    fail(key, "must be an integer, not " + std::string(v->substr(0, 40)));
+  }
+  return n;
+}
+
+int64_t JsonFields::required_integer(std::string_view key) {
+  required(key);
+  return *integer(key);
+}
+
+std::optional<std::string> JsonFields::string(std::string_view key) {
+  const auto v = take(key);
+  if (!v) {
+    return std::nullopt;
+  }
+  auto s = json_string_value(*v);
+  if (!s) {
+    fail(key, "must be a string");
+  }
+  return s;
+}
+
+std::string JsonFields::required_string(std::string_view key) {
+  required(key);
+  return *string(key);
+}
+
+std::optional<core::Time> JsonFields::time(std::string_view key) {
+  const auto s = string(key);
+  if (!s) {
+    return std::nullopt;
+  }
+  const auto t = core::parse_time(*s);
+  if (!t) {
+    fail(key, "must be an RFC 3339 time, e.g. 2026-11-21T08:00:00Z");
+  }
+  return t;
+}
+
+std::optional<core::Labels> JsonFields::labels(std::string_view key) {
+  const auto v = take(key);
+  if (!v) {
+    return std::nullopt;
+  }
+  if (core::json_kind(*v) != core::JsonKind::object) {
+    fail(key, "must be an object of KEY: VALUE strings");
+  }
+  core::Labels out;
+  for (const auto& [k, value] : core::json_members(*v)) {
+    const auto name = *json_string_value(k);
+    const auto text = json_string_value(value);
+    const auto label =
+        text ? core::parse_label(name + "=" + *text) : std::nullopt;
+    if (!label || name.find('=') != std::string::npos) {
+      fail(key, "has an invalid label '" + name
+                    + "': KEY is letters, digits and . _ / -, VALUE a "
+                      "string without control characters");
+    }
+    out[label->first] = label->second;
+  }
+  return out;
+}
+
+std::optional<std::vector<int64_t>> JsonFields::ids(std::string_view key) {
+  const auto v = take(key);
+  if (!v) {
+    return std::nullopt;
+  }
+  if (core::json_kind(*v) != core::JsonKind::array) {
+    fail(key, "must be an array of task ids");
+  }
+  std::vector<int64_t> out;
+  for (const auto item : core::json_items(*v)) {
+    const auto n = json_integer(item);
+    if (!n || *n < 1) {
+      fail(key, "must be an array of task ids");
+    }
+    out.push_back(*n);
+  }
+  return out;
+}
+
+std::optional<std::string> JsonFields::json(std::string_view key) {
+  const auto v = take(key);
+  if (!v) {
+    return std::nullopt;
+  }
+  return minify_json(*v);
+}
+
+void JsonFields::finish() const {
+  for (size_t i = 0; i < m_members.size(); ++i) {
+    if (!m_taken[i]) {
+      throw Error(ErrorKind::usage,
+                  m_where + ": unknown field '" + m_members[i].first + "'");
+    }
+  }
+}
+
+} // namespace taskq::cli

@@ -1,0 +1,59 @@
+#pragma once
+
+#include "core/labels.hpp"
+#include "core/time.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace taskq::cli {
+
+// Reads the members of one JSON object of a document taskq takes as input
+// (a `tx` operation, an `import` line), each value as its exact text, so a
+// payload keeps every digit. Each field is taken at most once; finish()
+// refuses the fields nobody took. Every error is a usage error that starts
+// with `where` (`update[1]`, `line 3`). The text must be well-formed JSON
+// (checked by the caller).
+class JsonFields {
+public:
+  JsonFields(std::string_view object, std::string where);
+
+  // The value's text, or std::nullopt when the field is absent.
+  std::optional<std::string_view> take(std::string_view key);
+  std::string_view required(std::string_view key);
+
+  std::optional<int64_t> integer(std::string_view key);
+  int64_t required_integer(std::string_view key);
+  std::optional<std::string> string(std::string_view key);
+  std::string required_string(std::string_view key);
+  std::optional<core::Time> time(std::string_view key);
+  // A JSON object of string values, as labels (KEY=VALUE rules).
+  std::optional<core::Labels> labels(std::string_view key);
+  std::optional<std::vector<int64_t>> ids(std::string_view key);
+  // A JSON value, minified, its numbers and strings as written.
+  std::optional<std::string> json(std::string_view key);
+
+  // Throws for the first field nobody took.
+  void finish() const;
+
+  const std::string& where() const { return m_where; }
+  [[noreturn]] void fail(std::string_view key, std::string_view what) const;
+
+private:
+  std::string m_where;
+  // Decoded key, value text, taken.
+  std::vector<std::pair<std::string, std::string_view>> m_members;
+  std::vector<bool> m_taken;
+};
+
+// A JSON number that is an integer (no fraction, no exponent) in int64's
+// range; std::nullopt otherwise.
+std::optional<int64_t> json_integer(std::string_view text);
+// The contents of a JSON string; std::nullopt when `text` is not one.
+std::optional<std::string> json_string_value(std::string_view text);
+
+} // namespace taskq::cli
