@@ -1,14 +1,13 @@
 // taskq add: one task, or one per line of a JSON Lines file.
 #include "cli/commands.hpp"
+#include "cli/json_fields.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
 
 #include <algorithm>
 #include <cstdio>
-#include <fstream>
 #include <memory>
-#include <sstream>
 
 namespace taskq::cli {
 namespace {
@@ -146,69 +145,6 @@ void apply_rescue_options(const AddOptions& o, storage::NewTask& task) {
   }
 }
 
-// Streams payloads from a JSON Lines file: one JSON value per line, blank
-// lines skipped. A malformed line aborts the add (nothing is committed).
-class JsonlReader {
-public:
-  explicit JsonlReader(const std::string& path) : m_path(path) {
-    if (path == "-") {
-      m_file = stdin;
-    } else {
-      m_file = std::fopen(path.c_str(), "rb");
-      if (m_file == nullptr) {
-        throw Error(ErrorKind::usage, "cannot read " + path);
-      }
-      m_owned = true;
-    }
-  }
-  ~JsonlReader() {
-    std::free(m_line);
-    if (m_owned) {
-      std::fclose(m_file);
-    }
-  }
-  JsonlReader(const JsonlReader&) = delete;
-  JsonlReader& operator=(const JsonlReader&) = delete;
-
-  // Puts the next payload, minified, in `out` (reusing its buffer); false
-  // at the end of the input.
-  bool next(std::string& out) {
-    while (true) {
-      const ssize_t n = ::getline(&m_line, &m_capacity, m_file);
-      if (n < 0) {
-        if (std::ferror(m_file)) {
-          throw Error(ErrorKind::internal, "cannot read " + m_path);
-        }
-        return false;
-      }
-      ++m_number;
-      std::string_view line(m_line, static_cast<size_t>(n));
-      const auto first = line.find_first_not_of(" \t\r\n");
-      if (first == std::string_view::npos) {
-        continue;
-      }
-      const auto last = line.find_last_not_of(" \t\r\n");
-      line = line.substr(first, last - first + 1);
-      if (!nlohmann::json::accept(line)) {
-        throw Error(ErrorKind::usage, "invalid JSON on line "
-                                          + std::to_string(m_number) + " of "
-                                          + (m_path == "-" ? "stdin" : m_path)
-                                          + "; nothing was added");
-      }
-      minify_json_into(line, out);
-      return true;
-    }
-  }
-
-private:
-  std::string m_path;
-  std::FILE* m_file = nullptr;
-  bool m_owned = false;
-  char* m_line = nullptr;
-  size_t m_capacity = 0;
-  int64_t m_number = 0;
-};
-
 void run_add(const AddOptions& o, Context& ctx) {
   check_queue_name(o.queue);
   const int sources = o.payload.has_value() + o.text.has_value()
@@ -292,7 +228,7 @@ void run_add(const AddOptions& o, Context& ctx) {
   }
 
   const Format format = ctx.format(Format::table, {Format::table, Format::id});
-  JsonlReader reader(*o.jsonl);
+  JsonlReader reader(*o.jsonl, "nothing was added");
   auto& store = ctx.store(storage::OpenMode::write);
   // Ids within one write transaction are consecutive, so the first and
   // the count give them all without holding them in memory.

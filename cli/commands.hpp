@@ -46,6 +46,7 @@ void register_run(CLI::App& app, Context& ctx);      // run, wait, progress
 void register_schedule(CLI::App& app, Context& ctx); // schedule, gate, tick
 void register_events(CLI::App& app, Context& ctx);   // events
 void register_tx(CLI::App& app, Context& ctx);       // tx
+void register_transfer(CLI::App& app, Context& ctx); // export, import
 
 // Parses argv, runs the chosen command, returns the exit code. Throws
 // taskq::Error for main() to report.

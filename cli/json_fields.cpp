@@ -7,8 +7,56 @@
 #include <nlohmann/json.hpp>
 
 #include <charconv>
+#include <cstdlib>
 
 namespace taskq::cli {
+
+JsonlReader::JsonlReader(const std::string& path, std::string outcome)
+    : m_path(path), m_outcome(std::move(outcome)) {
+  if (path == "-") {
+    m_file = stdin;
+  } else {
+    m_file = std::fopen(path.c_str(), "rb");
+    if (m_file == nullptr) {
+      throw Error(ErrorKind::usage, "cannot read " + path);
+    }
+    m_owned = true;
+  }
+}
+
+JsonlReader::~JsonlReader() {
+  std::free(m_line);
+  if (m_owned) {
+    std::fclose(m_file);
+  }
+}
+
+bool JsonlReader::next(std::string& out) {
+  while (true) {
+    const ssize_t n = ::getline(&m_line, &m_capacity, m_file);
+    if (n < 0) {
+      if (std::ferror(m_file)) {
+        throw Error(ErrorKind::internal, "cannot read " + m_path);
+      }
+      return false;
+    }
+    ++m_number;
+    std::string_view line(m_line, static_cast<size_t>(n));
+    const auto first = line.find_first_not_of(" \t\r\n");
+    if (first == std::string_view::npos) {
+      continue;
+    }
+    const auto last = line.find_last_not_of(" \t\r\n");
+    line = line.substr(first, last - first + 1);
+    if (!nlohmann::json::accept(line)) {
+      throw Error(ErrorKind::usage,
+                  "invalid JSON on line " + std::to_string(m_number) + " of "
+                      + (m_path == "-" ? "stdin" : m_path) + "; " + m_outcome);
+    }
+    minify_json_into(line, out);
+    return true;
+  }
+}
 
 std::optional<int64_t> json_integer(std::string_view text) {
   int64_t value = 0;

@@ -4,6 +4,7 @@
 #include "core/time.hpp"
 
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -48,6 +49,32 @@ private:
   // Decoded key, value text, taken.
   std::vector<std::pair<std::string, std::string_view>> m_members;
   std::vector<bool> m_taken;
+};
+
+// Streams a JSON Lines file (or stdin for `-`): one JSON value per line,
+// blank lines skipped. A malformed line is a usage error naming its line
+// and ending with `outcome` ("nothing was added").
+class JsonlReader {
+public:
+  JsonlReader(const std::string& path, std::string outcome);
+  ~JsonlReader();
+  JsonlReader(const JsonlReader&) = delete;
+  JsonlReader& operator=(const JsonlReader&) = delete;
+
+  // Puts the next value, minified, in `out` (reusing its buffer); false at
+  // the end of the input.
+  bool next(std::string& out);
+  // The number of the line next() read last.
+  int64_t line() const { return m_number; }
+
+private:
+  std::string m_path;
+  std::string m_outcome;
+  std::FILE* m_file = nullptr;
+  bool m_owned = false;
+  char* m_line = nullptr;
+  size_t m_capacity = 0;
+  int64_t m_number = 0;
 };
 
 // A JSON number that is an integer (no fraction, no exponent) in int64's

@@ -104,6 +104,7 @@ int run(int argc, char** argv) {
   register_schedule(app, ctx);
   register_events(app, ctx);
   register_tx(app, ctx);
+  register_transfer(app, ctx);
   refuse_empty_values(app);
 
   // `taskq run QUEUE... -- CMD ARG...`: what follows the -- is the

@@ -243,6 +243,19 @@ bool Statement::is_null(int col) const {
   return sqlite3_column_type(m_stmt.get(), col) == SQLITE_NULL;
 }
 
+bool Statement::is_integer(int col) const {
+  return sqlite3_column_type(m_stmt.get(), col) == SQLITE_INTEGER;
+}
+
+int Statement::column_count() const {
+  return sqlite3_column_count(m_stmt.get());
+}
+
+std::string Statement::column_name(int col) const {
+  const char* name = sqlite3_column_name(m_stmt.get(), col);
+  return name == nullptr ? std::string() : std::string(name);
+}
+
 int64_t Statement::get_int(int col) const {
   return sqlite3_column_int64(m_stmt.get(), col);
 }

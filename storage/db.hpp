@@ -80,6 +80,9 @@ public:
   void reset();
 
   bool is_null(int col) const;
+  bool is_integer(int col) const;
+  int column_count() const;
+  std::string column_name(int col) const;
   int64_t get_int(int col) const;
   std::string get_text(int col) const;
   std::optional<int64_t> get_opt_int(int col) const;

@@ -216,6 +216,19 @@ struct TxResult {
   std::vector<std::pair<int64_t, int64_t>> updated; // (id, new rev)
 };
 
+// A task exactly as stored, for `export` and `import`: its row and the
+// rows beside it, each a list of (column, value as JSON text) in the
+// table's column order. Columns that hold JSON (payload, labels, ...) are
+// embedded as stored, so the text round-trips byte for byte.
+using ImageRow = std::vector<std::pair<std::string, std::string>>;
+struct TaskImage {
+  ImageRow task;
+  std::vector<ImageRow> errors;     // oldest first
+  std::vector<ImageRow> events;     // oldest first, without their ids
+  std::vector<ImageRow> deps;       // the dependencies it has waited for
+  std::vector<ImageRow> deliveries; // a broadcast's deliveries
+};
+
 struct TaskDetail {
   core::Task task;
   std::vector<core::Event> events; // oldest first
@@ -393,6 +406,17 @@ public:
   // killed for the tasks waiting for it). Returns how many it deleted, or
   // with req.dry_run how many it would.
   int64_t purge(const PurgeRequest& req, core::Time now);
+
+  // Calls `each` with every task (of `queue`, when given) in id order,
+  // from one snapshot.
+  void export_tasks(const std::optional<std::string>& queue,
+                    const std::function<void(const TaskImage&)>& each);
+  // Adds each task `next` yields (it fills its argument and returns true,
+  // or returns false at the end) exactly as exported, keeping its id, all
+  // in one transaction. Conflict when an id is taken; usage when a row
+  // names an unknown column or holds a value of the wrong kind. Returns
+  // how many.
+  int64_t import_tasks(const std::function<bool(TaskImage&)>& next);
 
   // Database administration.
   CheckReport check();
