@@ -47,6 +47,15 @@
 //     blocked, their CPU time over S seconds. Prints `idle NAME window_us=N
 //     cpu_us=N ticks_cpu_us=N switches=N lifetime_cpu_us=N` per process.
 //
+//   taskq_bench_harness follow-latency --taskq T --sqlite3 S --tdb DB
+//       --bdb DB [--queue Q] [--reps N] [--warmup N] [--timeout-ms N]
+//       [--samples CSV]
+//     (g): a `taskq events --follow` waits on --tdb; per repetition,
+//     alternating, from just before `taskq add Q` is spawned to the
+//     follower's line for the new task, against the shell's INSERT of the
+//     same row into --bdb (the floor: the write alone). Prints `series
+//     follow_taskq|follow_sqlite3 n=N med_us=N ... writer_med_us=N`.
+//
 //   taskq_bench_harness probe FILE
 //     The handler of (e): appends `$TASKQ_ID,NS` to FILE, NS being its
 //     start (CLOCK_MONOTONIC) minus the "t" of $TASKQ_PAYLOAD.
@@ -1199,6 +1208,117 @@ int cmd_wakeup_latency(const Options& o) {
   return 0;
 }
 
+// follow-latency: a `taskq events --follow -o json` waits on --tdb; per
+// repetition, alternating,
+//   taskq:   t0, spawn `taskq add Q`, and the follower's line for the new
+//            task arrives at t1: latency t1 - t0;
+//   sqlite3: t0, the sqlite3 shell's INSERT of the same row on --bdb, to
+//            its exit: the floor, a write by another process with nobody
+//            watching.
+// Each taskq repetition starts once the follower is blocked waiting again.
+int cmd_follow_latency(const Options& o) {
+  const std::string taskq = o.get("taskq");
+  const std::string sqlite3 = o.get("sqlite3");
+  const std::string tdb = o.get("tdb");
+  const std::string bdb = o.get("bdb");
+  const std::string queue = o.get("queue", "bench");
+  const int reps = std::stoi(o.get("reps", "200"));
+  const int warmup = std::stoi(o.get("warmup", "5"));
+  const int64_t timeout_ms = std::stoll(o.get("timeout-ms", "10000"));
+
+  Bg follower = spawn_bg({taskq, "--db", tdb, "events", "--follow", "--queue",
+                          queue, "-o", "json"});
+  std::string seen;
+  std::string follower_err;
+  auto follower_died = [&] {
+    int status = 0;
+    if (waitpid(follower.pid, &status, WNOHANG) == follower.pid) {
+      drain_fd(follower.err, follower_err);
+      fatal("`taskq events --follow` exited (status " + std::to_string(status)
+            + "):\n" + follower_err);
+    }
+  };
+  std::vector<std::string> rows;
+  std::vector<int64_t> t_lat, t_writer, b_writer;
+  auto one_taskq = [&](int rep) {
+    if (!await_blocked(follower.pid, timeout_ms)) {
+      follower_died();
+      fatal("`taskq events --follow` is not waiting (rep "
+            + std::to_string(rep) + ")");
+    }
+    drain_fd(follower.out, seen);
+    seen.clear();
+    const int64_t t0 = mono_ns();
+    const Result add = must({taskq, "--db", tdb, "add", queue});
+    const std::string id = add.out.substr(0, add.out.find('\n'));
+    const std::string want = "\"task\":" + id + ",";
+    if (!await(
+            {follower.out}, timeout_ms,
+            [&] { return seen.find(want) != std::string::npos; },
+            [&] { drain_fd(follower.out, seen); })) {
+      follower_died();
+      fatal("task " + id + "'s add was not shown within "
+            + std::to_string(timeout_ms) + " ms; the follower printed:\n"
+            + seen);
+    }
+    const int64_t t1 = mono_ns();
+    if (rep >= 0) {
+      t_lat.push_back((t1 - t0) / 1000);
+      t_writer.push_back(add.wall_us);
+      rows.push_back("taskq," + std::to_string(rep) + ","
+                     + std::to_string((t1 - t0) / 1000) + ","
+                     + std::to_string(add.wall_us) + "," + id);
+    }
+  };
+  auto one_sqlite3 = [&](int rep) {
+    const Result ins =
+        must(shell(sqlite3, bdb, sql_add(queue, "null")));
+    keep_wal_short(sqlite3, bdb); // as (a) does, untimed
+    if (rep >= 0) {
+      b_writer.push_back(ins.wall_us);
+      rows.push_back("sqlite3," + std::to_string(rep) + ","
+                     + std::to_string(ins.wall_us) + ","
+                     + std::to_string(ins.wall_us) + ","
+                     + std::to_string(json_int(ins.out, "id")));
+    }
+  };
+  for (int rep = -warmup; rep < reps; ++rep) {
+    if ((rep & 1) == 0) {
+      one_taskq(rep);
+      one_sqlite3(rep);
+    } else {
+      one_sqlite3(rep);
+      one_taskq(rep);
+    }
+  }
+  stop_bg(follower);
+  auto print = [](const char* name, const std::vector<int64_t>& lat,
+                  const std::vector<int64_t>& writer) {
+    const Quantiles q = quantiles(lat);
+    const Quantiles wq = quantiles(writer);
+    std::printf("series %s n=%zu med_us=%lld p25_us=%lld p75_us=%lld "
+                "p95_us=%lld max_us=%lld writer_med_us=%lld\n",
+                name, q.n, static_cast<long long>(q.med),
+                static_cast<long long>(q.p25), static_cast<long long>(q.p75),
+                static_cast<long long>(q.p95), static_cast<long long>(q.max),
+                static_cast<long long>(wq.med));
+  };
+  print("follow_taskq", t_lat, t_writer);
+  print("follow_sqlite3", b_writer, b_writer);
+  if (o.has("samples")) {
+    FILE* f = std::fopen(o.get("samples").c_str(), "w");
+    if (f == nullptr) {
+      fatal(o.get("samples") + ": " + std::strerror(errno));
+    }
+    std::fprintf(f, "series,rep,latency_us,writer_us,id\n");
+    for (const auto& row : rows) {
+      std::fprintf(f, "%s\n", row.c_str());
+    }
+    std::fclose(f);
+  }
+  return 0;
+}
+
 // wakeup-idle: a `taskq run` on an empty queue and, beside it, a process
 // blocked in sleep(3); once both wait, their CPU time over --seconds.
 int cmd_wakeup_idle(const Options& o) {
@@ -1271,6 +1391,7 @@ int main(int argc, char** argv) {
         stderr,
         "usage: taskq_bench_harness "
         "single|lease-scale|lease-backlog|run|wakeup-latency|wakeup-idle|"
+        "follow-latency|"
         "probe ...\n");
     return 2;
   }
@@ -1299,6 +1420,9 @@ int main(int argc, char** argv) {
   }
   if (cmd == "wakeup-idle") {
     return cmd_wakeup_idle(o);
+  }
+  if (cmd == "follow-latency") {
+    return cmd_follow_latency(o);
   }
   fatal("unknown command: " + cmd);
 }
