@@ -93,6 +93,8 @@ _taskq() {
     -o | --output)
         words="table json id env"
         [[ $cmd == events ]] && words="table json"
+        [[ $cmd == @(tx|export) ]] && words="json"
+        [[ $cmd == import ]] && words="table"
         ;;
     --backoff) words="constant exponential" ;;
     --state)
@@ -144,6 +146,7 @@ _taskq() {
             list) words="--queue --state --match --limit" ;;
             stats) words="--queue" ;;
             events) words="--queue --since -f --follow" ;;
+            export) words="--queue" ;;
             purge) words="--queue --state --older-than --force --dry-run" ;;
             queue) [[ $sub == set ]] && words="--max-running --max-attempts
                 --max-errors --error-window --retry-delay --backoff --max-delay" ;;
@@ -159,7 +162,8 @@ _taskq() {
             case $cmd/$sub/$npos in
             //0) words="add lease heartbeat done fail run wait progress release
                 sleep pause resume kill checkpoint send retry requeue purge show
-                list stats why events metrics queue schedule gate tick db completion" ;;
+                list stats why events metrics queue schedule gate tick tx export
+                import db completion" ;;
             queue//0) words="list set pause resume redrive" ;;
             db//0) words="check path migrate backup vacuum" ;;
             completion//0) words="bash zsh fish" ;;
@@ -169,7 +173,7 @@ _taskq() {
             schedule/show/0 | schedule/pause/0 | schedule/resume/0 | schedule/rm/0)
                 words=$(_taskq_ask schedule list -o id) ;;
             gate/show/0 | gate/rm/0) words=$(_taskq_ask gate list -o id) ;;
-            db/backup/0)
+            db/backup/0 | tx//0 | import//0)
                 compopt -o default
                 return
                 ;;

@@ -142,6 +142,9 @@ complete -c taskq -n '__taskq_at 0' -a queue -d 'List, configure, pause or redri
 complete -c taskq -n '__taskq_at 0' -a schedule -d 'Add, list, pause or remove recurring schedules'
 complete -c taskq -n '__taskq_at 0' -a gate -d 'Add, list or remove gates'
 complete -c taskq -n '__taskq_at 0' -a tick -d 'Emit the tasks of the schedules that are due'
+complete -c taskq -n '__taskq_at 0' -a tx -d 'Apply require/delete/update/create/complete atomically'
+complete -c taskq -n '__taskq_at 0' -a export -d 'Print every task with its history as JSON Lines'
+complete -c taskq -n '__taskq_at 0' -a import -d 'Add the tasks of an export, keeping their ids'
 complete -c taskq -n '__taskq_at 0' -a db -d 'Check, locate, migrate, back up or vacuum the database'
 complete -c taskq -n '__taskq_at 0' -a completion -d 'Print a shell completion script'
 
@@ -170,6 +173,9 @@ complete -c taskq -n '__taskq_at queue pause 0; or __taskq_at queue resume 0' -a
 complete -c taskq -n '__taskq_at queue redrive 0; or __taskq_at queue redrive 1' -a $queues
 complete -c taskq -n '__taskq_at db 0' -a 'check path migrate backup vacuum'
 complete -c taskq -n '__taskq_at db backup 0' -F
+complete -c taskq -n '__taskq_at tx 0; or __taskq_at import 0' -F
+complete -c taskq -n '__taskq_at export' -l queue -x -a $queues -d 'Only tasks of this queue'
+
 complete -c taskq -n '__taskq_at completion 0' -a 'bash zsh fish'
 complete -c taskq -n '__taskq_at schedule 0' -a add -d 'Add a schedule'
 complete -c taskq -n '__taskq_at schedule 0' -a list -d 'List schedules'

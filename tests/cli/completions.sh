@@ -201,6 +201,17 @@ expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db queue redrive a b ''
 expect_exit 0 bash complete.bash vacuum "$TASKQ" db ''
 expect_exit 0 bash complete.bash '' "$TASKQ" db vacuum ''
 
+section "bash: tx, export and import"
+for c in tx export import; do
+    expect_exit 0 bash complete.bash "$c" "$TASKQ" "${c:0:2}"
+done
+expect_exit 0 bash complete.bash --queue "$TASKQ" export --
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db export --queue ''
+expect_exit 0 bash complete.bash json "$TASKQ" export -o ''
+expect_exit 1 bash complete.bash table "$TASKQ" tx -o ''
+expect_exit 0 bash complete.bash '' "$TASKQ" tx ''
+expect_exit 0 bash complete.bash '' "$TASKQ" import ''
+
 # A database taskq cannot read offers nothing, and its error stays silent.
 printf 'not a database\n' >bad.db
 expect_exit 0 bash complete.bash '' "$TASKQ" --db bad.db add ''
