@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <charconv>
 #include <map>
 #include <string>
@@ -270,6 +271,19 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
       } catch (const std::exception&) {
         throw Error(ErrorKind::usage, "'" + std::string(json_col)
                                           + "' must be an object of strings");
+      }
+    }
+    if (const std::string* after = cell(image.task, "after_ids");
+        after != nullptr && *after != "null") {
+      const auto ids = nlohmann::json::parse(*after, nullptr, false);
+      const bool ok =
+          ids.is_array()
+          && std::all_of(ids.begin(), ids.end(), [](const nlohmann::json& v) {
+               return v.is_number_integer() && v.get<int64_t>() > 0;
+             });
+      if (!ok) {
+        throw Error(ErrorKind::usage,
+                    "'after_ids' must be an array of task ids");
       }
     }
     exists.bind(1, id);

@@ -105,6 +105,7 @@ done <<'CASES'
 {"queue":"n","state":"runnable","payload":1,"run_at":1,"created_at":1,"updated_at":1}	line 2: 'id' must be a task id
 {"id":901,"queue":"n","state":"runnable","payload":1,"run_at":1,"created_at":1,"updated_at":1,"labels":["x"]}	line 2: 'labels' must be an object of strings
 {"id":901,"queue":"n","state":"runnable","payload":1,"run_at":1,"created_at":1,"updated_at":1,"errors":[{"time":1}]}	line 2: errors: 'message' is required
+{"id":901,"queue":"n","state":"runnable","payload":1,"run_at":1,"created_at":1,"updated_at":1,"after_ids":["1"]}	line 2: 'after_ids' must be an array of task ids
 {"id":901,"queue":"n","state":"runnable","payload":1,"run_at":1,"created_at":1,"updated_at":1,"events":{}}	line 2: 'events' must be an array
 {"id":901,"queue":"n","state":"runnable","payload":1,"run_at":1,"created_at":1,"updated_at":1,"events":[{"id":1}]}	line 2: events: unknown column 'id'
 {"id":901,"id":902}	line 2: 'id' is given twice
