@@ -1016,6 +1016,37 @@ Quantiles quantiles(std::vector<int64_t> v) {
   return {v.size(), q(0.5), q(0.25), q(0.75), q(0.95), v.back()};
 }
 
+// A latency series (and the median of its writers' times) as one
+// `series` line.
+void print_latency(const char* name, const std::vector<int64_t>& lat,
+                   const std::vector<int64_t>& writer) {
+  const Quantiles q = quantiles(lat);
+  const Quantiles wq = quantiles(writer);
+  std::printf("series %s n=%zu med_us=%lld p25_us=%lld p75_us=%lld "
+              "p95_us=%lld max_us=%lld writer_med_us=%lld\n",
+              name, q.n, static_cast<long long>(q.med),
+              static_cast<long long>(q.p25), static_cast<long long>(q.p75),
+              static_cast<long long>(q.p95), static_cast<long long>(q.max),
+              static_cast<long long>(wq.med));
+}
+
+// The raw latency samples to --samples, when given.
+void write_latency_samples(const Options& o,
+                           const std::vector<std::string>& rows) {
+  if (!o.has("samples")) {
+    return;
+  }
+  FILE* f = std::fopen(o.get("samples").c_str(), "w");
+  if (f == nullptr) {
+    fatal(o.get("samples") + ": " + std::strerror(errno));
+  }
+  std::fprintf(f, "series,rep,latency_us,writer_us,id\n");
+  for (const auto& row : rows) {
+    std::fprintf(f, "%s\n", row.c_str());
+  }
+  std::fclose(f);
+}
+
 // wakeup-latency: a `taskq run` waits on --tdb; per repetition, in
 // alternating order,
 //   taskq:   t0, spawn `taskq add Q --payload {"t":t0}`, and the run's
@@ -1175,36 +1206,15 @@ int cmd_wakeup_latency(const Options& o) {
           + worker_err);
   }
 
-  auto print = [](const char* name, const std::vector<int64_t>& lat,
-                  const std::vector<int64_t>& writer) {
-    const Quantiles q = quantiles(lat);
-    const Quantiles wq = quantiles(writer);
-    std::printf("series %s n=%zu med_us=%lld p25_us=%lld p75_us=%lld "
-                "p95_us=%lld max_us=%lld writer_med_us=%lld\n",
-                name, q.n, static_cast<long long>(q.med),
-                static_cast<long long>(q.p25), static_cast<long long>(q.p75),
-                static_cast<long long>(q.p95), static_cast<long long>(q.max),
-                static_cast<long long>(wq.med));
-  };
-  print("wake_taskq", t_lat, t_writer);
-  print("wake_sqlite3", b_lat, b_writer);
+  print_latency("wake_taskq", t_lat, t_writer);
+  print_latency("wake_sqlite3", b_lat, b_writer);
   const Quantiles ae = quantiles(t_after_exit);
   std::printf("series wake_after_add_exit n=%zu med_us=%lld p95_us=%lld "
               "before_exit=%lld\n",
               ae.n, static_cast<long long>(ae.med),
               static_cast<long long>(ae.p95),
               static_cast<long long>(t_after_exit_neg));
-  if (o.has("samples")) {
-    FILE* f = std::fopen(o.get("samples").c_str(), "w");
-    if (f == nullptr) {
-      fatal(o.get("samples") + ": " + std::strerror(errno));
-    }
-    std::fprintf(f, "series,rep,latency_us,writer_us,id\n");
-    for (const auto& row : rows) {
-      std::fprintf(f, "%s\n", row.c_str());
-    }
-    std::fclose(f);
-  }
+  write_latency_samples(o, rows);
   return 0;
 }
 
@@ -1243,8 +1253,8 @@ int cmd_follow_latency(const Options& o) {
   auto one_taskq = [&](int rep) {
     if (!await_blocked(follower.pid, timeout_ms)) {
       follower_died();
-      fatal("`taskq events --follow` is not waiting (rep "
-            + std::to_string(rep) + ")");
+      fatal("`taskq events --follow` is not waiting (rep " + std::to_string(rep)
+            + ")");
     }
     drain_fd(follower.out, seen);
     seen.clear();
@@ -1271,8 +1281,7 @@ int cmd_follow_latency(const Options& o) {
     }
   };
   auto one_sqlite3 = [&](int rep) {
-    const Result ins =
-        must(shell(sqlite3, bdb, sql_add(queue, "null")));
+    const Result ins = must(shell(sqlite3, bdb, sql_add(queue, "null")));
     keep_wal_short(sqlite3, bdb); // as (a) does, untimed
     if (rep >= 0) {
       b_writer.push_back(ins.wall_us);
@@ -1292,30 +1301,9 @@ int cmd_follow_latency(const Options& o) {
     }
   }
   stop_bg(follower);
-  auto print = [](const char* name, const std::vector<int64_t>& lat,
-                  const std::vector<int64_t>& writer) {
-    const Quantiles q = quantiles(lat);
-    const Quantiles wq = quantiles(writer);
-    std::printf("series %s n=%zu med_us=%lld p25_us=%lld p75_us=%lld "
-                "p95_us=%lld max_us=%lld writer_med_us=%lld\n",
-                name, q.n, static_cast<long long>(q.med),
-                static_cast<long long>(q.p25), static_cast<long long>(q.p75),
-                static_cast<long long>(q.p95), static_cast<long long>(q.max),
-                static_cast<long long>(wq.med));
-  };
-  print("follow_taskq", t_lat, t_writer);
-  print("follow_sqlite3", b_writer, b_writer);
-  if (o.has("samples")) {
-    FILE* f = std::fopen(o.get("samples").c_str(), "w");
-    if (f == nullptr) {
-      fatal(o.get("samples") + ": " + std::strerror(errno));
-    }
-    std::fprintf(f, "series,rep,latency_us,writer_us,id\n");
-    for (const auto& row : rows) {
-      std::fprintf(f, "%s\n", row.c_str());
-    }
-    std::fclose(f);
-  }
+  print_latency("follow_taskq", t_lat, t_writer);
+  print_latency("follow_sqlite3", b_writer, b_writer);
+  write_latency_samples(o, rows);
   return 0;
 }
 
