@@ -1,8 +1,12 @@
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 
+#include <charconv>
+#include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <limits>
+#include <string>
 #include <string_view>
 
 namespace taskq::cli {
@@ -26,23 +30,44 @@ int exit_code_for(ErrorKind kind) {
 
 // An empty value is malformed for every option but --text (an empty
 // string is a fine payload) and --payload (whose own check explains
-// --text): `--priority ''` must not mean 0.
-void refuse_empty_values(CLI::App& app) {
+// --text): `--priority ''` must not mean 0. An integer option takes a
+// plain decimal integer in int64's range: CLI11 alone would read
+// 99999999999999999999 as the largest int64, and 0x10 as 16.
+void check_option_values(CLI::App& app) {
   static const CLI::Validator non_empty(
       [](std::string& value) {
         return value.empty() ? std::string("an empty value is not allowed")
                              : std::string();
       },
       "", "non-empty");
+  static const CLI::Validator integer(
+      [](std::string& value) {
+        int64_t n = 0;
+        const char* end = value.data() + value.size();
+        const auto [ptr, ec] = std::from_chars(value.data(), end, n);
+        if (ec == std::errc::result_out_of_range) {
+          return "'" + value + "' is out of range ("
+                 + std::to_string(std::numeric_limits<int64_t>::min()) + " to "
+                 + std::to_string(std::numeric_limits<int64_t>::max()) + ")";
+        }
+        return ec != std::errc() || ptr != end
+                   ? "'" + value + "' is not an integer"
+                   : std::string();
+      },
+      "", "integer");
   for (CLI::Option* opt : app.get_options()) {
     const std::string& name = opt->get_single_name();
     if (opt->get_type_size_max() > 0 && name != "text" && name != "payload"
         && name != "wait") {
       opt->check(non_empty);
     }
+    const std::string type = opt->get_type_name();
+    if (type == "INT" || type == "N") {
+      opt->check(integer);
+    }
   }
   for (CLI::App* sub : app.get_subcommands({})) {
-    refuse_empty_values(*sub);
+    check_option_values(*sub);
   }
 }
 
@@ -105,7 +130,7 @@ int run(int argc, char** argv) {
   register_events(app, ctx);
   register_tx(app, ctx);
   register_transfer(app, ctx);
-  refuse_empty_values(app);
+  check_option_values(app);
 
   // `taskq run QUEUE... -- CMD ARG...`: what follows the -- is the
   // handler's argv, not taskq's, so it never reaches CLI11.

@@ -157,6 +157,26 @@ expect_exit 2 "$TASKQ" list --limit ''
 expect_exit 2 "$TASKQ" stats --queue ''
 unchanged
 
+section "integers: decimal, within int64's range, never saturated"
+for opt in --priority --max-attempts --max-errors; do
+  expect_exit 2 "$TASKQ" add q "$opt" 99999999999999999999
+  expect_err_contains "out of range (-9223372036854775808 to 9223372036854775807)"
+  expect_exit 2 "$TASKQ" add q "$opt" -99999999999999999999
+done
+for bad in 0x10 1e3 1.5 +-1 ' 7'; do
+  expect_exit 2 "$TASKQ" add q --priority "$bad"
+  expect_err_contains "is not an integer"
+done
+expect_exit 2 "$TASKQ" queue set q --max-running 99999999999999999999
+expect_exit 2 "$TASKQ" schedule add s q --every hour --priority 99999999999999999999
+expect_exit 2 "$TASKQ" list --limit 99999999999999999999
+unchanged
+p=$(add_task q --priority -9223372036854775808)
+# (jq reads numbers as doubles: look at the text.)
+expect_contains "$(snapshot "$p")" '"priority":-9223372036854775808' \
+  "the smallest int64 is taken"
+tasks_before=$(count_tasks)
+
 section "-o env leases one task only"
 expect_exit 2 "$TASKQ" lease q --count 2 -o env
 unchanged
