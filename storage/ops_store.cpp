@@ -146,12 +146,13 @@ int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
 }
 
 std::vector<QueueMetrics> TaskStore::metrics(Time now) {
+  // One snapshot for the counts and the counters.
+  Transaction tx(*m_db, Transaction::Kind::read);
   std::map<std::string, QueueMetrics> by_queue;
-  for (auto& s : stats(std::nullopt, now)) {
+  for (auto& s : read_stats(*m_db, std::nullopt, now)) {
     const std::string name = s.queue;
     by_queue[name].stats = std::move(s);
   }
-  Transaction tx(*m_db, Transaction::Kind::read);
   Statement counters(*m_db, "SELECT name, errors_total, leases_expired_total "
                             "FROM queues");
   while (counters.step()) {

@@ -93,6 +93,10 @@ core::Task complete_leased(Db& db, int64_t id, const std::string& token,
                            const std::optional<std::string>& result,
                            core::Time now, const core::Labels& sync);
 
+// The per-queue counts of `stats` (of `queue`, or of all when null).
+std::vector<QueueStats>
+read_stats(Db& db, const std::optional<std::string>& queue, core::Time now);
+
 // The stored form of a schedule, parsed back.
 core::Schedule stored_schedule(const std::optional<std::string>& every,
                                const std::optional<std::string>& cron);

@@ -1892,11 +1892,12 @@ std::vector<Task> TaskStore::list(const Selector& sel, Time now) {
   return select_tasks(*m_db, sel, now);
 }
 
-std::vector<QueueStats> TaskStore::stats(const std::optional<std::string>& q,
-                                         Time now) {
-  Transaction tx(*m_db, Transaction::Kind::read);
+namespace detail {
+
+std::vector<QueueStats> read_stats(Db& db, const std::optional<std::string>& q,
+                                   Time now) {
   Statement st(
-      *m_db,
+      db,
       "SELECT queue, sum(state = 'runnable'), sum(state = 'sleeping'), "
       "sum(state = 'paused'), sum(state = 'completed'), sum(state = 'failed'), "
       "sum(state = 'killed'), "
@@ -1935,6 +1936,14 @@ std::vector<QueueStats> TaskStore::stats(const std::optional<std::string>& q,
     out.push_back(std::move(s));
   }
   return out;
+}
+
+} // namespace detail
+
+std::vector<QueueStats> TaskStore::stats(const std::optional<std::string>& q,
+                                         Time now) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  return read_stats(*m_db, q, now);
 }
 
 std::vector<std::string> TaskStore::why(int64_t id, Time now,
