@@ -133,7 +133,15 @@ public:
     if (task_id) {
       st.bind(++i, *task_id);
     }
-    st.run();
+    try {
+      st.run();
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::internal) {
+        throw;
+      }
+      // A constraint of the schema (a row given twice): the file's fault.
+      throw Error(ErrorKind::usage, where() + "row refused: " + e.what());
+    }
   }
 
 private:
