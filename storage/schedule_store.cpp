@@ -16,6 +16,21 @@ using core::Time;
 using core::to_unix_ms;
 using namespace detail;
 
+namespace detail {
+
+core::Schedule stored_schedule(const std::optional<std::string>& every,
+                               const std::optional<std::string>& cron) {
+  auto parsed =
+      every ? core::parse_every(*every) : core::parse_cron(cron.value_or(""));
+  if (!parsed) {
+    throw Error(ErrorKind::internal, "a stored schedule does not parse: "
+                                         + every.value_or(cron.value_or("")));
+  }
+  return *parsed;
+}
+
+} // namespace detail
+
 namespace {
 
 constexpr std::string_view k_schedule_columns =
@@ -78,6 +93,66 @@ void refuse_taken(Db& db, std::string_view table, std::string_view what,
 }
 
 } // namespace
+
+namespace detail {
+
+// Emits the due schedules of `queue` (of every queue when null): a task
+// for each whose last task has finished, and moves each one's next tick
+// past `now`, so missed ticks are not back-filled. Returns the new ids.
+std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
+                                    Time now) {
+  std::vector<ScheduleInfo> due;
+  {
+    Statement st(db, join(join("SELECT ", k_schedule_columns),
+                          std::string(" FROM schedules WHERE paused = 0 AND "
+                                      "due_at <= ?1")
+                              + (queue ? " AND queue = ?2" : "")
+                              + " ORDER BY name"));
+    st.bind(1, to_unix_ms(now));
+    if (queue) {
+      st.bind(2, *queue);
+    }
+    while (st.step()) {
+      due.push_back(read_schedule(st));
+    }
+  }
+  std::vector<int64_t> emitted;
+  for (const ScheduleInfo& d : due) {
+    std::optional<int64_t> id;
+    const auto last = d.last_task ? load_task(db, *d.last_task) : std::nullopt;
+    // The tick that is due is the latest one at or before now. It emits
+    // only if the last task had finished by then: a tick that passed while
+    // the task ran is skipped, whether or not anyone looked at that time.
+    // (The stored due time counts too: where a grid restarts, a "next"
+    // tick is one period after the last, off the grid.)
+    const Time tick = std::max(
+        core::ticks(d.spec.when, now + core::Millis(1)).prev, d.due_at);
+    if (!last || (core::is_terminal(last->state) && last->updated_at <= tick)) {
+      NewTask emit;
+      emit.queue = d.spec.queue;
+      emit.payload = d.spec.payload;
+      emit.labels = d.spec.labels;
+      emit.priority = d.spec.priority;
+      id = insert_task(db, emit, now, "schedule:" + d.spec.name);
+      Statement(db, "UPDATE tasks SET schedule = ?2, sync = ?3 WHERE id = ?1")
+          .bind(1, *id)
+          .bind(2, d.spec.name)
+          .bind(3, d.sync.empty() ? std::nullopt
+                                  : std::optional(labels_to_json(d.sync)))
+          .run();
+      emitted.push_back(*id);
+    }
+    Statement(db, "UPDATE schedules SET due_at = ?2, "
+                  "last_task = coalesce(?3, last_task) WHERE name = ?1")
+        .bind(1, d.spec.name)
+        .bind(2, to_unix_ms(core::ticks(d.spec.when, now).next))
+        .bind(3, id)
+        .run();
+  }
+  return emitted;
+}
+
+} // namespace detail
 
 void TaskStore::add_schedule(const ScheduleSpec& spec, Time now,
                              const std::string& actor) {
