@@ -91,6 +91,16 @@ columns_of(Db& db, const std::string& table) {
   return out;
 }
 
+// The value of `column` in `row`, if it has one.
+const std::string* cell(const ImageRow& row, std::string_view column) {
+  for (const auto& [name, value] : row) {
+    if (name == column) {
+      return &value;
+    }
+  }
+  return nullptr;
+}
+
 // Inserts one image row into `table` (with task_id = `task_id` when the
 // table has one); usage errors for unknown columns and misfit values.
 class RowWriter {
@@ -117,15 +127,21 @@ public:
       add_name(name);
     }
     for (const auto& [name, col] : m_columns) {
-      if (col.required && !implied(m_table, name) && !has(row, name)) {
+      if (col.required && !implied(m_table, name)
+          && cell(row, name) == nullptr) {
         throw Error(ErrorKind::usage, where() + "'" + name + "' is required");
       }
     }
     if (task_id) {
       add_name("task_id");
     }
-    Statement st(m_db, "INSERT INTO " + m_table + " (" + names + ") VALUES ("
-                           + params + ")");
+    // Rows of one export share their columns: one statement per shape.
+    Statement& st = m_inserts
+                        .try_emplace(names, m_db,
+                                     "INSERT INTO " + m_table + " (" + names
+                                         + ") VALUES (" + params + ")")
+                        .first->second;
+    st.reset();
     int i = 0;
     for (const auto& [name, value] : row) {
       bind_value(st, ++i, name, value);
@@ -145,15 +161,6 @@ public:
   }
 
 private:
-  static bool has(const ImageRow& row, std::string_view column) {
-    for (const auto& [name, value] : row) {
-      if (name == column) {
-        return true;
-      }
-    }
-    return false;
-  }
-
   std::string where() const {
     return m_list.empty() ? std::string() : m_list + ": ";
   }
@@ -202,17 +209,8 @@ private:
   std::string m_table;
   std::string m_list;
   std::map<std::string, Column, std::less<>> m_columns;
+  std::map<std::string, Statement> m_inserts; // by column list
 };
-
-// The value of `column` in `row`, if it has one.
-const std::string* cell(const ImageRow& row, std::string_view column) {
-  for (const auto& [name, value] : row) {
-    if (name == column) {
-      return &value;
-    }
-  }
-  return nullptr;
-}
 
 } // namespace
 
