@@ -3,11 +3,11 @@
 // value in range as text that parses back to it.
 #include "core/duration.hpp"
 
-#include "fuzz.hpp"
-
 #include <array>
 #include <chrono>
 #include <string>
+
+#include "fuzz.hpp"
 
 namespace core = taskq::core;
 using taskq::fuzz::as_text;

@@ -4,13 +4,12 @@
 // matches() agrees with a reference matcher. The input is lines: `L...` a
 // label, `P...` a pattern, anything else both.
 #include "core/labels.hpp"
-
 #include "core/text.hpp"
-
-#include "fuzz.hpp"
 
 #include <string>
 #include <vector>
+
+#include "fuzz.hpp"
 
 namespace core = taskq::core;
 using taskq::fuzz::as_text;
@@ -89,9 +88,9 @@ bool ref_matches(const core::Labels& labels,
         key = true;
       } else if (p.key.front() == '*') {
         const std::string suffix = p.key.substr(1);
-        key = k.size() >= suffix.size()
-              && k.compare(k.size() - suffix.size(), suffix.size(), suffix)
-                     == 0;
+        key =
+            k.size() >= suffix.size()
+            && k.compare(k.size() - suffix.size(), suffix.size(), suffix) == 0;
       } else if (p.key.back() == '*') {
         const std::string prefix = p.key.substr(0, p.key.size() - 1);
         key = k.compare(0, prefix.size(), prefix) == 0;
@@ -162,7 +161,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   FUZZ_REQUIRE(core::matches(labels, kept));
-  FUZZ_REQUIRE(core::matches(labels, {core::LabelPattern{"*", "*"}}) == !labels.empty());
+  FUZZ_REQUIRE(core::matches(labels, {core::LabelPattern{"*", "*"}})
+               == !labels.empty());
   FUZZ_REQUIRE(core::matches(labels, {}));
   return 0;
 }

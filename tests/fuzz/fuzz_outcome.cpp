@@ -4,13 +4,12 @@
 // the same however the output arrived in pieces, and equal to a reference
 // for short valid text.
 #include "core/outcome.hpp"
-
 #include "core/text.hpp"
-
-#include "fuzz.hpp"
 
 #include <string>
 #include <vector>
+
+#include "fuzz.hpp"
 
 namespace core = taskq::core;
 using taskq::fuzz::Bytes;
@@ -27,9 +26,9 @@ std::string reference(std::string_view text) {
       end = text.size();
     }
     auto line = text.substr(start, end - start);
-    while (!line.empty()
-           && (line.back() == ' ' || line.back() == '\t'
-               || line.back() == '\r')) {
+    while (
+        !line.empty()
+        && (line.back() == ' ' || line.back() == '\t' || line.back() == '\r')) {
       line.remove_suffix(1);
     }
     if (!line.empty()) {

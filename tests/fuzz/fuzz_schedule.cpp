@@ -4,9 +4,9 @@
 // after it and prev the next of the instant just before it.
 #include "core/schedule.hpp"
 
-#include "fuzz.hpp"
-
 #include <string>
+
+#include "fuzz.hpp"
 
 namespace core = taskq::core;
 using taskq::fuzz::Bytes;

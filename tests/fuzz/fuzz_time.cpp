@@ -4,9 +4,9 @@
 // text that parses back to it.
 #include "core/time.hpp"
 
-#include "fuzz.hpp"
-
 #include <string>
+
+#include "fuzz.hpp"
 
 namespace core = taskq::core;
 using taskq::fuzz::as_text;
@@ -79,8 +79,8 @@ std::optional<int64_t> reference(std::string_view t) {
     if (end == pos + 1) {
       return std::nullopt;
     }
-    const std::string fraction = std::string(t.substr(pos + 1, end - pos - 1))
-                                 + "00";
+    const std::string fraction =
+        std::string(t.substr(pos + 1, end - pos - 1)) + "00";
     ms = digits(fraction, 0, 3);
     pos = end;
   }
@@ -108,12 +108,12 @@ bool canonical(std::string_view t) {
   }
   for (size_t i = 0; i < t.size(); ++i) {
     const char c = t[i];
-    const bool ok = i == 4 || i == 7   ? c == '-'
-                    : i == 10          ? c == 'T'
-                    : i == 13 || i == 16 ? c == ':'
+    const bool ok = i == 4 || i == 7            ? c == '-'
+                    : i == 10                   ? c == 'T'
+                    : i == 13 || i == 16        ? c == ':'
                     : i == 19 && t.size() == 24 ? c == '.'
-                    : i == t.size() - 1  ? c == 'Z'
-                                         : is_digit(c);
+                    : i == t.size() - 1         ? c == 'Z'
+                                                : is_digit(c);
     if (!ok) {
       return false;
     }
