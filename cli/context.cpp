@@ -2,6 +2,7 @@
 
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -232,10 +233,8 @@ core::Time parse_time_arg(const std::string& text, const std::string& what) {
 }
 
 std::string parse_json_arg(const std::string& text, const std::string& what) {
-  if (!nlohmann::json::accept(text)) {
-    throw Error(ErrorKind::usage,
-                "invalid JSON for " + what + ": "
-                    + (text.size() > 60 ? text.substr(0, 60) + "..." : text));
+  if (const auto why = core::json_error(text)) {
+    throw Error(ErrorKind::usage, "invalid JSON for " + what + ": " + *why);
   }
   return minify_json(text);
 }
