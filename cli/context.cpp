@@ -130,7 +130,9 @@ Format Context::format(Format fallback,
 
 storage::TaskStore& Context::store(storage::OpenMode mode) {
   if (!m_store) {
-    m_store = std::make_unique<storage::TaskStore>(db_path(), mode);
+    // Writes read the time once they hold the write lock.
+    m_store = std::make_unique<storage::TaskStore>(
+        db_path(), mode, [this] { return live_now(); });
   }
   return *m_store;
 }
