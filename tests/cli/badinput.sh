@@ -3,11 +3,11 @@
 #
 # Table-driven: one case per line,
 #
-#   CODE [NOBODY] [VAR=VALUE]... [<STDIN-FILE] ARG...   [#> TEXT]
+#   CODE [NOBODY] [STDIN=FILE] [VAR=VALUE]... ARG...   [#> TEXT]
 #
 # read as shell words (quotes, $'\n' and $variables work), run as
 # `taskq ARG...` with VAR=VALUE in its environment (as user nobody with
-# NOBODY, stdin from STDIN-FILE or /dev/null). Each case is one check:
+# NOBODY; stdin from FILE, else /dev/null). Each case is one check:
 #   - the exit status is CODE;
 #   - stderr is exactly one line, starting with "taskq: ", without control
 #     characters (and containing TEXT when given);
@@ -64,7 +64,7 @@ watch() {
   _base=$(_state)
 }
 
-# one_case CODE NEEDLE [VAR=VALUE]... [<FILE] ARG...
+# one_case CODE NEEDLE [NOBODY] [STDIN=FILE] [VAR=VALUE]... ARG...
 one_case() {
   local want=$1 needle=$2
   shift 2
@@ -73,8 +73,8 @@ one_case() {
   while (($# > 0)); do
     case $1 in
       NOBODY) as=(setpriv --reuid=65534 --regid=65534 --clear-groups) ;;
+      STDIN=*) input=${1#STDIN=} ;;
       [A-Z_]*=*) envs+=("$1") ;;
-      \<*) input=${1#<} ;;
       *) break ;;
     esac
     shift
@@ -142,7 +142,7 @@ doc_cases() {
     n=$((n + 1))
     printf '%s\n' "$doc" >"$scratch/doc$n"
     if [[ ${*: -1} == - ]]; then
-      one_case "$code" "" "<$scratch/doc$n" "$@"
+      one_case "$code" "" "STDIN=$scratch/doc$n" "$@"
     else
       one_case "$code" "" "$@" "$scratch/doc$n"
     fi
@@ -200,13 +200,13 @@ cases <<'EOF'
 2 $'ad\nq'                                #> ad\nq
 2 ''
 2 queue                                   #> queue
-2 queue lst                               #> 'lst'
+2 queue lst                               #> 'queue lst'
 2 db
-2 db chek                                 #> 'chek'
+2 db chek                                 #> 'db chek'
 2 schedule
-2 schedule ad n q --every day             #> 'ad'
+2 schedule ad n q --every day             #> 'schedule ad'
 2 gate
-2 gate bogus                              #> 'bogus'
+2 gate bogus                              #> 'gate bogus'
 2 --bogus list                            #> --bogus
 2 list --bogus                            #> --bogus
 2 list -x                                 #> -x
@@ -469,7 +469,7 @@ section "add --jsonl"
 watch dump "$main"
 cases <<'EOF'
 2 add q --jsonl $scratch/bad.jsonl        #> line 3
-2 <$scratch/bad.jsonl add q --jsonl -     #> line 3
+2 STDIN=$scratch/bad.jsonl add q --jsonl - #> line 3
 2 add q --jsonl $scratch/missing.jsonl    #> missing.jsonl
 2 add q --jsonl $scratch/folder           #> folder
 2 add q --jsonl ''
@@ -565,7 +565,7 @@ cases <<'EOF'
 2 schedule add n2 q --every 'week on Wednesday at 24:00'
 2 schedule add n2 q --every '99999999999999999999 days'
 2 schedule add n2 q --every 'minute at 08:00'
-2 schedule add n2 q --every $'day\nat 08:00'
+2 schedule add n2 q --every $'day\x01'
 2 schedule add n2 q --cron ''
 2 schedule add n2 q --cron '* * * *'
 2 schedule add n2 q --cron '* * * * * *'
@@ -862,7 +862,7 @@ done
 cases <<'EOF'
 4 import $scratch/twice.jsonl             #> line 2
 2 import $scratch/second982.jsonl         #> line 2
-2 <$scratch/second984.jsonl import -      #> line 2
+2 STDIN=$scratch/second984.jsonl import - #> line 2
 2 import $scratch/missing.jsonl           #> missing.jsonl
 2 import $scratch/folder                  #> folder
 2 import ''
