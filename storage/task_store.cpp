@@ -2090,9 +2090,11 @@ void TaskStore::set_queue(const std::string& queue, const QueueSettings& s) {
 namespace {
 
 // Every schema object (table, index, trigger, view) by "type name", with
-// the SQL that made it (empty for SQLite's automatic indexes).
+// the SQL that made it (empty for SQLite's automatic indexes). The
+// statistics tables of ANALYZE are the planner's, not the schema.
 std::map<std::string, std::string> schema_objects(Db& db) {
-  Statement st(db, "SELECT type, name, coalesce(sql, '') FROM sqlite_schema");
+  Statement st(db, "SELECT type, name, coalesce(sql, '') FROM sqlite_schema "
+                   "WHERE name NOT LIKE 'sqlite!_stat%' ESCAPE '!'");
   std::map<std::string, std::string> out;
   while (st.step()) {
     out[st.get_text(0) + " " + st.get_text(1)] = st.get_text(2);
