@@ -2,15 +2,17 @@
 
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
-#include <fstream>
-#include <iostream>
-#include <sstream>
+#include <cstring>
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace taskq::cli {
@@ -129,7 +131,9 @@ Format Context::format(Format fallback,
 
 storage::TaskStore& Context::store(storage::OpenMode mode) {
   if (!m_store) {
-    m_store = std::make_unique<storage::TaskStore>(db_path(), mode);
+    // Writes read the time once they hold the write lock.
+    m_store = std::make_unique<storage::TaskStore>(
+        db_path(), mode, [this] { return live_now(); });
   }
   return *m_store;
 }
@@ -232,10 +236,8 @@ core::Time parse_time_arg(const std::string& text, const std::string& what) {
 }
 
 std::string parse_json_arg(const std::string& text, const std::string& what) {
-  if (!nlohmann::json::accept(text)) {
-    throw Error(ErrorKind::usage,
-                "invalid JSON for " + what + ": "
-                    + (text.size() > 60 ? text.substr(0, 60) + "..." : text));
+  if (const auto why = core::json_error(text)) {
+    throw Error(ErrorKind::usage, "invalid JSON for " + what + ": " + *why);
   }
   return minify_json(text);
 }
@@ -272,21 +274,48 @@ parse_patterns(const std::vector<std::string>& texts) {
   return patterns;
 }
 
+// Reads the whole file (or stdin for "-"); a file that cannot be read is a
+// usage error that says why (a folder, a missing file, no permission).
 std::string read_input(const std::string& path) {
-  std::ostringstream buf;
-  if (path == "-") {
-    buf << std::cin.rdbuf();
-    return buf.str();
+  const bool std_in = path == "-";
+  const std::string name = std_in ? "stdin" : path;
+  const auto fail = [&name](int err) {
+    return Error(ErrorKind::usage,
+                 "cannot read " + name + ": " + std::strerror(err));
+  };
+  const int fd =
+      std_in ? STDIN_FILENO : ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    throw fail(errno);
   }
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
-    throw Error(ErrorKind::usage, "cannot read " + path);
+  struct FdCloser {
+    int fd;
+    bool owned;
+    ~FdCloser() {
+      if (owned) {
+        ::close(fd);
+      }
+    }
+  } closer{fd, !std_in};
+  struct stat st {};
+  if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
+    throw fail(EISDIR);
   }
-  buf << in.rdbuf();
-  if (in.bad()) {
-    throw Error(ErrorKind::usage, "cannot read " + path);
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0) {
+      throw fail(errno);
+    }
+    if (n == 0) {
+      return text;
+    }
+    text.append(buf, static_cast<size_t>(n));
   }
-  return buf.str();
 }
 
 std::string json_string(const std::string& text) {

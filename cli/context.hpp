@@ -21,7 +21,8 @@ inline constexpr int k_exit_nothing = 75;
 enum class Format { table, json, id, env };
 
 // What every command shares: global options, the clock, the database.
-// `now()` is read once per invocation (TASKQ_NOW or the system clock).
+// `now()` is read once per invocation (TASKQ_NOW or the system clock);
+// the store's writes read live_now() once they hold the write lock.
 class Context {
 public:
   std::optional<std::string> db_option;     // --db

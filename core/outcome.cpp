@@ -11,6 +11,10 @@
 namespace taskq::core {
 namespace {
 
+bool is_continuation(char c) {
+  return (static_cast<unsigned char>(c) & 0xc0) == 0x80;
+}
+
 std::string with_tail(std::string what, std::string_view tail) {
   if (!tail.empty()) {
     what += ": ";
@@ -97,6 +101,11 @@ std::string OutputTail::text() const {
   std::string_view rest(m_buffer);
   if (rest.size() > k_max_bytes) {
     rest.remove_prefix(rest.size() - k_max_bytes);
+    // Not inside a character: its other bytes would each be repaired.
+    for (int i = 0; i < 3 && !rest.empty() && is_continuation(rest.front());
+         ++i) {
+      rest.remove_prefix(1);
+    }
   }
   // Walk back over the lines, keeping the last non-blank ones.
   std::vector<std::string_view> lines;
@@ -122,7 +131,19 @@ std::string OutputTail::text() const {
     }
     out += *it;
   }
-  return to_valid_utf8(out);
+  // The bound is on the repaired text, which can be three times longer
+  // (each stray byte becomes U+FFFD): cut it again at the front, on a
+  // character, and without leaving a blank first line.
+  out = to_valid_utf8(out);
+  if (out.size() > k_max_bytes) {
+    size_t cut = out.size() - k_max_bytes;
+    while (cut < out.size()
+           && (is_continuation(out[cut]) || out[cut] == '\n')) {
+      ++cut;
+    }
+    out.erase(0, cut);
+  }
+  return out;
 }
 
 } // namespace taskq::core

@@ -57,8 +57,10 @@ public:
   static constexpr size_t k_max_bytes = 2000;
 
   void append(std::string_view data);
-  // The last k_max_lines non-blank lines (at most k_max_bytes, cut at the
-  // front), joined by '\n', trailing whitespace removed, valid UTF-8.
+  // The last k_max_lines non-blank lines, joined by '\n', trailing
+  // whitespace removed, valid UTF-8 (stray bytes become U+FFFD), and at
+  // most k_max_bytes bytes after that repair (cut at the front, on a
+  // character). The same however the output was split into append() calls.
   std::string text() const;
 
 private:

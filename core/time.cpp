@@ -1,6 +1,7 @@
 #include "core/time.hpp"
 
 #include <cstddef>
+#include <cstdint>
 
 namespace taskq::core {
 
@@ -59,24 +60,49 @@ private:
 };
 
 // Appends `value` zero-padded to `width` digits, without locale or
-// formatting state, so concurrent callers never interfere.
-void append_padded(std::string& out, long long value, int width) {
+// formatting state, so concurrent callers never interfere. A negative value
+// (a year before 0000) gets its sign before the padding.
+void append_padded(std::string& out, int64_t value, int width) {
   if (value < 0) {
     out += '-';
-    value = -value;
   }
   char buf[24];
   int n = 0;
   do {
-    buf[n++] = static_cast<char>('0' + value % 10);
+    // Digit by digit from the remainder's magnitude, so even INT64_MIN
+    // is never negated.
+    const int64_t digit = value % 10;
+    buf[n++] = static_cast<char>('0' + (digit < 0 ? -digit : digit));
     value /= 10;
-  } while (value > 0);
+  } while (value != 0);
   for (int i = n; i < width; ++i) {
     out += '0';
   }
   while (n > 0) {
     out += buf[--n];
   }
+}
+
+struct CivilDate {
+  int64_t year;
+  int64_t month; // 1-12
+  int64_t day;   // 1-31
+};
+
+// The proleptic Gregorian date of a count of days since 1970-01-01 (Howard
+// Hinnant's civil_from_days), for any count of days an int64 of
+// milliseconds holds: the intermediate values stay below 2^40.
+CivilDate civil_from_days(int64_t days) {
+  const int64_t z = days + 719'468; // days since 0000-03-01
+  const int64_t era = (z >= 0 ? z : z - 146'096) / 146'097;
+  const int64_t doe = z - era * 146'097; // [0, 146096]
+  const int64_t yoe =
+      (doe - doe / 1460 + doe / 36'524 - doe / 146'096) / 365; // [0, 399]
+  const int64_t doy = doe - (365 * yoe + yoe / 4 - yoe / 100); // [0, 365]
+  const int64_t mp = (5 * doy + 2) / 153;                      // [0, 11]
+  const int64_t month = mp < 10 ? mp + 3 : mp - 9;
+  return {yoe + era * 400 + (month <= 2 ? 1 : 0), month,
+          doy - (153 * mp + 2) / 5 + 1};
 }
 
 } // namespace
@@ -152,31 +178,58 @@ std::optional<Time> parse_time(std::string_view text) {
     return std::nullopt;
   }
 
-  // Local time minus its offset is UTC: 10:00+02:00 is 08:00Z.
-  return Time(sys_days(date)) + hours(*h) + minutes(*mi) + seconds(*s)
-         + Millis(ms) - offset;
+  // Local time minus its offset is UTC: 10:00+02:00 is 08:00Z. Years
+  // 0000-9999 with offsets under a day are far from overflowing; the UTC
+  // instant itself must stay within 0000-9999.
+  const Time utc = Time(sys_days(date)) + hours(*h) + minutes(*mi) + seconds(*s)
+                   + Millis(ms) - offset;
+  if (!in_range(utc)) {
+    return std::nullopt;
+  }
+  return utc;
+}
+
+std::optional<Time> add_checked(Time t, Millis d) {
+  if (!in_range(t)) {
+    return std::nullopt;
+  }
+  // Compared before adding, on the side the sum moves to, so nothing can
+  // overflow: max - d and min - d stay within int64 for t in range.
+  const int64_t ms = to_unix_ms(t);
+  const int64_t step = d.count();
+  if (step > 0 ? ms > to_unix_ms(k_max_time) - step
+               : ms < to_unix_ms(k_min_time) - step) {
+    return std::nullopt;
+  }
+  return from_unix_ms(ms + step);
 }
 
 std::string format_time(Time t) {
-  const auto day_start = floor<days>(t);
-  const year_month_day date{day_start};
-  const hh_mm_ss<Millis> clock{t - day_start};
+  // Plain int64 arithmetic rather than chrono's calendar types, whose year
+  // and day counts overflow far outside 0000-9999: floor division splits
+  // the count into days and the milliseconds of the day.
+  const int64_t ms = to_unix_ms(t);
+  constexpr int64_t k_day = 86'400'000;
+  const int64_t rest = ms % k_day;
+  const int64_t day_count = ms / k_day - (rest < 0 ? 1 : 0);
+  const int64_t of_day = rest < 0 ? rest + k_day : rest; // [0, k_day)
+  const CivilDate date = civil_from_days(day_count);
   std::string out;
   out.reserve(24);
-  append_padded(out, static_cast<int>(date.year()), 4);
+  append_padded(out, date.year, 4);
   out += '-';
-  append_padded(out, static_cast<unsigned>(date.month()), 2);
+  append_padded(out, date.month, 2);
   out += '-';
-  append_padded(out, static_cast<unsigned>(date.day()), 2);
+  append_padded(out, date.day, 2);
   out += 'T';
-  append_padded(out, clock.hours().count(), 2);
+  append_padded(out, of_day / 3'600'000, 2);
   out += ':';
-  append_padded(out, clock.minutes().count(), 2);
+  append_padded(out, of_day / 60'000 % 60, 2);
   out += ':';
-  append_padded(out, clock.seconds().count(), 2);
-  if (clock.subseconds().count() != 0) {
+  append_padded(out, of_day / 1000 % 60, 2);
+  if (of_day % 1000 != 0) {
     out += '.';
-    append_padded(out, clock.subseconds().count(), 3);
+    append_padded(out, of_day % 1000, 3);
   }
   out += 'Z';
   return out;

@@ -142,3 +142,42 @@ TEST_CASE("the output tail is valid UTF-8 even when cut mid-character") {
   cut.append(many);
   CHECK(taskq::core::to_valid_utf8(cut.text()) == cut.text());
 }
+
+TEST_CASE("the output tail's bound holds after UTF-8 repair") {
+  // Each invalid byte becomes the three bytes of U+FFFD: the bound is on
+  // what is stored, so the repaired text is cut again, on a character.
+  core::OutputTail tail;
+  tail.append(std::string(5000, '\xff'));
+  const std::string text = tail.text();
+  CHECK(text.size() <= core::OutputTail::k_max_bytes);
+  CHECK(text.size() > core::OutputTail::k_max_bytes - 3);
+  CHECK(core::is_valid_utf8(text));
+  CHECK(text.substr(0, 3) == "\xef\xbf\xbd");
+  // The error judge() builds from it: the status, then that tail.
+  const auto o = judge(exited(1), StopCause::none, {}, text);
+  CHECK(o.error.size() == std::string("exit status 1: ").size() + text.size());
+  CHECK(o.error.size() < 6015);
+
+  // A cut inside the repaired text keeps the end and whole lines after it,
+  // and leaves no blank first line.
+  core::OutputTail lines;
+  lines.append(std::string(1000, '\xfe') + "\nlast line\n");
+  const std::string cut = lines.text();
+  CHECK(cut.size() <= core::OutputTail::k_max_bytes);
+  CHECK(core::is_valid_utf8(cut));
+  CHECK(cut.substr(cut.size() - 10) == "\nlast line");
+  CHECK(cut.front() != '\n');
+
+  // A window that starts inside a valid character does not turn its
+  // remaining bytes into replacement characters.
+  core::OutputTail euro;
+  std::string text3;
+  for (int i = 0; i < 700; ++i) {
+    text3 += "\xe2\x82\xac"; // U+20AC, three bytes
+  }
+  euro.append(text3 + "x"); // 2101 bytes: the raw cut lands mid-character
+  const std::string e = euro.text();
+  CHECK(e.size() <= core::OutputTail::k_max_bytes);
+  CHECK(e.find("\xef\xbf\xbd") == std::string::npos);
+  CHECK(e.back() == 'x');
+}

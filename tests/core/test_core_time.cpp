@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <cstdint>
 #include <string>
 #include <thread>
 #include <vector>
@@ -229,4 +230,69 @@ TEST_CASE("parse and format are safe to call from several threads") {
   for (const int f : failures) {
     CHECK(f == 0);
   }
+}
+
+TEST_CASE("an offset may not carry a time out of years 0000 to 9999") {
+  // The UTC instant counts, not the digits written: these read as years
+  // 0000-9999 but are 10000-01-01 and -0001-12-31 in UTC.
+  for (const auto* text :
+       {"9999-12-31T23:59:59-23:59", "9999-12-31T23:59:00-00:01",
+        "9999-12-31T23:30:00-00:30", "0000-01-01T00:00:00+00:01",
+        "0000-01-01T00:00:00.999+23:59"}) {
+    CAPTURE(text);
+    CHECK_FALSE(core::parse_time(text));
+  }
+  // The edges themselves, and offsets that stay inside, are fine.
+  CHECK(core::parse_time("9999-12-31T23:59:59.999Z")
+        == utc(9999, 12, 31, 23, 59, 59, 999));
+  CHECK(core::parse_time("9999-12-31T23:59:59.999-00:00")
+        == utc(9999, 12, 31, 23, 59, 59, 999));
+  CHECK(core::parse_time("0000-01-01T00:00:00Z") == utc(0, 1, 1));
+  CHECK(core::parse_time("0000-01-01T23:59:00+23:59") == utc(0, 1, 1));
+  CHECK(core::parse_time("9999-12-31T00:00:00-23:59")
+        == utc(9999, 12, 31, 23, 59));
+}
+
+TEST_CASE("format is defined for every millisecond count") {
+  // Far outside 0000-9999, where chrono's calendar arithmetic overflows:
+  // the text is an expanded year, never undefined behaviour.
+  CHECK(core::format_time(core::from_unix_ms(INT64_MIN))
+        == "-292275055-05-16T16:47:04.192Z");
+  CHECK(core::format_time(core::from_unix_ms(INT64_MAX))
+        == "292278994-08-17T07:12:55.807Z");
+  CHECK(core::format_time(core::from_unix_ms(253402300800000))
+        == "10000-01-01T00:00:00Z");
+  CHECK(core::format_time(core::from_unix_ms(-62167219200001))
+        == "-0001-12-31T23:59:59.999Z");
+  CHECK(core::format_time(core::from_unix_ms(-62167219200000))
+        == "0000-01-01T00:00:00Z");
+  for (int64_t ms = INT64_MIN; ms < INT64_MAX - 9'000'000'000'000'000;) {
+    CHECK_FALSE(core::format_time(core::from_unix_ms(ms)).empty());
+    ms += 1'000'000'000'000'003;
+  }
+}
+
+TEST_CASE("add_checked keeps sums within years 0000 to 9999") {
+  CHECK(core::in_range(core::k_min_time));
+  CHECK(core::in_range(core::k_max_time));
+  CHECK_FALSE(core::in_range(core::k_max_time + 1ms));
+  CHECK_FALSE(core::in_range(core::k_min_time - 1ms));
+  CHECK(core::format_time(core::k_min_time) == "0000-01-01T00:00:00Z");
+  CHECK(core::format_time(core::k_max_time) == "9999-12-31T23:59:59.999Z");
+
+  CHECK(core::add_checked(utc(2026, 1, 1), hours(1)) == utc(2026, 1, 1, 1));
+  CHECK(core::add_checked(utc(2026, 1, 1), -hours(24)) == utc(2025, 12, 31));
+  CHECK(core::add_checked(core::k_max_time, 0ms) == core::k_max_time);
+  CHECK(core::add_checked(core::k_max_time - 1ms, 1ms) == core::k_max_time);
+  CHECK_FALSE(core::add_checked(core::k_max_time, 1ms));
+  CHECK_FALSE(core::add_checked(core::k_min_time, -1ms));
+  CHECK_FALSE(core::add_checked(utc(9999, 1, 1), hours(24 * 366)));
+  // Whatever the duration, nothing overflows.
+  for (const Time t : {core::k_min_time, Time(0ms), core::k_max_time}) {
+    CHECK_FALSE(core::add_checked(t, Millis(INT64_MAX)));
+    CHECK_FALSE(core::add_checked(t, Millis(INT64_MIN)));
+  }
+  // A time already out of range stays refused.
+  CHECK_FALSE(core::add_checked(core::from_unix_ms(INT64_MAX), Millis(-1)));
+  CHECK_FALSE(core::add_checked(core::k_max_time + 1ms, -1ms));
 }
