@@ -1,12 +1,14 @@
-// `lease -o env` (cli::print_env): the assignments it prints, read the way
-// a POSIX shell's `eval` reads them (a small re-implementation of sh
-// quoting; tests/fuzz/env_sh runs real shells on the corpus), set
+// `lease -o env` (cli::env_lines, printed by print_env): the assignments,
+// read the way a POSIX shell's `eval` reads them (a small re-implementation
+// of sh quoting; tests/fuzz/env_sh runs real shells on the corpus), set
 // TASKQ_PAYLOAD to the payload (a JSON string's contents, else its JSON
-// text; or, for a string a shell cannot hold, its JSON text), and every
-// other variable to its value. The input is a payload's JSON text, or, when
-// it is not JSON, the contents of a JSON string payload.
+// text; or, for a string a shell cannot hold, one with a NUL, its JSON
+// text), and every other variable to its value. The input is a payload's
+// JSON text, or, when it is not JSON, the contents of a JSON string
+// payload; shell_quote is also read back on the input's bytes as they are.
 #include "cli/context.hpp"
 #include "cli/output.hpp"
+#include "core/json_text.hpp"
 #include "core/text.hpp"
 
 #include <nlohmann/json.hpp>
@@ -25,7 +27,7 @@ using taskq::fuzz::as_text;
 namespace {
 
 // What print_env printed.
-std::string env_text(const core::Task& task) {
+std::string printed(const core::Task& task) {
   char* out = nullptr;
   size_t out_size = 0;
   std::FILE* const saved = stdout;
@@ -118,8 +120,18 @@ read_assignments(std::string_view text) {
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const auto input = as_text(data, size);
+  // shell_quote: any bytes read back, less the NULs no shell can hold.
+  {
+    const auto vars =
+        read_assignments("export X=" + cli::shell_quote(input) + "\n");
+    FUZZ_REQUIRE(vars.has_value());
+    std::string expected(input);
+    std::erase(expected, '\0');
+    FUZZ_REQUIRE(vars->at("X") == expected);
+  }
+
   std::string payload;
-  if (nlohmann::json::accept(input)) {
+  if (core::json_valid(input)) {
     payload = cli::minify_json(input);
   } else if (core::is_valid_utf8(input)) {
     payload = nlohmann::json(std::string(input)).dump();
@@ -134,7 +146,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   task.payload = payload;
   task.checkpoint = payload;
   task.lease = core::Lease{"tok-en", "w", core::Time{}};
-  const std::string text = env_text(task);
+  const std::string text = cli::env_lines(task);
+  FUZZ_REQUIRE(printed(task) == text);
   const auto vars = read_assignments(text);
   if (!vars) {
     std::fprintf(stderr, "not eval-safe:\n%s\n", text.c_str());
@@ -153,8 +166,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   } else {
     // The string itself; its JSON text only for one a shell cannot hold.
     const auto s = nlohmann::json::parse(payload).get<std::string>();
-    FUZZ_REQUIRE(value == s
-                 || (s.find('\0') != std::string::npos && value == payload));
+    const bool has_nul = s.find('\0') != std::string::npos;
+    FUZZ_REQUIRE(value == (has_nul ? payload : s));
   }
   return 0;
 }
