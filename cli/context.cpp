@@ -176,6 +176,18 @@ std::optional<core::Millis> parse_duration_arg(const OptText& text,
   return parse_duration_arg(*text, what);
 }
 
+core::Time time_after(core::Time now, core::Millis d, const std::string& what) {
+  const auto t = core::add_checked(now, d);
+  if (!t) {
+    throw Error(ErrorKind::usage, what + " " + core::format_duration(d)
+                                      + " from " + core::format_time(now)
+                                      + " ends after "
+                                      + core::format_time(core::k_max_time)
+                                      + ", the last time taskq keeps");
+  }
+  return *t;
+}
+
 std::optional<core::Time> parse_time_arg(const OptText& text,
                                          const std::string& what) {
   if (!text) {

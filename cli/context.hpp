@@ -68,6 +68,9 @@ core::Millis parse_duration_arg(const std::string& text,
 std::optional<core::Millis> parse_duration_arg(const OptText& text,
                                                const std::string& what);
 core::Time parse_time_arg(const std::string& text, const std::string& what);
+// `now + d` for option `what`; usage error when that leaves years
+// 0000-9999, the times taskq keeps.
+core::Time time_after(core::Time now, core::Millis d, const std::string& what);
 std::optional<core::Time> parse_time_arg(const OptText& text,
                                          const std::string& what);
 // Checks that `text` is one JSON value; returns it minified (whitespace

@@ -52,12 +52,7 @@ core::PolicyOverrides to_overrides(const PolicyArgs& args) {
 }
 
 void check_name(const std::string& name, std::string_view what) {
-  const bool ok = !name.empty() && name.size() <= 128
-                  && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                            "0123456789._:/-")
-                         == std::string::npos;
-  if (!ok) {
+  if (!core::is_valid_name(name)) {
     throw Error(ErrorKind::usage,
                 "invalid " + std::string(what) + " name '" + name
                     + "': use 1-128 letters, digits and . _ : / -");

@@ -154,12 +154,7 @@ void Db::enable_wal() {
 }
 
 void Db::fail(int rc, std::string_view context) const {
-  std::string message(context);
-  if (message.empty()) {
-    message = "database " + m_path;
-  } else if (message.find(m_path) == std::string::npos) {
-    message += " (database " + m_path + ")";
-  }
+  std::string message(context.empty() ? "database error" : context);
   const char* why =
       m_handle ? sqlite3_errmsg(m_handle.get()) : sqlite3_errstr(rc);
   if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
@@ -167,6 +162,9 @@ void Db::fail(int rc, std::string_view context) const {
   }
   message += ": ";
   message += why;
+  if (context.find(m_path) == std::string_view::npos) {
+    message += " (database " + m_path + ")";
+  }
   throw Error(kind_for(rc), message);
 }
 

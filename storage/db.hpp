@@ -39,8 +39,8 @@ public:
   // Runs SQL without results (may hold several statements).
   void exec(const char* sql, std::string_view context);
   // Throws the taskq::Error for SQLite result code `rc`: "CONTEXT: WHY",
-  // naming the path when CONTEXT does not ("database PATH: WHY" when
-  // CONTEXT is empty).
+  // then "(database PATH)" when CONTEXT does not name the path ("database
+  // error" when CONTEXT is empty).
   [[noreturn]] void fail(int rc, std::string_view context) const;
 
 private:

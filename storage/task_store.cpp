@@ -2090,9 +2090,11 @@ void TaskStore::set_queue(const std::string& queue, const QueueSettings& s) {
 namespace {
 
 // Every schema object (table, index, trigger, view) by "type name", with
-// the SQL that made it (empty for SQLite's automatic indexes).
+// the SQL that made it (empty for SQLite's automatic indexes). The
+// statistics tables of ANALYZE are the planner's, not the schema.
 std::map<std::string, std::string> schema_objects(Db& db) {
-  Statement st(db, "SELECT type, name, coalesce(sql, '') FROM sqlite_schema");
+  Statement st(db, "SELECT type, name, coalesce(sql, '') FROM sqlite_schema "
+                   "WHERE name NOT LIKE 'sqlite!_stat%' ESCAPE '!'");
   std::map<std::string, std::string> out;
   while (st.step()) {
     out[st.get_text(0) + " " + st.get_text(1)] = st.get_text(2);
@@ -2128,6 +2130,59 @@ std::vector<std::string> schema_problems(Db& db) {
 
 } // namespace
 
+namespace detail {
+
+namespace {
+
+struct Rule {
+  Invariant text;
+  const char* offenders; // task ids, one per offending row, of tasks `t`
+};
+
+// Each selects from `tasks t`; the scope is added to its WHERE.
+const Rule k_rules[] = {
+    {{"task(s) left in the transient fault state",
+      "its state is fault, which is transient, never stored"},
+     "SELECT t.id FROM tasks t WHERE t.state = 'fault'"},
+    {{"leased task(s) that are not runnable",
+      "it holds a lease but is not runnable"},
+     "SELECT t.id FROM tasks t WHERE t.lease_token IS NOT NULL "
+     "AND t.state <> 'runnable'"},
+    // What leasing trusts: a waiting task's count of unfinished
+    // dependencies, and the label index roots are checked against.
+    {{"waiting task(s) whose count of unfinished dependencies is off",
+      "its 'blockers' is not the number of its unfinished dependencies"},
+     "SELECT t.id FROM tasks t WHERE t.blockers > 0 "
+     "AND t.blockers <> (SELECT count(*) FROM task_deps d JOIN tasks x "
+     "ON x.id = d.dep_id WHERE d.task_id = t.id "
+     "AND x.state <> 'completed')"},
+    {{"label(s) of unfinished tasks missing from the label index",
+      "a label is missing from the label index"},
+     "SELECT t.id FROM tasks t, json_each(t.labels) j "
+     "WHERE t.labels IS NOT NULL "
+     "AND t.state NOT IN ('completed', 'failed', 'killed') "
+     "AND NOT EXISTS (SELECT 1 FROM task_labels l WHERE l.key = j.key "
+     "AND l.value = j.value AND l.task_id = t.id)"},
+};
+
+} // namespace
+
+void find_violations(
+    Db& db, const std::optional<std::string>& scope,
+    const std::function<void(const Invariant&, int64_t)>& each) {
+  for (const Rule& rule : k_rules) {
+    Statement st(db, std::string(rule.offenders)
+                         + " AND (?1 IS NULL OR t.id IN "
+                           "(SELECT value FROM json_each(?1)))");
+    st.bind(1, scope);
+    while (st.step()) {
+      each(rule.text, st.get_int(0));
+    }
+  }
+}
+
+} // namespace detail
+
 CheckReport TaskStore::check() {
   CheckReport report;
   Transaction tx(*m_db, Transaction::Kind::read);
@@ -2147,45 +2202,21 @@ CheckReport TaskStore::check() {
     return report;
   }
   {
-    Statement st(*m_db, "SELECT count(*), sum(state = 'fault'), "
-                        "sum(lease_token IS NOT NULL AND state <> 'runnable') "
-                        "FROM tasks");
+    Statement st(*m_db, "SELECT count(*) FROM tasks");
     st.step();
     report.tasks = st.get_int(0);
-    if (st.get_int(1) > 0) {
-      report.problems.push_back(std::to_string(st.get_int(1))
-                                + " task(s) left in the transient fault state");
-    }
-    if (st.get_int(2) > 0) {
-      report.problems.push_back(std::to_string(st.get_int(2))
-                                + " leased task(s) that are not runnable");
-    }
   }
-  {
-    // What leasing trusts: a waiting task's count of unfinished
-    // dependencies, and the label index roots are checked against.
-    Statement st(
-        *m_db,
-        "SELECT (SELECT count(*) FROM tasks t WHERE t.blockers > 0 "
-        "AND t.blockers <> (SELECT count(*) FROM task_deps d JOIN tasks x "
-        "ON x.id = d.dep_id WHERE d.task_id = t.id "
-        "AND x.state <> 'completed')), "
-        "(SELECT count(*) FROM tasks t, json_each(t.labels) j "
-        "WHERE t.labels IS NOT NULL "
-        "AND t.state NOT IN ('completed', 'failed', 'killed') "
-        "AND NOT EXISTS (SELECT 1 FROM task_labels l WHERE l.key = j.key "
-        "AND l.value = j.value AND l.task_id = t.id))");
-    st.step();
-    if (st.get_int(0) > 0) {
-      report.problems.push_back(
-          std::to_string(st.get_int(0))
-          + " waiting task(s) whose count of unfinished dependencies is off");
-    }
-    if (st.get_int(1) > 0) {
-      report.problems.push_back(std::to_string(st.get_int(1))
-                                + " label(s) of unfinished tasks missing from "
-                                  "the label index");
-    }
+  std::vector<std::pair<const Invariant*, int64_t>> broken; // rule, count
+  find_violations(*m_db, std::nullopt,
+                  [&](const Invariant& rule, int64_t /*task_id*/) {
+                    if (broken.empty() || broken.back().first != &rule) {
+                      broken.emplace_back(&rule, 0);
+                    }
+                    ++broken.back().second;
+                  });
+  for (const auto& [rule, n] : broken) {
+    report.problems.push_back(std::to_string(n) + " "
+                              + std::string(rule->summary));
   }
   report.ok = report.problems.empty();
   return report;

@@ -222,6 +222,7 @@ struct TxResult {
 // embedded as stored, so the text round-trips byte for byte.
 using ImageRow = std::vector<std::pair<std::string, std::string>>;
 struct TaskImage {
+  int64_t line = 0; // where it was read, named in errors (0: not named)
   ImageRow task;
   std::vector<ImageRow> errors;     // oldest first
   std::vector<ImageRow> events;     // oldest first, without their ids
@@ -423,8 +424,11 @@ public:
   // Adds each task `next` yields (it fills its argument and returns true,
   // or returns false at the end) exactly as exported, keeping its id, all
   // in one transaction. Conflict when an id is taken; usage when a row
-  // names an unknown column or holds a value of the wrong kind. Returns
-  // how many.
+  // names an unknown column, holds a value add or tx would not write (a
+  // time outside years 0000-9999, an invalid queue name or label, ...) or
+  // breaks a rule db check verifies (a finished task holding a lease, a
+  // wrong count of unfinished dependencies). Errors start with
+  // `line N: ` (TaskImage::line) when it is set. Returns how many.
   int64_t import_tasks(const std::function<bool(TaskImage&)>& next);
 
   // Database administration. check: SQLite's integrity check, the schema
