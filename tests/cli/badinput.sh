@@ -29,8 +29,7 @@ _state() {
     path=${w#* }
     if [[ $mode == dump ]]; then
       if [[ -e $path ]]; then
-        printf 'dump %s %s\n' "$path" \
-          "$(sqlite3 -readonly "$path" .dump 2>&1 | md5sum)"
+        printf 'dump %s\n%s\n' "$path" "$(sqlite3 -readonly "$path" .dump 2>&1)"
       else
         printf 'dump %s absent\n' "$path"
       fi
@@ -86,15 +85,17 @@ one_case() {
   "${as[@]}" env "${envs[@]}" timeout -k 2 "$_case_timeout" "$TASKQ" "$@" \
     <"$input" >"$_outf" 2>"$_errf" 3>&-
   rc=$?
-  err=$(<"$_errf")
-  local problems=() lines after
+  local raw="" after problems=()
+  IFS= read -r -d '' raw <"$_errf"
+  err=${raw%$'\n'}
   [[ $rc == "$want" ]] || problems+=("exit $rc, expected $want")
-  lines=$(wc -l <"$_errf")
-  if [[ $lines != 1 || $(tail -c 1 "$_errf" | od -An -c) != *'\n'* ]]; then
-    problems+=("stderr is $lines lines, expected one")
+  if [[ -z $raw ]]; then
+    problems+=("stderr is empty")
+  elif [[ $raw != *$'\n' || $err == *$'\n'* ]]; then
+    problems+=("stderr is not one line")
   fi
   [[ $err == "taskq: "* ]] || problems+=("stderr does not start with 'taskq: '")
-  if LC_ALL=C grep -q '[[:cntrl:]]' <<<"$err"; then
+  if [[ $err == *[[:cntrl:]]* ]]; then
     problems+=("stderr holds a control character")
   fi
   if [[ -n $needle && $err != *"$needle"* ]]; then
@@ -102,7 +103,7 @@ one_case() {
   fi
   after=$(_state)
   if [[ $after != "$_base" ]]; then
-    problems+=("changed: $(diff <(echo "$_base") <(echo "$after") | grep '^>')")
+    problems+=("changed: $(diff <(echo "$_base") <(echo "$after") | grep '^[<>]' | head -4)")
     _base=$after
   fi
   if ((${#problems[@]} == 0)); then
