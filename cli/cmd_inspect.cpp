@@ -129,6 +129,9 @@ void run_list(const ListOptions& o, Context& ctx) {
 void run_stats(const std::optional<std::string>& queue, Context& ctx) {
   const Format format =
       ctx.format(Format::table, {Format::table, Format::json});
+  if (queue) {
+    check_queue_name(*queue);
+  }
   const core::Time now = ctx.now();
   const auto stats = ctx.store(storage::OpenMode::read).stats(queue, now);
   if (format == Format::json) {

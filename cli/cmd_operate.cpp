@@ -37,7 +37,7 @@ std::optional<core::Time> sleep_until(const SendOptions& o, core::Time now) {
     throw Error(ErrorKind::usage, "give only one of --until and --for");
   }
   if (const auto for_ = parse_duration_arg(o.for_, "--for")) {
-    return now + *for_;
+    return time_after(now, *for_, "--for");
   }
   return parse_time_arg(o.until, "--until");
 }
@@ -140,6 +140,9 @@ CLI::App* operator_command(CLI::App& app, Context& ctx, core::Message msg,
       const core::Time now = ctx.now();
       if (msg == core::Message::release) {
         const auto delay = parse_duration_arg(o->delay, "--delay");
+        if (delay) {
+          time_after(now, *delay, "--delay");
+        }
         store.release(ref.id, ref.token, delay, now);
       } else {
         const auto until = sleep_until(*o, now);

@@ -167,7 +167,7 @@ void run_add(const AddOptions& o, Context& ctx) {
     throw Error(ErrorKind::usage, "give only one of --delay and --at");
   }
   if (const auto delay = parse_duration_arg(o.delay, "--delay")) {
-    task.run_at = now + *delay;
+    task.run_at = time_after(now, *delay, "--delay");
   }
   if (const auto at = parse_time_arg(o.at, "--at")) {
     task.run_at = *at;
@@ -195,6 +195,9 @@ void run_add(const AddOptions& o, Context& ctx) {
                       "one");
   }
   apply_rescue_options(o, task);
+  if (task.broadcast_ttl) {
+    time_after(now, *task.broadcast_ttl, "--ttl");
+  }
 
   if (!o.jsonl) {
     const Format format = ctx.format(Format::id, {Format::id, Format::json});

@@ -130,25 +130,33 @@ void register_transfer(CLI::App& app, Context& ctx) {
     ctx.format(Format::table, {Format::table});
     JsonlReader reader(*file, "nothing was imported");
     std::string line;
-    bool reading = false; // an error while reading names its line itself
+    bool reading = false; // errors while reading name their line and outcome
     int64_t n = 0;
     try {
       n = ctx.store(storage::OpenMode::write)
               .import_tasks([&](storage::TaskImage& image) {
                 reading = true;
-                if (!reader.next(line)) {
-                  return false;
+                const bool more = reader.next(line);
+                if (more) {
+                  const std::string at =
+                      "line " + std::to_string(reader.line()) + ": ";
+                  try {
+                    image = parse_image(line);
+                  } catch (const Error& e) {
+                    throw Error(e.kind(),
+                                at + e.what() + "; nothing was imported");
+                  }
+                  image.line = reader.line();
                 }
-                image = parse_image(line);
                 reading = false;
-                return true;
+                return more;
               });
     } catch (const Error& e) {
-      if (reading && std::string_view(e.what()).starts_with("invalid JSON")) {
+      if (reading) {
         throw;
       }
-      throw Error(e.kind(), "line " + std::to_string(reader.line()) + ": "
-                                + e.what() + "; nothing was imported");
+      // The store names the line of the task it refused.
+      throw Error(e.kind(), std::string(e.what()) + "; nothing was imported");
     }
     std::printf("imported %lld task%s\n", static_cast<long long>(n),
                 n == 1 ? "" : "s");

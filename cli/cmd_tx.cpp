@@ -46,9 +46,12 @@ std::string queue_name(JsonFields& op) {
   return q;
 }
 
-storage::TxRequest parse_tx(const std::string& text) {
-  if (!nlohmann::json::accept(text)) {
-    throw Error(ErrorKind::usage, "tx: the document is not valid JSON");
+// The document `text`, read from `file` (`-`: stdin).
+storage::TxRequest parse_tx(const std::string& text, const std::string& file) {
+  if (const auto why = core::json_error(text)) {
+    throw Error(ErrorKind::usage, "tx: the document "
+                                      + (file == "-" ? "on stdin" : file)
+                                      + " is not valid JSON: " + *why);
   }
   JsonFields doc(text, "tx");
   storage::TxRequest req;
@@ -111,7 +114,7 @@ void register_tx(CLI::App& app, Context& ctx) {
       ->type_name("FILE|-");
   tx->callback([file, &ctx] {
     ctx.format(Format::json, {Format::json});
-    const storage::TxRequest req = parse_tx(read_input(*file));
+    const storage::TxRequest req = parse_tx(read_input(*file), *file);
     const auto res = ctx.store(storage::OpenMode::write)
                          .apply_tx(req, ctx.now(), ctx.actor());
     Json updated = Json::array();

@@ -79,6 +79,7 @@ void run_lease(const LeaseOptions& o, Context& ctx) {
   if (req.lease_for.count() <= 0) {
     throw Error(ErrorKind::usage, "--for must be longer than 0");
   }
+  time_after(ctx.now(), req.lease_for, "--for");
   req.match = parse_patterns(o.match);
   if (o.count < 1) {
     throw Error(ErrorKind::usage, "--count must be at least 1");
@@ -185,6 +186,9 @@ void register_work(CLI::App& app, Context& ctx) {
     if (extend && extend->count() <= 0) {
       throw Error(ErrorKind::usage, "--for must be longer than 0");
     }
+    if (extend) {
+      time_after(ctx.now(), *extend, "--for");
+    }
     const auto checkpoint = parse_json_arg(ho->checkpoint, "--checkpoint");
     auto& store = ctx.store(storage::OpenMode::write);
     try {
@@ -272,6 +276,9 @@ void register_work(CLI::App& app, Context& ctx) {
       req.move_to = *f->move_to;
     } else {
       req.retry_in = parse_duration_arg(f->retry_in, "--retry-in");
+      if (req.retry_in) {
+        time_after(ctx.now(), *req.retry_in, "--retry-in");
+      }
     }
     ctx.store(storage::OpenMode::write).fail(ref.id, ref.token, req, ctx.now());
   });

@@ -2,6 +2,7 @@
 
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -130,7 +131,9 @@ Format Context::format(Format fallback,
 
 storage::TaskStore& Context::store(storage::OpenMode mode) {
   if (!m_store) {
-    m_store = std::make_unique<storage::TaskStore>(db_path(), mode);
+    // Writes read the time once they hold the write lock.
+    m_store = std::make_unique<storage::TaskStore>(
+        db_path(), mode, [this] { return live_now(); });
   }
   return *m_store;
 }
@@ -171,6 +174,18 @@ std::optional<core::Millis> parse_duration_arg(const OptText& text,
     return std::nullopt;
   }
   return parse_duration_arg(*text, what);
+}
+
+core::Time time_after(core::Time now, core::Millis d, const std::string& what) {
+  const auto t = core::add_checked(now, d);
+  if (!t) {
+    throw Error(ErrorKind::usage, what + " " + core::format_duration(d)
+                                      + " from " + core::format_time(now)
+                                      + " ends after "
+                                      + core::format_time(core::k_max_time)
+                                      + ", the last time taskq keeps");
+  }
+  return *t;
 }
 
 std::optional<core::Time> parse_time_arg(const OptText& text,
@@ -233,10 +248,8 @@ core::Time parse_time_arg(const std::string& text, const std::string& what) {
 }
 
 std::string parse_json_arg(const std::string& text, const std::string& what) {
-  if (!nlohmann::json::accept(text)) {
-    throw Error(ErrorKind::usage,
-                "invalid JSON for " + what + ": "
-                    + (text.size() > 60 ? text.substr(0, 60) + "..." : text));
+  if (const auto why = core::json_error(text)) {
+    throw Error(ErrorKind::usage, "invalid JSON for " + what + ": " + *why);
   }
   return minify_json(text);
 }

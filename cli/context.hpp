@@ -21,7 +21,8 @@ inline constexpr int k_exit_nothing = 75;
 enum class Format { table, json, id, env };
 
 // What every command shares: global options, the clock, the database.
-// `now()` is read once per invocation (TASKQ_NOW or the system clock).
+// `now()` is read once per invocation (TASKQ_NOW or the system clock);
+// the store's writes read live_now() once they hold the write lock.
 class Context {
 public:
   std::optional<std::string> db_option;     // --db
@@ -67,6 +68,9 @@ core::Millis parse_duration_arg(const std::string& text,
 std::optional<core::Millis> parse_duration_arg(const OptText& text,
                                                const std::string& what);
 core::Time parse_time_arg(const std::string& text, const std::string& what);
+// `now + d` for option `what`; usage error when that leaves years
+// 0000-9999, the times taskq keeps.
+core::Time time_after(core::Time now, core::Millis d, const std::string& what);
 std::optional<core::Time> parse_time_arg(const OptText& text,
                                          const std::string& what);
 // Checks that `text` is one JSON value; returns it minified (whitespace

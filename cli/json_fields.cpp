@@ -48,10 +48,11 @@ bool JsonlReader::next(std::string& out) {
     }
     const auto last = line.find_last_not_of(" \t\r\n");
     line = line.substr(first, last - first + 1);
-    if (!nlohmann::json::accept(line)) {
-      throw Error(ErrorKind::usage,
-                  "invalid JSON on line " + std::to_string(m_number) + " of "
-                      + (m_path == "-" ? "stdin" : m_path) + "; " + m_outcome);
+    if (const auto why = core::json_error(line)) {
+      throw Error(ErrorKind::usage, "invalid JSON on line "
+                                        + std::to_string(m_number) + " of "
+                                        + (m_path == "-" ? "stdin" : m_path)
+                                        + ": " + *why + "; " + m_outcome);
     }
     minify_json_into(line, out);
     return true;

@@ -2,9 +2,8 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/text.hpp"
-
-#include <nlohmann/json.hpp>
 
 namespace taskq::cli {
 
@@ -53,12 +52,7 @@ core::PolicyOverrides to_overrides(const PolicyArgs& args) {
 }
 
 void check_name(const std::string& name, std::string_view what) {
-  const bool ok = !name.empty() && name.size() <= 128
-                  && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
-                                            "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                            "0123456789._:/-")
-                         == std::string::npos;
-  if (!ok) {
+  if (!core::is_valid_name(name)) {
     throw Error(ErrorKind::usage,
                 "invalid " + std::string(what) + " name '" + name
                     + "': use 1-128 letters, digits and . _ : / -");
@@ -75,12 +69,12 @@ std::optional<std::string> payload_arg(const OptText& payload,
     throw Error(ErrorKind::usage, "give only one of --payload and --text");
   }
   if (payload) {
-    if (!nlohmann::json::accept(*payload)) {
+    if (const auto why = core::json_error(*payload)) {
       throw Error(ErrorKind::usage,
-                  "invalid JSON for --payload; to store plain text, use "
-                  "--text STRING");
+                  "invalid JSON for --payload: " + *why
+                      + "; to store plain text, use --text STRING");
     }
-    return parse_json_arg(*payload, "--payload");
+    return minify_json(*payload);
   }
   if (text) {
     if (!core::is_valid_utf8(*text)) {

@@ -143,12 +143,14 @@ void print_json(const Json& value) {
   std::fputc('\n', stdout);
 }
 
-std::string shell_quote(const std::string& text) {
-  std::string out = "'";
-  for (char c : text) {
+std::string shell_quote(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out += '\'';
+  for (const char c : text) {
     if (c == '\'') {
       out += "'\\''";
-    } else {
+    } else if (c != '\0') {
       out += c;
     }
   }
@@ -163,20 +165,38 @@ std::string payload_text(const std::string& payload_json) {
   return Json::parse(payload_json).get<std::string>();
 }
 
-void print_env(const core::Task& t) {
-  std::printf("export TASKQ_ID=%lld\n", static_cast<long long>(t.id));
-  std::printf("export TASKQ_LEASE=%s\n",
-              shell_quote(t.lease ? t.lease->token : "").c_str());
-  std::printf("export TASKQ_QUEUE=%s\n", shell_quote(t.queue).c_str());
-  std::printf("export TASKQ_ATTEMPT=%lld\n",
-              static_cast<long long>(t.attempts));
-  std::printf("export TASKQ_PAYLOAD=%s\n",
-              shell_quote(payload_text(t.payload)).c_str());
-  if (t.checkpoint) {
-    std::printf("export TASKQ_CHECKPOINT=%s\n",
-                shell_quote(*t.checkpoint).c_str());
+std::string payload_env_value(const std::string& payload_json) {
+  std::string text = payload_text(payload_json);
+  if (text.find('\0') != std::string::npos) {
+    return payload_json; // as JSON text, its NULs escaped
   }
-  std::printf("export TASKQ_SYNC=%s\n", shell_quote(sync_json(t)).c_str());
+  return text;
+}
+
+std::string env_lines(const core::Task& t) {
+  std::string out;
+  const auto line = [&out](std::string_view name, std::string_view value) {
+    out += "export ";
+    out += name;
+    out += '=';
+    out += value;
+    out += '\n';
+  };
+  line("TASKQ_ID", std::to_string(t.id));
+  line("TASKQ_LEASE", shell_quote(t.lease ? t.lease->token : ""));
+  line("TASKQ_QUEUE", shell_quote(t.queue));
+  line("TASKQ_ATTEMPT", std::to_string(t.attempts));
+  line("TASKQ_PAYLOAD", shell_quote(payload_env_value(t.payload)));
+  if (t.checkpoint) {
+    line("TASKQ_CHECKPOINT", shell_quote(*t.checkpoint));
+  }
+  line("TASKQ_SYNC", shell_quote(sync_json(t)));
+  return out;
+}
+
+void print_env(const core::Task& t) {
+  const std::string text = env_lines(t);
+  std::fwrite(text.data(), 1, text.size(), stdout);
 }
 
 std::string sync_json(const core::Task& task) {

@@ -51,14 +51,32 @@ void print_task_json(const core::Task& task, core::Time now,
 // Writes one compact JSON value and a newline to stdout.
 void print_json(const Json& value);
 
-// Shell assignments for `eval`: export TASKQ_ID=... (single-quoted).
+// `lease -o env` and the environment of `run`'s handlers. Pure functions,
+// which tests/fuzz calls; their contract:
+// - shell_quote(text) is one single-quoted POSIX shell word whose value is
+//   exactly `text` (each ' written as '\''), for any bytes except NUL,
+//   which no shell variable can hold: NUL bytes are left out, so the result
+//   stays eval-safe (the callers never pass one: see payload_env_value).
+// - env_lines(task) is the text `lease -o env` prints: one
+//   `export NAME=VALUE` line per variable, each VALUE shell_quote()d (or a
+//   decimal number), and nothing else; so after
+//   `sh -c 'eval "$out"; printf %s "$TASKQ_PAYLOAD"'` the output is exactly
+//   payload_env_value(task.payload), for any stored payload.
+// - payload_env_value(json), for a valid minified JSON text `json` (as
+//   stored): the decoded string when `json` is a JSON string whose value
+//   holds no NUL (\u0000); otherwise `json` itself, the JSON text, like
+//   every non-string payload. TASKQ_PAYLOAD is this, in `lease -o env` and
+//   in `run`'s environment alike.
+std::string shell_quote(std::string_view text);
+std::string payload_env_value(const std::string& payload_json);
+std::string env_lines(const core::Task& task);
+// Writes env_lines(task) to stdout.
 void print_env(const core::Task& task);
 // The task's sync state (from its schedule) as a JSON object, {} when none:
 // TASKQ_SYNC.
 std::string sync_json(const core::Task& task);
-// `text` quoted for a POSIX shell.
-std::string shell_quote(const std::string& text);
-// The payload as a handler sees it: a JSON string's contents, else JSON.
+// The payload as a handler reads it on stdin: a JSON string's contents
+// (NULs and all), else its JSON text.
 std::string payload_text(const std::string& payload_json);
 
 // The display state: `running` for a runnable task with a live lease.

@@ -4,6 +4,7 @@
 #include "cli/output.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/json_text.hpp"
 #include "core/outcome.hpp"
 #include "core/text.hpp"
 
@@ -144,10 +145,7 @@ std::vector<std::string> child_environment(const core::Task& t,
   env.push_back("TASKQ_ATTEMPT=" + std::to_string(t.attempts));
   // An environment string ends at its first NUL; a payload holding one
   // (a JSON string with \u0000) is passed as JSON text instead.
-  std::string payload = payload_text(t.payload);
-  if (payload.find('\0') != std::string::npos) {
-    payload = t.payload;
-  }
+  const std::string payload = payload_env_value(t.payload);
   // A payload or checkpoint too large for the environment is left out
   // rather than failing the task: the payload is on stdin whatever its
   // size, and `taskq show` has the checkpoint.
@@ -180,7 +178,7 @@ std::vector<std::string> child_environment(const core::Task& t,
 // What a handler printed, as a task result: its JSON when stdout is one
 // JSON value, else a JSON string of the text (one final newline dropped).
 std::string result_from_stdout(std::string text) {
-  if (nlohmann::json::accept(text)) {
+  if (core::json_valid(text)) {
     return minify_json(text);
   }
   if (!text.empty() && text.back() == '\n') {

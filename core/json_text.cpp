@@ -1,5 +1,7 @@
 #include "core/json_text.hpp"
 
+#include <cstdint>
+
 namespace taskq::core {
 namespace {
 
@@ -72,7 +74,335 @@ void each_item(std::string_view text, OnItem on_item) {
   }
 }
 
+// The RFC 8259 check behind json_error(): a loop over the bytes with an
+// explicit stack of open containers, so depth costs memory, not frames.
+class Validator {
+public:
+  explicit Validator(std::string_view text) : m_text(text) {}
+
+  std::optional<std::string> run() {
+    if (m_text.substr(0, 3) == "\xef\xbb\xbf") {
+      return std::string("it starts with a UTF-8 byte-order mark");
+    }
+    // What the grammar allows next.
+    enum class Want {
+      value,          // after ':' or ',' in an array, or at the start
+      value_or_close, // just after '['
+      key,            // after ',' in an object
+      key_or_close,   // just after '{'
+      colon,          // after a key
+      comma_or_close, // after a value inside a container
+      end,            // after the top-level value
+    };
+    Want want = Want::value;
+    std::vector<char> open; // '{' or '[' per open container
+    while (true) {
+      m_i = skip_space(m_text, m_i);
+      if (m_i == m_text.size()) {
+        if (want == Want::end) {
+          return std::nullopt;
+        }
+        if (open.empty()) {
+          return std::string("there is no JSON value");
+        }
+        return std::string(open.back() == '{'
+                               ? "the text ends inside an object"
+                               : "the text ends inside an array");
+      }
+      const char c = m_text[m_i];
+      switch (want) {
+      case Want::end:
+        return fail("unexpected text after the value", true);
+      case Want::colon:
+        if (c != ':') {
+          return fail("expected ':' after a key", true);
+        }
+        ++m_i;
+        want = Want::value;
+        continue;
+      case Want::comma_or_close:
+        if (c == ',') {
+          ++m_i;
+          want = open.back() == '{' ? Want::key : Want::value;
+          continue;
+        }
+        if (c != (open.back() == '{' ? '}' : ']')) {
+          return fail(open.back() == '{' ? "expected ',' or '}'"
+                                         : "expected ',' or ']'",
+                      true);
+        }
+        break; // closes below
+      case Want::key_or_close:
+      case Want::key:
+        if (c == '}' && want == Want::key_or_close) {
+          break; // closes below
+        }
+        if (c != '"') {
+          return fail("expected a string key", true);
+        }
+        if (!string()) {
+          return m_error;
+        }
+        want = Want::colon;
+        continue;
+      case Want::value_or_close:
+        if (c == ']') {
+          break; // closes below
+        }
+        [[fallthrough]];
+      case Want::value:
+        if (c == '{' || c == '[') {
+          open.push_back(c);
+          ++m_i;
+          want = c == '{' ? Want::key_or_close : Want::value_or_close;
+          continue;
+        }
+        if (!scalar()) {
+          return m_error;
+        }
+        want = open.empty() ? Want::end : Want::comma_or_close;
+        continue;
+      }
+      // A closing bracket that matches the innermost open container.
+      open.pop_back();
+      ++m_i;
+      want = open.empty() ? Want::end : Want::comma_or_close;
+    }
+  }
+
+private:
+  // Sets the error "WHAT at byte N" (1-based), naming the byte there when
+  // `show` (printable ASCII quoted, else its hex value); returns nothing.
+  std::optional<std::string> fail(const char* what, bool show = false) {
+    std::string msg(what);
+    if (show && m_i < m_text.size()) {
+      const auto b = static_cast<unsigned char>(m_text[m_i]);
+      if (b > 0x20 && b < 0x7f) {
+        msg += std::string(", not '") + static_cast<char>(b) + "'";
+      } else {
+        static const char* hex = "0123456789abcdef";
+        msg += ", not byte 0x";
+        msg += hex[b >> 4];
+        msg += hex[b & 0xf];
+      }
+    }
+    msg += " at byte " + std::to_string(m_i + 1);
+    m_error = std::move(msg);
+    return m_error;
+  }
+
+  bool fails(const char* what, bool show = false) {
+    fail(what, show);
+    return false;
+  }
+
+  // A string, a number or a literal at m_i; false with m_error set.
+  bool scalar() {
+    const char c = m_text[m_i];
+    if (c == '"') {
+      return string();
+    }
+    if (c == '-' || (c >= '0' && c <= '9')) {
+      return number();
+    }
+    for (const std::string_view word : {"true", "false", "null"}) {
+      if (m_text.substr(m_i, word.size()) == word) {
+        m_i += word.size();
+        return true;
+      }
+    }
+    return fails("expected a JSON value", true);
+  }
+
+  bool digit() const {
+    return m_i < m_text.size() && m_text[m_i] >= '0' && m_text[m_i] <= '9';
+  }
+
+  // Checked as text: never converted, so any number of digits is fine.
+  bool number() {
+    if (m_text[m_i] == '-') {
+      ++m_i;
+    }
+    if (!digit()) {
+      return fails("expected a digit in a number", true);
+    }
+    if (m_text[m_i] == '0') {
+      ++m_i;
+      if (digit()) {
+        return fails("a number has a leading zero");
+      }
+    } else {
+      while (digit()) {
+        ++m_i;
+      }
+    }
+    if (m_i < m_text.size() && m_text[m_i] == '.') {
+      ++m_i;
+      if (!digit()) {
+        return fails("expected a digit after '.' in a number", true);
+      }
+      while (digit()) {
+        ++m_i;
+      }
+    }
+    if (m_i < m_text.size() && (m_text[m_i] == 'e' || m_text[m_i] == 'E')) {
+      ++m_i;
+      if (m_i < m_text.size() && (m_text[m_i] == '+' || m_text[m_i] == '-')) {
+        ++m_i;
+      }
+      if (!digit()) {
+        return fails("expected a digit in a number's exponent", true);
+      }
+      while (digit()) {
+        ++m_i;
+      }
+    }
+    return true;
+  }
+
+  // The value of the four hex digits at m_i, or -1.
+  int32_t hex4() const {
+    if (m_text.size() - m_i < 4) {
+      return -1;
+    }
+    int32_t v = 0;
+    for (size_t k = 0; k < 4; ++k) {
+      const char h = m_text[m_i + k];
+      int32_t d = 0;
+      if (h >= '0' && h <= '9') {
+        d = h - '0';
+      } else if (h >= 'a' && h <= 'f') {
+        d = h - 'a' + 10;
+      } else if (h >= 'A' && h <= 'F') {
+        d = h - 'A' + 10;
+      } else {
+        return -1;
+      }
+      v = v * 16 + d;
+    }
+    return v;
+  }
+
+  // The escape at m_i (just past the backslash).
+  bool escape() {
+    if (m_i == m_text.size()) {
+      return fails("the text ends inside a string");
+    }
+    const char e = m_text[m_i];
+    if (e != 'u') {
+      if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
+        return fails("invalid escape in a string", true);
+      }
+      ++m_i;
+      return true;
+    }
+    ++m_i;
+    const int32_t unit = hex4();
+    if (unit < 0) {
+      return fails("expected four hex digits after \\u");
+    }
+    m_i += 4;
+    if (unit >= 0xdc00 && unit <= 0xdfff) {
+      m_i -= 6;
+      return fails("a \\u escape of a low surrogate without a high one before "
+                   "it");
+    }
+    if (unit >= 0xd800 && unit <= 0xdbff) {
+      const bool pair = m_text.substr(m_i, 2) == "\\u";
+      const int32_t low = [&] {
+        m_i += 2;
+        const int32_t v = pair ? hex4() : -1;
+        m_i -= 2;
+        return v;
+      }();
+      if (!pair || low < 0xdc00 || low > 0xdfff) {
+        m_i -= 6;
+        return fails("a \\u escape of a high surrogate without a low one "
+                     "after it");
+      }
+      m_i += 6;
+    }
+    return true;
+  }
+
+  // The well-formed UTF-8 sequence at m_i (its lead byte 0x80 or more).
+  bool utf8() {
+    const auto lead = static_cast<unsigned char>(m_text[m_i]);
+    size_t length = 0;
+    uint32_t min = 0;
+    uint32_t cp = 0;
+    if ((lead & 0xe0) == 0xc0) {
+      length = 2;
+      min = 0x80;
+      cp = lead & 0x1fU;
+    } else if ((lead & 0xf0) == 0xe0) {
+      length = 3;
+      min = 0x800;
+      cp = lead & 0x0fU;
+    } else if ((lead & 0xf8) == 0xf0) {
+      length = 4;
+      min = 0x10000;
+      cp = lead & 0x07U;
+    } else {
+      return fails("invalid UTF-8 in a string", true);
+    }
+    if (m_text.size() - m_i < length) {
+      return fails("invalid UTF-8 (cut short) in a string", true);
+    }
+    for (size_t k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(m_text[m_i + k]);
+      if ((next & 0xc0) != 0x80) {
+        return fails("invalid UTF-8 in a string", true);
+      }
+      cp = (cp << 6) | (next & 0x3fU);
+    }
+    if (cp < min) {
+      return fails("overlong UTF-8 in a string", true);
+    }
+    if (cp >= 0xd800 && cp <= 0xdfff) {
+      return fails("a UTF-8 encoded surrogate in a string", true);
+    }
+    if (cp > 0x10ffff) {
+      return fails("UTF-8 beyond U+10FFFF in a string", true);
+    }
+    m_i += length;
+    return true;
+  }
+
+  // The string that opens at m_i (a quote).
+  bool string() {
+    ++m_i;
+    while (m_i < m_text.size()) {
+      const auto b = static_cast<unsigned char>(m_text[m_i]);
+      if (b == '"') {
+        ++m_i;
+        return true;
+      }
+      if (b == '\\') {
+        ++m_i;
+        if (!escape()) {
+          return false;
+        }
+      } else if (b < 0x20) {
+        return fails("a control character in a string (escape it)", true);
+      } else if (b < 0x80) {
+        ++m_i;
+      } else if (!utf8()) {
+        return false;
+      }
+    }
+    return fails("the text ends inside a string");
+  }
+
+  std::string_view m_text;
+  size_t m_i = 0;
+  std::optional<std::string> m_error;
+};
 } // namespace
+
+std::optional<std::string> json_error(std::string_view text) {
+  return Validator(text).run();
+}
 
 JsonKind json_kind(std::string_view value) {
   value = json_trim(value);

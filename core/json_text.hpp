@@ -1,15 +1,46 @@
 #pragma once
 
+#include <optional>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
 namespace taskq::core {
 
+// Why `text` is not exactly one JSON value as RFC 8259 defines it, or
+// std::nullopt when it is. This is the check every JSON text from outside
+// taskq passes (--payload, --payload-file, --result, --checkpoint, `add
+// --jsonl` lines, `tx` documents, `import` lines, a handler's stdout).
+//
+// Contract (relied on by tests/fuzz):
+// - Accepts exactly RFC 8259's grammar: one value, optionally surrounded by
+//   space, tab, LF and CR; literals true/false/null in lower case; numbers
+//   `-? (0 | [1-9][0-9]*) (. [0-9]+)? ([eE] [+-]? [0-9]+)?`.
+// - Numbers are checked as text, never converted: 400 digits or 1e309
+//   are valid.
+// - Strings: no raw control character (below 0x20); escapes are
+//   \" \\ \/ \b \f \n \r \t and \uXXXX; a \u escape of a surrogate must be
+//   a high one (D800-DBFF) followed at once by an escaped low one
+//   (DC00-DFFF) - a lone surrogate escape is refused; raw bytes are
+//   well-formed UTF-8 (no overlong forms, no encoded surrogates, nothing
+//   above U+10FFFF). \u0000 is valid.
+// - A UTF-8 byte-order mark at the start is refused (RFC 8259 §8.1 lets a
+//   parser refuse it; taskq would otherwise store it and print invalid
+//   JSON).
+// - No depth limit: it is iterative, with memory of one byte per open
+//   container, so a 200,000-deep array is fine; it never recurses.
+// - Linear time; the reason is one line of ASCII naming a 1-based byte
+//   offset, never echoing the text.
+std::optional<std::string> json_error(std::string_view text);
+inline bool json_valid(std::string_view text) {
+  return !json_error(text).has_value();
+}
+
 // Readers over JSON text that keep each value's exact bytes, so a payload
 // taken from a larger document (`tx`, `import`) is stored as written: every
 // digit of every number, every escape. Each requires well-formed JSON
-// (check it first, e.g. with nlohmann::json::accept); on other text the
+// (check it first with json_error); on other text the
 // results are unspecified but stay within `text`.
 
 // The JSON type a value's first byte announces.

@@ -73,4 +73,12 @@ std::string to_valid_utf8(std::string_view text) {
   return out;
 }
 
+bool is_valid_name(std::string_view name) {
+  return !name.empty() && name.size() <= 128
+         && name.find_first_not_of("abcdefghijklmnopqrstuvwxyz"
+                                   "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+                                   "0123456789._:/-")
+                == std::string_view::npos;
+}
+
 } // namespace taskq::core

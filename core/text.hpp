@@ -14,4 +14,8 @@ bool is_valid_utf8(std::string_view text);
 // by U+FFFD, for text taskq did not write (a handler's stderr or stdout).
 std::string to_valid_utf8(std::string_view text);
 
+// True for a queue, schedule or gate name: 1-128 letters, digits and
+// . _ : / -, so that it reads the same in shell scripts and tables.
+bool is_valid_name(std::string_view name);
+
 } // namespace taskq::core

@@ -124,11 +124,15 @@ Db::Db(const std::string& path, bool create)
   }
   sqlite3_extended_result_codes(raw, 1);
   sqlite3_busy_handler(raw, on_busy, m_busy.get());
+  sqlite3_wal_hook(raw, on_wal_commit, m_busy.get());
+}
+
+void Db::keep_wal_on_close() {
   // Every invocation is a short-lived process: checkpointing the WAL each
   // time the last connection closes would cost two more fsyncs and a WAL
   // re-creation per command. on_wal_commit keeps the WAL short instead.
-  sqlite3_db_config(raw, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
-  sqlite3_wal_hook(raw, on_wal_commit, m_busy.get());
+  sqlite3_db_config(m_handle.get(), SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1,
+                    nullptr);
 }
 
 void Db::enable_wal() {
@@ -150,7 +154,7 @@ void Db::enable_wal() {
 }
 
 void Db::fail(int rc, std::string_view context) const {
-  std::string message(context);
+  std::string message(context.empty() ? "database error" : context);
   const char* why =
       m_handle ? sqlite3_errmsg(m_handle.get()) : sqlite3_errstr(rc);
   if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
@@ -158,6 +162,9 @@ void Db::fail(int rc, std::string_view context) const {
   }
   message += ": ";
   message += why;
+  if (context.find(m_path) == std::string_view::npos) {
+    message += " (database " + m_path + ")";
+  }
   throw Error(kind_for(rc), message);
 }
 
@@ -180,7 +187,18 @@ Statement::Statement(Db& db, std::string_view sql) : m_db(&db) {
       db.handle(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
   m_stmt.reset(raw);
   if (rc != SQLITE_OK) {
-    db.fail(rc, "cannot read the database");
+    const std::string_view why = sqlite3_errmsg(db.handle());
+    if ((rc & 0xff) == SQLITE_ERROR
+        && (why.starts_with("no such table")
+            || why.starts_with("no such column"))) {
+      // taskq's own statements name what its migrations made: the schema
+      // was changed behind its back.
+      throw Error(ErrorKind::unavailable,
+                  "database " + db.path()
+                      + " does not have taskq's schema (see taskq db check): "
+                      + std::string(why));
+    }
+    db.fail(rc, "");
   }
 }
 
@@ -227,7 +245,7 @@ bool Statement::step() {
   if (rc == SQLITE_DONE) {
     return false;
   }
-  m_db->fail(rc, "database error");
+  m_db->fail(rc, "");
 }
 
 void Statement::run() {

@@ -12,8 +12,8 @@ struct sqlite3_stmt;
 namespace taskq::storage {
 
 // One SQLite connection, set up for taskq: a busy handler that waits up to
-// the busy timeout, and no checkpoint when the connection closes. Failures
-// throw taskq::Error with context and sqlite3_errmsg().
+// the busy timeout. Failures throw taskq::Error naming the database's path,
+// with context and sqlite3_errmsg().
 class Db {
 public:
   // Opens `path` read-write (creating it when `create`), or ":memory:".
@@ -27,6 +27,10 @@ public:
   // The busy handler's per-connection state (storage/db.cpp).
   struct BusyState;
 
+  // Once the file is known to be taskq's: no checkpoint when the connection
+  // closes (until then, closing leaves a WAL file as it found it).
+  void keep_wal_on_close();
+
   // Switches the file to WAL mode (stored in the file). SQLite answers
   // SQLITE_BUSY at once, without the busy handler, while another process
   // holds a lock, so this retries until the busy timeout.
@@ -34,7 +38,9 @@ public:
 
   // Runs SQL without results (may hold several statements).
   void exec(const char* sql, std::string_view context);
-  // Throws the taskq::Error for SQLite result code `rc`.
+  // Throws the taskq::Error for SQLite result code `rc`: "CONTEXT: WHY",
+  // then "(database PATH)" when CONTEXT does not name the path ("database
+  // error" when CONTEXT is empty).
   [[noreturn]] void fail(int rc, std::string_view context) const;
 
 private:

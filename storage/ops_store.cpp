@@ -31,6 +31,7 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
     throw Error(ErrorKind::usage, "redrive needs two different queues");
   }
   Transaction tx(*m_db);
+  now = locked_now(now);
   std::vector<std::pair<int64_t, TaskState>> moving;
   int64_t lapsed = 0; // moved with a lease that ran out: counted as expired
   {
@@ -92,6 +93,7 @@ int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
     in_states += "'";
   }
   Transaction tx(*m_db);
+  now = locked_now(now);
   m_db->exec("CREATE TEMP TABLE IF NOT EXISTS purge_ids "
              "(id INTEGER PRIMARY KEY, state TEXT NOT NULL)",
              "cannot purge");

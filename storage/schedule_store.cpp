@@ -157,6 +157,7 @@ std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
 void TaskStore::add_schedule(const ScheduleSpec& spec, Time now,
                              const std::string& actor) {
   Transaction tx(*m_db);
+  now = locked_now(now);
   refuse_taken(*m_db, "schedules", "schedule", spec.name);
   const bool every = std::holds_alternative<core::Every>(spec.when);
   const std::string text = core::to_string(spec.when);
@@ -203,6 +204,7 @@ ScheduleInfo TaskStore::schedule(const std::string& name) {
 void TaskStore::set_schedule_paused(const std::string& name, bool paused,
                                     Time now) {
   Transaction tx(*m_db);
+  now = locked_now(now);
   require_named(*m_db, "schedules", "schedule", name);
   const ScheduleInfo info = [&] {
     Statement st(*m_db, join(join("SELECT ", k_schedule_columns),
@@ -235,6 +237,7 @@ std::vector<int64_t> TaskStore::tick(const std::optional<std::string>& queue,
                                      Time now, const std::string& actor) {
   (void)actor; // emitted tasks are created by their schedule
   Transaction tx(*m_db);
+  now = locked_now(now);
   auto ids = emit_schedules(*m_db, queue ? &*queue : nullptr, now);
   tx.commit();
   return ids;
@@ -249,6 +252,7 @@ void TaskStore::add_gate(const GateSpec& spec, Time now,
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
   Transaction tx(*m_db);
+  now = locked_now(now);
   refuse_taken(*m_db, "gates", "gate", spec.name);
   Statement(*m_db, "INSERT INTO gates (name, queue, keys, payload, labels, "
                    "priority, created_at, created_by) "

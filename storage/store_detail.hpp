@@ -10,6 +10,7 @@
 #include "storage/task_store.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -104,5 +105,18 @@ core::Schedule stored_schedule(const std::optional<std::string>& every,
 // the new task ids.
 std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
                                     core::Time now);
+
+// The rules of the stored data that leasing and the state machine trust:
+// `db check` counts what breaks them, and `import` refuses rows that do.
+struct Invariant {
+  std::string_view summary; // after a count, for db check
+  std::string_view problem; // of one task, for import
+};
+// Calls `each(rule, task_id)` for every row that breaks a rule, rule by
+// rule (a task may come more than once). `scope`: a JSON array of the task
+// ids to look at; std::nullopt looks at every task.
+void find_violations(
+    Db& db, const std::optional<std::string>& scope,
+    const std::function<void(const Invariant&, int64_t)>& each);
 
 } // namespace taskq::storage::detail

@@ -11,12 +11,15 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <limits>
+#include <map>
 #include <random>
 #include <string_view>
+#include <sys/stat.h>
 #include <tuple>
 #include <unistd.h>
 
@@ -160,20 +163,26 @@ std::string task_ref(int64_t id) {
   return "task " + std::to_string(id);
 }
 
+// Creates the folders of `path` that are missing, mode 0700 (whatever the
+// umask), like the database file's 0600.
+void create_private_folders(const std::string& path) {
+  const std::filesystem::path parent =
+      std::filesystem::path(path).parent_path();
+  std::filesystem::path at;
+  for (const auto& part : parent) {
+    at /= part;
+    if (::mkdir(at.c_str(), 0700) != 0 && errno != EEXIST) {
+      throw Error(ErrorKind::unavailable, "cannot create folder " + at.string()
+                                              + ": " + std::strerror(errno));
+    }
+  }
+}
+
 // Creates `path`'s folder and the file itself with mode 0600 when missing,
 // so SQLite (and its -wal/-shm files, which copy the mode) never makes it
 // world-readable.
 void create_private_file(const std::string& path) {
-  const std::filesystem::path p(path);
-  std::error_code ec;
-  if (p.has_parent_path()) {
-    std::filesystem::create_directories(p.parent_path(), ec);
-    if (ec) {
-      throw Error(ErrorKind::unavailable, "cannot create folder "
-                                              + p.parent_path().string() + ": "
-                                              + ec.message());
-    }
-  }
+  create_private_folders(path);
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
   if (fd < 0 && errno != EEXIST) {
@@ -183,6 +192,27 @@ void create_private_file(const std::string& path) {
   if (fd >= 0) {
     ::close(fd);
   }
+}
+
+// What a file that exists at a database path is, when it is not a regular
+// file (SQLite would write a -journal beside it): "" for a regular file.
+std::string not_a_file(const struct stat& st) {
+  if (S_ISREG(st.st_mode)) {
+    return "";
+  }
+  if (S_ISDIR(st.st_mode)) {
+    return "a folder";
+  }
+  if (S_ISCHR(st.st_mode) || S_ISBLK(st.st_mode)) {
+    return "a device";
+  }
+  if (S_ISFIFO(st.st_mode)) {
+    return "a fifo";
+  }
+  if (S_ISSOCK(st.st_mode)) {
+    return "a socket";
+  }
+  return "not a regular file";
 }
 
 } // namespace detail
@@ -202,6 +232,11 @@ int read_user_version(Db& db) {
   return static_cast<int>(st.get_int(0));
 }
 
+// taskq's mark in a database file's header (PRAGMA application_id):
+// "tskq". Set with every migration, so a new database carries it from the
+// first commit that gives it tables.
+constexpr int k_application_id = 0x74736b71;
+
 void apply_migrations(Db& db) {
   for (const auto& m : migrations()) {
     Transaction tx(db);
@@ -211,10 +246,44 @@ void apply_migrations(Db& db) {
     }
     db.exec(std::string(m.sql).c_str(),
             "cannot apply migration " + std::string(m.name));
-    db.exec(("PRAGMA user_version = " + std::to_string(m.version)).c_str(),
+    db.exec(("PRAGMA user_version = " + std::to_string(m.version)
+             + "; PRAGMA application_id = " + std::to_string(k_application_id))
+                .c_str(),
             "cannot record the schema version");
     tx.commit();
   }
+}
+
+// Whose the database open on `db` is, read without writing anything.
+enum class Owner { taskq, empty, other };
+
+Owner owner_of(Db& db) {
+  Transaction tx(db, Transaction::Kind::read);
+  Statement st(db, "SELECT (SELECT application_id FROM pragma_application_id), "
+                   "(SELECT user_version FROM pragma_user_version), "
+                   "(SELECT count(*) FROM sqlite_schema), "
+                   "(SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
+                   "AND name IN ('tasks', 'queues', 'task_errors', 'events'))");
+  st.step();
+  const int64_t app = st.get_int(0);
+  const int64_t version = st.get_int(1);
+  const int64_t objects = st.get_int(2);
+  const int64_t taskq_tables = st.get_int(3);
+  if (app == k_application_id) {
+    return Owner::taskq;
+  }
+  if (app != 0) {
+    return Owner::other;
+  }
+  if (objects == 0 && version == 0) {
+    return Owner::empty;
+  }
+  // Made before taskq marked its files: its schema version and the tables
+  // of its first migration.
+  if (version > 0 && taskq_tables == 4) {
+    return Owner::taskq;
+  }
+  return Owner::other;
 }
 
 std::optional<Task> load_task(Db& db, int64_t id) {
@@ -417,9 +486,19 @@ Task require_lease(Db& db, int64_t id, const std::string& token, Time now) {
 // Opening and migrations
 // ---------------------------------------------------------------------------
 
-TaskStore::TaskStore(const std::string& path, OpenMode mode) {
-  std::error_code ec;
-  const bool exists = std::filesystem::exists(path, ec);
+TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
+    : m_clock(std::move(clock)) {
+  // Decided before SQLite opens anything: it would write a -journal beside
+  // a device such as /dev/null.
+  struct stat st {};
+  const bool exists = ::stat(path.c_str(), &st) == 0;
+  if (exists) {
+    if (const std::string what = not_a_file(st); !what.empty()) {
+      throw Error(ErrorKind::unavailable, "cannot use database " + path
+                                              + ": it is " + what
+                                              + ", not a regular file");
+    }
+  }
   if (!exists && mode == OpenMode::read) {
     // Reading a database that was never written: an empty one, in memory.
     m_db = std::make_unique<Db>(":memory:", true);
@@ -430,6 +509,16 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode) {
     create_private_file(path);
   }
   m_db = std::make_unique<Db>(path, false);
+  // Only reads until the file is known to be taskq's or empty: another
+  // program's database is left byte for byte as it was.
+  const Owner owner = owner_of(*m_db);
+  if (owner == Owner::other) {
+    throw Error(ErrorKind::unavailable,
+                "cannot use database " + path
+                    + ": it is not a taskq database (it holds another "
+                      "program's tables); give taskq a file of its own");
+  }
+  m_db->keep_wal_on_close();
   // FULL: a command that returned has its change on disk, also across a
   // power loss (NORMAL in WAL mode may lose the last commits).
   m_db->exec("PRAGMA synchronous = FULL", "cannot configure " + path);
@@ -443,7 +532,7 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode) {
                     + "); upgrade taskq");
   }
   if (version < latest_schema_version()) {
-    if (version == 0) {
+    if (owner == Owner::empty) {
       // WAL lets readers run while a writer commits; the mode is stored in
       // the file, so it is set once, when taskq first creates the schema.
       m_db->enable_wal();
@@ -848,6 +937,7 @@ Added TaskStore::add_unique(const NewTask& task, Time now,
                             const std::string& actor) {
   check_new_task(task);
   Transaction tx(*m_db);
+  now = locked_now(now);
   if (task.unique_key) {
     Statement st(*m_db, "SELECT id FROM tasks INDEXED BY tasks_unique "
                         "WHERE queue = ?1 AND unique_key = ?2 "
@@ -877,6 +967,7 @@ int64_t TaskStore::add_many(const NewTask& proto,
                                   "--broadcast: add those one by one");
   }
   Transaction tx(*m_db);
+  now = locked_now(now);
   const Deps deps = check_deps(*m_db, proto.after);
   Companions companions(*m_db, proto, deps);
   // Labels and dependencies take rows of their own; without them a bulk
@@ -923,6 +1014,7 @@ int64_t TaskStore::add_many(const NewTask& proto,
 std::vector<Task> TaskStore::requeue(const std::string& queue,
                                      const std::string& actor, Time now) {
   Transaction tx(*m_db);
+  now = locked_now(now);
   std::vector<std::tuple<int64_t, TaskState, int64_t>> due_later;
   {
     Statement st(*m_db, "SELECT id, state, run_at FROM tasks "
@@ -956,6 +1048,7 @@ std::vector<Task> TaskStore::requeue(const std::string& queue,
 
 int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
   Transaction tx(*m_db);
+  now = locked_now(now);
   const Task old = load_full(*m_db, id);
   if (old.state != TaskState::failed && old.state != TaskState::killed) {
     throw Error(ErrorKind::conflict,
@@ -1202,6 +1295,7 @@ bool lease_order_before(const Task& a, const Task& b) {
 
 std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
   Transaction tx(*m_db);
+  now = locked_now(now);
   struct Source {
     std::string queue;
     QueueRow settings;
@@ -1306,6 +1400,7 @@ HeartbeatResult TaskStore::heartbeat(int64_t id, const std::string& token,
                                      const std::optional<std::string>& cp,
                                      Time now) {
   Transaction tx(*m_db);
+  now = locked_now(now);
   if (delivery_write(*m_db, id, token, now, "heartbeat", "")) {
     tx.commit();
     return {now + extend.value_or(std::chrono::minutes(5)), false};
@@ -1386,6 +1481,7 @@ Task TaskStore::complete(int64_t id, const std::string& token,
                          const std::optional<std::string>& result, Time now,
                          const core::Labels& sync) {
   Transaction tx(*m_db);
+  now = locked_now(now);
   Task out = complete_leased(*m_db, id, token, result, now, sync);
   tx.commit();
   return out;
@@ -1394,6 +1490,7 @@ Task TaskStore::complete(int64_t id, const std::string& token,
 Task TaskStore::fail(int64_t id, const std::string& token,
                      const FailRequest& req, Time now) {
   Transaction tx(*m_db);
+  now = locked_now(now);
   if (auto b = delivery_write(*m_db, id, token, now, "error", req.error)) {
     tx.commit();
     return *b;
@@ -1461,6 +1558,7 @@ Task TaskStore::fail(int64_t id, const std::string& token,
 Task TaskStore::release(int64_t id, const std::string& token,
                         std::optional<Millis> delay, Time now) {
   Transaction tx(*m_db);
+  now = locked_now(now);
   if (auto b = delivery_write(*m_db, id, token, now, "release", "")) {
     tx.commit();
     return *b;
@@ -1486,6 +1584,7 @@ Task TaskStore::release(int64_t id, const std::string& token,
 Task TaskStore::worker_sleep(int64_t id, const std::string& token, Time until,
                              Time now) {
   Transaction tx(*m_db);
+  now = locked_now(now);
   if (auto b = delivery_write(*m_db, id, token, now, "sleep", "")) {
     tx.commit();
     return *b;
@@ -1642,6 +1741,7 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
     throw Error(ErrorKind::usage, "which tasks? name ids or filters");
   }
   Transaction tx(*m_db);
+  now = locked_now(now);
   std::vector<Task> changed;
   for (const Task& task : select_tasks(*m_db, sel, now)) {
     const auto next = core::transition(task.state, msg);
@@ -1987,6 +2087,102 @@ void TaskStore::set_queue(const std::string& queue, const QueueSettings& s) {
   tx.commit();
 }
 
+namespace {
+
+// Every schema object (table, index, trigger, view) by "type name", with
+// the SQL that made it (empty for SQLite's automatic indexes). The
+// statistics tables of ANALYZE are the planner's, not the schema.
+std::map<std::string, std::string> schema_objects(Db& db) {
+  Statement st(db, "SELECT type, name, coalesce(sql, '') FROM sqlite_schema "
+                   "WHERE name NOT LIKE 'sqlite!_stat%' ESCAPE '!'");
+  std::map<std::string, std::string> out;
+  while (st.step()) {
+    out[st.get_text(0) + " " + st.get_text(1)] = st.get_text(2);
+  }
+  return out;
+}
+
+// How the schema of `db` differs from what the migrations make: one line
+// per missing, unexpected or changed table, column set, index or trigger.
+std::vector<std::string> schema_problems(Db& db) {
+  Db expected_db(":memory:", true);
+  apply_migrations(expected_db);
+  const auto expected = schema_objects(expected_db);
+  const auto actual = schema_objects(db);
+  std::vector<std::string> problems;
+  const std::string version = std::to_string(latest_schema_version());
+  for (const auto& [what, sql] : expected) {
+    const auto it = actual.find(what);
+    if (it == actual.end()) {
+      problems.push_back(what + " is missing from the schema");
+    } else if (it->second != sql) {
+      problems.push_back(what + " differs from schema version " + version + ": "
+                         + it->second);
+    }
+  }
+  for (const auto& [what, sql] : actual) {
+    if (!expected.contains(what)) {
+      problems.push_back(what + " is not part of taskq's schema");
+    }
+  }
+  return problems;
+}
+
+} // namespace
+
+namespace detail {
+
+namespace {
+
+struct Rule {
+  Invariant text;
+  const char* offenders; // task ids, one per offending row, of tasks `t`
+};
+
+// Each selects from `tasks t`; the scope is added to its WHERE.
+const Rule k_rules[] = {
+    {{"task(s) left in the transient fault state",
+      "its state is fault, which is transient, never stored"},
+     "SELECT t.id FROM tasks t WHERE t.state = 'fault'"},
+    {{"leased task(s) that are not runnable",
+      "it holds a lease but is not runnable"},
+     "SELECT t.id FROM tasks t WHERE t.lease_token IS NOT NULL "
+     "AND t.state <> 'runnable'"},
+    // What leasing trusts: a waiting task's count of unfinished
+    // dependencies, and the label index roots are checked against.
+    {{"waiting task(s) whose count of unfinished dependencies is off",
+      "its 'blockers' is not the number of its unfinished dependencies"},
+     "SELECT t.id FROM tasks t WHERE t.blockers > 0 "
+     "AND t.blockers <> (SELECT count(*) FROM task_deps d JOIN tasks x "
+     "ON x.id = d.dep_id WHERE d.task_id = t.id "
+     "AND x.state <> 'completed')"},
+    {{"label(s) of unfinished tasks missing from the label index",
+      "a label is missing from the label index"},
+     "SELECT t.id FROM tasks t, json_each(t.labels) j "
+     "WHERE t.labels IS NOT NULL "
+     "AND t.state NOT IN ('completed', 'failed', 'killed') "
+     "AND NOT EXISTS (SELECT 1 FROM task_labels l WHERE l.key = j.key "
+     "AND l.value = j.value AND l.task_id = t.id)"},
+};
+
+} // namespace
+
+void find_violations(
+    Db& db, const std::optional<std::string>& scope,
+    const std::function<void(const Invariant&, int64_t)>& each) {
+  for (const Rule& rule : k_rules) {
+    Statement st(db, std::string(rule.offenders)
+                         + " AND (?1 IS NULL OR t.id IN "
+                           "(SELECT value FROM json_each(?1)))");
+    st.bind(1, scope);
+    while (st.step()) {
+      each(rule.text, st.get_int(0));
+    }
+  }
+}
+
+} // namespace detail
+
 CheckReport TaskStore::check() {
   CheckReport report;
   Transaction tx(*m_db, Transaction::Kind::read);
@@ -2000,78 +2196,126 @@ CheckReport TaskStore::check() {
     }
   }
   report.schema_version = read_user_version(*m_db);
-  {
-    Statement st(*m_db, "SELECT count(*), sum(state = 'fault'), "
-                        "sum(lease_token IS NOT NULL AND state <> 'runnable') "
-                        "FROM tasks");
-    st.step();
-    report.tasks = st.get_int(0);
-    if (st.get_int(1) > 0) {
-      report.problems.push_back(std::to_string(st.get_int(1))
-                                + " task(s) left in the transient fault state");
-    }
-    if (st.get_int(2) > 0) {
-      report.problems.push_back(std::to_string(st.get_int(2))
-                                + " leased task(s) that are not runnable");
-    }
+  if (auto schema = schema_problems(*m_db); !schema.empty()) {
+    // The invariants below read the tables: not without the schema.
+    report.problems.insert(report.problems.end(), schema.begin(), schema.end());
+    return report;
   }
   {
-    // What leasing trusts: a waiting task's count of unfinished
-    // dependencies, and the label index roots are checked against.
-    Statement st(
-        *m_db,
-        "SELECT (SELECT count(*) FROM tasks t WHERE t.blockers > 0 "
-        "AND t.blockers <> (SELECT count(*) FROM task_deps d JOIN tasks x "
-        "ON x.id = d.dep_id WHERE d.task_id = t.id "
-        "AND x.state <> 'completed')), "
-        "(SELECT count(*) FROM tasks t, json_each(t.labels) j "
-        "WHERE t.labels IS NOT NULL "
-        "AND t.state NOT IN ('completed', 'failed', 'killed') "
-        "AND NOT EXISTS (SELECT 1 FROM task_labels l WHERE l.key = j.key "
-        "AND l.value = j.value AND l.task_id = t.id))");
+    Statement st(*m_db, "SELECT count(*) FROM tasks");
     st.step();
-    if (st.get_int(0) > 0) {
-      report.problems.push_back(
-          std::to_string(st.get_int(0))
-          + " waiting task(s) whose count of unfinished dependencies is off");
-    }
-    if (st.get_int(1) > 0) {
-      report.problems.push_back(std::to_string(st.get_int(1))
-                                + " label(s) of unfinished tasks missing from "
-                                  "the label index");
-    }
+    report.tasks = st.get_int(0);
+  }
+  std::vector<std::pair<const Invariant*, int64_t>> broken; // rule, count
+  find_violations(*m_db, std::nullopt,
+                  [&](const Invariant& rule, int64_t /*task_id*/) {
+                    if (broken.empty() || broken.back().first != &rule) {
+                      broken.emplace_back(&rule, 0);
+                    }
+                    ++broken.back().second;
+                  });
+  for (const auto& [rule, n] : broken) {
+    report.problems.push_back(std::to_string(n) + " "
+                              + std::string(rule->summary));
   }
   report.ok = report.problems.empty();
   return report;
 }
 
+namespace {
+
+// Removes the temporary file of a backup that did not finish.
+struct RemoveOnExit {
+  std::string path;
+  ~RemoveOnExit() {
+    if (!path.empty()) {
+      ::unlink(path.c_str());
+    }
+  }
+};
+
+void sync_path(const std::string& path, int flags, const std::string& what) {
+  const int fd = ::open(path.c_str(), flags | O_CLOEXEC);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const int err = errno;
+    if (fd >= 0) {
+      ::close(fd);
+    }
+    throw Error(ErrorKind::unavailable,
+                "cannot back up to " + what + ": " + std::strerror(err));
+  }
+  ::close(fd);
+}
+
+} // namespace
+
 void TaskStore::backup(const std::string& dest_path) {
-  std::error_code ec;
-  if (std::filesystem::exists(dest_path, ec)) {
+  struct stat existing {};
+  if (::lstat(dest_path.c_str(), &existing) == 0) {
     throw Error(ErrorKind::usage,
                 "cannot back up to " + dest_path + ": the file exists");
   }
-  create_private_file(dest_path);
-  Db dest(dest_path, false);
-  sqlite3_backup* b =
-      sqlite3_backup_init(dest.handle(), "main", m_db->handle(), "main");
-  if (b == nullptr) {
-    dest.fail(sqlite3_errcode(dest.handle()), "cannot back up");
+  create_private_folders(dest_path);
+  // The copy goes to a temporary file in the target's folder (the rename
+  // must not cross file systems), renamed into place once it is whole and
+  // on disk: a backup killed half-way leaves no file at the target.
+  const std::filesystem::path target(dest_path);
+  const std::string folder =
+      target.has_parent_path() ? target.parent_path().string() : ".";
+  std::string temp =
+      folder + "/." + target.filename().string() + ".taskq-backup-XXXXXX";
+  const int fd = ::mkstemp(temp.data()); // mode 0600
+  if (fd < 0) {
+    throw Error(ErrorKind::unavailable,
+                "cannot back up to " + dest_path + ": " + std::strerror(errno));
   }
-  // One step copies everything under a read transaction; writers in WAL
-  // mode carry on meanwhile.
-  int rc = SQLITE_OK;
-  do {
-    rc = sqlite3_backup_step(b, -1);
-    if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
-      sqlite3_sleep(5);
+  ::close(fd);
+  RemoveOnExit cleanup{temp};
+  {
+    Db dest(temp, false);
+    // The file is nothing until it is renamed: no journal to keep, and one
+    // fsync at the end instead of one per write.
+    dest.exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF",
+              "cannot back up to " + dest_path);
+    sqlite3_backup* b =
+        sqlite3_backup_init(dest.handle(), "main", m_db->handle(), "main");
+    if (b == nullptr) {
+      dest.fail(sqlite3_errcode(dest.handle()),
+                "cannot back up to " + dest_path);
     }
-  } while (rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
-  sqlite3_backup_finish(b);
-  if (rc != SQLITE_DONE) {
-    std::filesystem::remove(dest_path, ec);
-    m_db->fail(rc, "cannot back up to " + dest_path);
+    // One step copies everything under a read transaction; writers in WAL
+    // mode carry on meanwhile.
+    int rc = SQLITE_OK;
+    do {
+      rc = sqlite3_backup_step(b, -1);
+      if (rc == SQLITE_BUSY || rc == SQLITE_LOCKED) {
+        sqlite3_sleep(5);
+      }
+    } while (rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
+    sqlite3_backup_finish(b);
+    if (rc != SQLITE_DONE) {
+      m_db->fail(rc, "cannot back up to " + dest_path);
+    }
   }
+  sync_path(temp, O_RDONLY, dest_path);
+  // Never over a file that appeared meanwhile.
+  int renamed = ::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, dest_path.c_str(),
+                            RENAME_NOREPLACE);
+  if (renamed != 0 && errno == EINVAL) {
+    // A file system without RENAME_NOREPLACE.
+    renamed = ::lstat(dest_path.c_str(), &existing) == 0
+                  ? (errno = EEXIST, -1)
+                  : ::rename(temp.c_str(), dest_path.c_str());
+  }
+  if (renamed != 0) {
+    const int err = errno;
+    throw Error(err == EEXIST ? ErrorKind::usage : ErrorKind::unavailable,
+                "cannot back up to " + dest_path + ": "
+                    + (err == EEXIST ? std::string("the file exists")
+                                     : std::string(std::strerror(err))));
+  }
+  cleanup.path.clear();
+  sync_path(folder, O_RDONLY | O_DIRECTORY, dest_path);
 }
 
 } // namespace taskq::storage

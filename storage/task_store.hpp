@@ -222,6 +222,7 @@ struct TxResult {
 // embedded as stored, so the text round-trips byte for byte.
 using ImageRow = std::vector<std::pair<std::string, std::string>>;
 struct TaskImage {
+  int64_t line = 0; // where it was read, named in errors (0: not named)
   ImageRow task;
   std::vector<ImageRow> errors;     // oldest first
   std::vector<ImageRow> events;     // oldest first, without their ids
@@ -244,12 +245,21 @@ struct CheckReport {
 // The one API the commands call. Every method is one transaction: writes
 // run under BEGIN IMMEDIATE and either commit whole or change nothing.
 // Errors are taskq::Error (not_found, conflict, usage, unavailable).
-// `now` is passed in so TASKQ_NOW governs every decision.
+// Reads decide with the `now` passed in. A write decides with the store's
+// clock, read once it holds the write lock (so that waiting for another
+// writer never makes a lease born expired); a store without a clock (unit
+// tests) uses the `now` passed in instead.
 class TaskStore {
 public:
+  // The time now: the system clock, or a frozen time (TASKQ_NOW).
+  using Clock = std::function<core::Time()>;
+
   // Opens (and migrates) the database at `path`. Throws unavailable for a
-  // file that is not a database or whose schema is newer than this binary.
-  TaskStore(const std::string& path, OpenMode mode);
+  // path that is not a regular file, a file that is not a database, a
+  // database of another program (it has tables but no taskq schema), or
+  // one whose schema is newer than this binary; such files are left as
+  // they were. Only a missing or empty file is initialised.
+  TaskStore(const std::string& path, OpenMode mode, Clock clock = {});
   ~TaskStore();
   TaskStore(const TaskStore&) = delete;
   TaskStore& operator=(const TaskStore&) = delete;
@@ -414,14 +424,21 @@ public:
   // Adds each task `next` yields (it fills its argument and returns true,
   // or returns false at the end) exactly as exported, keeping its id, all
   // in one transaction. Conflict when an id is taken; usage when a row
-  // names an unknown column or holds a value of the wrong kind. Returns
-  // how many.
+  // names an unknown column, holds a value add or tx would not write (a
+  // time outside years 0000-9999, an invalid queue name or label, ...) or
+  // breaks a rule db check verifies (a finished task holding a lease, a
+  // wrong count of unfinished dependencies). Errors start with
+  // `line N: ` (TaskImage::line) when it is set. Returns how many.
   int64_t import_tasks(const std::function<bool(TaskImage&)>& next);
 
-  // Database administration.
+  // Database administration. check: SQLite's integrity check, the schema
+  // (tables, columns, indexes, triggers) against what the migrations make,
+  // then taskq's invariants.
   CheckReport check();
   int schema_version();
   int migrate(); // applies pending migrations; returns the version
+  // Copies the database to a temporary file beside `dest_path`, flushed to
+  // disk, then renamed to it: `dest_path` is absent or a whole backup.
   void backup(const std::string& dest_path);
   void vacuum(); // rebuilds the file, giving free pages back
 
@@ -439,7 +456,14 @@ public:
   EventCursor events_end();
 
 private:
+  // The time a write decides with: the clock's, read now (call it once the
+  // write lock is held), or `given` when the store has no clock.
+  core::Time locked_now(core::Time given) const {
+    return m_clock ? m_clock() : given;
+  }
+
   std::unique_ptr<Db> m_db;
+  Clock m_clock;
 };
 
 // The latest schema version this binary knows.

@@ -2,7 +2,13 @@
 // rows beside it, column by column, so that export → import into an empty
 // database → export gives the same bytes, and a column added by a later
 // migration travels without code here changing.
+#include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/error_policy.hpp"
+#include "core/labels.hpp"
+#include "core/state.hpp"
+#include "core/text.hpp"
+#include "core/time.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
@@ -12,6 +18,9 @@
 #include <charconv>
 #include <map>
 #include <string>
+#include <unordered_map>
+#include <utility>
+#include <vector>
 
 namespace taskq::storage {
 
@@ -31,6 +40,146 @@ bool holds_json(std::string_view table, std::string_view column) {
 // are assigned afresh.
 bool implied(std::string_view table, std::string_view column) {
   return column == "task_id" || (table == "events" && column == "id");
+}
+
+// What a column may hold beyond its SQL type: the values add, tx and the
+// state machine write, so that an imported row reads back like any other
+// (a time prints as a date, a duration added to now stays a date).
+enum class Domain {
+  any,
+  time,              // within years 0000-9999
+  duration,          // what parse_duration reads (0 to 100 years)
+  positive_duration, // the same, longer than 0
+  task_id,           // 1 or more
+  count,             // 0 or more
+  positive,          // 1 or more
+  max_errors,        // 1 to 1000000, as --max-errors
+  flag,              // 0 or 1
+  name,              // a queue name
+  state,             // a task state
+  backoff,           // constant or exponential
+  labels,            // a JSON object of labels --label accepts
+  task_ids,          // a JSON array of task ids
+};
+
+Domain domain_of(std::string_view table, std::string_view column) {
+  if (column == "time" || column == "run_at" || column == "created_at"
+      || column == "updated_at" || column == "lease_expires"
+      || column == "broadcast_until") {
+    return Domain::time;
+  }
+  if (table == "events" && (column == "from_state" || column == "to_state")) {
+    return Domain::state;
+  }
+  if (table == "task_deps" && column == "dep_id") {
+    return Domain::task_id;
+  }
+  if (table != "tasks") {
+    return Domain::any;
+  }
+  static const std::map<std::string_view, Domain> k_tasks = {
+      {"id", Domain::task_id},
+      {"rev", Domain::positive},
+      {"queue", Domain::name},
+      {"state", Domain::state},
+      {"labels", Domain::labels},
+      {"attempts", Domain::count},
+      {"max_attempts", Domain::positive},
+      {"lease_for_ms", Domain::duration},
+      {"checkpoint_req", Domain::flag},
+      {"max_errors", Domain::max_errors},
+      {"error_window_ms", Domain::positive_duration},
+      {"retry_delay_ms", Domain::duration},
+      {"backoff", Domain::backoff},
+      {"max_delay_ms", Domain::duration},
+      {"retry_of", Domain::task_id},
+      {"after_ids", Domain::task_ids},
+      {"blockers", Domain::count},
+      {"root", Domain::labels},
+      {"sync", Domain::labels},
+  };
+  const auto it = k_tasks.find(column);
+  return it == k_tasks.end() ? Domain::any : it->second;
+}
+
+bool is_duration(int64_t ms) {
+  return ms >= 0 && core::parse_duration(std::to_string(ms) + "ms");
+}
+
+// What an integer of `domain` must be, or nullptr when `n` is one.
+const char* integer_misfit(Domain domain, int64_t n) {
+  switch (domain) {
+  case Domain::time:
+    return core::in_range(core::from_unix_ms(n))
+               ? nullptr
+               : "a time within years 0000-9999 (milliseconds from "
+                 "-62167219200000 to 253402300799999)";
+  case Domain::duration:
+    return is_duration(n) ? nullptr
+                          : "a duration of 0 to 100 years in milliseconds";
+  case Domain::positive_duration:
+    return n > 0 && is_duration(n)
+               ? nullptr
+               : "a duration of 1 ms to 100 years in milliseconds";
+  case Domain::task_id:
+    return n >= 1 ? nullptr : "a task id (1 or more)";
+  case Domain::count:
+    return n >= 0 ? nullptr : "0 or more";
+  case Domain::positive:
+    return n >= 1 ? nullptr : "at least 1";
+  case Domain::max_errors:
+    return n >= 1 && n <= 1'000'000 ? nullptr : "between 1 and 1000000";
+  case Domain::flag:
+    return n == 0 || n == 1 ? nullptr : "0 or 1";
+  default:
+    return nullptr;
+  }
+}
+
+// What a string of `domain` must be, or nullptr when `text` is one.
+const char* string_misfit(Domain domain, const std::string& text) {
+  switch (domain) {
+  case Domain::name:
+    return core::is_valid_name(text)
+               ? nullptr
+               : "a name of 1-128 letters, digits and . _ : / -";
+  case Domain::state:
+    return core::parse_state(text) ? nullptr : "a task state";
+  case Domain::backoff:
+    return core::parse_backoff(text) ? nullptr : "constant or exponential";
+  default:
+    return nullptr;
+  }
+}
+
+// What JSON text of `domain` must be, or nullptr when `json` is one.
+const char* json_misfit(Domain domain, const std::string& json) {
+  const auto v = nlohmann::json::parse(json, nullptr, false);
+  if (domain == Domain::labels) {
+    // As --label and tx's "labels" take them, label by label.
+    const char* what = "an object of strings (KEY: letters, digits and "
+                       ". _ / -; VALUE: no control characters)";
+    if (!v.is_object()) {
+      return what;
+    }
+    for (const auto& item : v.items()) {
+      if (!item.value().is_string() || item.key().find('=') != std::string::npos
+          || !core::parse_label(item.key() + "="
+                                + item.value().get<std::string>())) {
+        return what;
+      }
+    }
+    return nullptr;
+  }
+  if (domain == Domain::task_ids) {
+    const bool ok =
+        v.is_array()
+        && std::all_of(v.begin(), v.end(), [](const nlohmann::json& id) {
+             return id.is_number_integer() && id.get<int64_t>() > 0;
+           });
+    return ok ? nullptr : "an array of task ids";
+  }
+  return nullptr;
 }
 
 // The current row of `st` (over `table`) as an image row.
@@ -172,13 +321,17 @@ private:
       return Error(ErrorKind::usage,
                    where() + "'" + name + "' must be " + what);
     };
+    const Domain domain = domain_of(m_table, name);
     if (holds_json(m_table, name)) {
       // JSON null: SQL NULL where the column allows it, else JSON text.
       if (value == "null" && !col.not_null) {
         st.bind_null(index);
-      } else {
-        st.bind(index, value);
+        return;
       }
+      if (const char* what = json_misfit(domain, value)) {
+        throw misfit(what);
+      }
+      st.bind(index, value);
       return;
     }
     if (value == "null") {
@@ -195,6 +348,9 @@ private:
       if (ec != std::errc() || ptr != end) {
         throw misfit("an integer");
       }
+      if (const char* what = integer_misfit(domain, n)) {
+        throw misfit(what);
+      }
       st.bind(index, n);
       return;
     }
@@ -202,7 +358,11 @@ private:
     if (!parsed.is_string()) {
       throw misfit("a string");
     }
-    st.bind(index, parsed.get<std::string>());
+    const auto text = parsed.get<std::string>();
+    if (const char* what = string_misfit(domain, text)) {
+      throw misfit(what);
+    }
+    st.bind(index, text);
   }
 
   Db& m_db;
@@ -211,6 +371,53 @@ private:
   std::map<std::string, Column, std::less<>> m_columns;
   std::map<std::string, Statement> m_inserts; // by column list
 };
+
+// Checks one task's row as a whole and writes it with the rows beside it;
+// returns its id.
+int64_t import_one(const TaskImage& image, Statement& exists, RowWriter& tasks,
+                   RowWriter& errors, RowWriter& events, RowWriter& deps,
+                   RowWriter& deliveries) {
+  const std::string* id_text = cell(image.task, "id");
+  int64_t id = 0;
+  if (id_text == nullptr
+      || std::from_chars(id_text->data(), id_text->data() + id_text->size(), id)
+                 .ec
+             != std::errc()
+      || id < 1) {
+    throw Error(ErrorKind::usage, "'id' must be a task id (1 or more)");
+  }
+  // A lease is its token, holder and expiry together (read_task reads all
+  // three when the token is there).
+  int given = 0;
+  for (const char* column : {"lease_token", "lease_worker", "lease_expires"}) {
+    const std::string* v = cell(image.task, column);
+    given += v != nullptr && *v != "null" ? 1 : 0;
+  }
+  if (given != 0 && given != 3) {
+    throw Error(ErrorKind::usage, "'lease_token', 'lease_worker' and "
+                                  "'lease_expires' must be given together");
+  }
+  exists.bind(1, id);
+  const bool taken = exists.step();
+  exists.reset();
+  if (taken) {
+    throw Error(ErrorKind::conflict, task_ref(id) + " already exists");
+  }
+  tasks.write(image.task, std::nullopt);
+  for (const auto& row : image.errors) {
+    errors.write(row, id);
+  }
+  for (const auto& row : image.events) {
+    events.write(row, id);
+  }
+  for (const auto& row : image.deps) {
+    deps.write(row, id);
+  }
+  for (const auto& row : image.deliveries) {
+    deliveries.write(row, id);
+  }
+  return id;
+}
 
 } // namespace
 
@@ -247,78 +454,49 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
                   "task_id) SELECT j.key, j.value, t.id FROM tasks t, "
                   "json_each(t.labels) j WHERE t.id = ?1 "
                   "AND t.state NOT IN ('completed', 'failed', 'killed')");
-  int64_t count = 0;
+  // Where each imported task came from, for errors found after the last
+  // row: its index in `lines` by id.
+  std::vector<int64_t> lines;
+  std::unordered_map<int64_t, size_t> place;
+  std::string ids = "[";
+  const auto at = [](int64_t line) {
+    return line > 0 ? "line " + std::to_string(line) + ": " : std::string();
+  };
   TaskImage image;
   while (next(image)) {
-    const std::string* id_text = cell(image.task, "id");
-    int64_t id = 0;
-    if (id_text == nullptr
-        || std::from_chars(id_text->data(), id_text->data() + id_text->size(),
-                           id)
-                   .ec
-               != std::errc()
-        || id < 1) {
-      throw Error(ErrorKind::usage, "'id' must be a task id (1 or more)");
+    try {
+      const int64_t id =
+          import_one(image, exists, tasks, errors, events, deps, deliveries);
+      index.bind(1, id);
+      index.run();
+      index.reset();
+      place.emplace(id, lines.size());
+      lines.push_back(image.line);
+      ids += (lines.size() == 1 ? "" : ",") + std::to_string(id);
+    } catch (const Error& e) {
+      throw Error(e.kind(), at(image.line) + e.what());
     }
-    const std::string* state = cell(image.task, "state");
-    const auto state_json = state == nullptr
-                                ? nlohmann::json()
-                                : nlohmann::json::parse(*state, nullptr, false);
-    if (!state_json.is_string()
-        || !core::parse_state(state_json.get<std::string>())) {
-      throw Error(ErrorKind::usage, "'state' must be a task state");
-    }
-    for (const char* json_col : {"labels", "root", "sync"}) {
-      const std::string* text = cell(image.task, json_col);
-      try {
-        if (text != nullptr && *text != "null") {
-          labels_from_json(*text);
-        }
-      } catch (const std::exception&) {
-        throw Error(ErrorKind::usage, "'" + std::string(json_col)
-                                          + "' must be an object of strings");
-      }
-    }
-    if (const std::string* after = cell(image.task, "after_ids");
-        after != nullptr && *after != "null") {
-      const auto ids = nlohmann::json::parse(*after, nullptr, false);
-      const bool ok =
-          ids.is_array()
-          && std::all_of(ids.begin(), ids.end(), [](const nlohmann::json& v) {
-               return v.is_number_integer() && v.get<int64_t>() > 0;
-             });
-      if (!ok) {
-        throw Error(ErrorKind::usage,
-                    "'after_ids' must be an array of task ids");
-      }
-    }
-    exists.bind(1, id);
-    const bool taken = exists.step();
-    exists.reset();
-    if (taken) {
-      throw Error(ErrorKind::conflict, task_ref(id) + " already exists");
-    }
-    tasks.write(image.task, std::nullopt);
-    for (const auto& row : image.errors) {
-      errors.write(row, id);
-    }
-    for (const auto& row : image.events) {
-      events.write(row, id);
-    }
-    for (const auto& row : image.deps) {
-      deps.write(row, id);
-    }
-    for (const auto& row : image.deliveries) {
-      deliveries.write(row, id);
-    }
-    index.bind(1, id);
-    index.run();
-    index.reset();
-    ++count;
     image = TaskImage();
   }
+  // The rules db check verifies, on the imported tasks (they may depend on
+  // each other in any order, so only now): the first offender in the input
+  // names its line.
+  std::optional<std::pair<size_t, int64_t>> first; // (place, id)
+  std::string_view problem;
+  find_violations(*m_db, ids + "]", [&](const Invariant& rule, int64_t id) {
+    const size_t p = place.at(id);
+    if (!first || p < first->first) {
+      first = std::pair(p, id);
+      problem = rule.problem;
+    }
+  });
+  if (first) {
+    throw Error(ErrorKind::usage, at(lines[first->first])
+                                      + task_ref(first->second) + ": "
+                                      + std::string(problem));
+  }
   tx.commit();
-  return count;
+  return static_cast<int64_t>(lines.size());
 }
 
 } // namespace taskq::storage

@@ -142,6 +142,7 @@ TxResult TaskStore::apply_tx(const TxRequest& req, Time now,
                              const std::string& actor) {
   check_distinct(req);
   Transaction tx(*m_db);
+  now = locked_now(now);
   // 1. Predicates.
   for (size_t i = 0; i < req.require.size(); ++i) {
     const auto& r = req.require[i];

@@ -3,8 +3,9 @@
 # Input: `taskq events -o json` as tab-separated
 #   ID TIME TASK MESSAGE ACTOR DETAIL
 # (ID 0 for the add event, which has none), sorted by task, then by event id,
-# the order in which the writes committed. Times are RFC 3339 UTC with
-# milliseconds and a fixed width, so they compare as strings.
+# the order in which the writes committed. Times are RFC 3339 UTC, with
+# milliseconds unless they are 0 (`...:31Z`); ms() gives them all three
+# digits, and then they compare as strings.
 #
 # For each task it replays the leases: a lease is held from its `lease` event
 # until an event that ends it (`expire`, `complete`, `release`, `error`,
@@ -26,6 +27,11 @@ BEGIN {
   FS = "\t"
   tasks = leases = expires = completes = twice = never = releases = other = 0
   cur = ""
+}
+
+function ms(t) {
+  if (t !~ /\.[0-9][0-9][0-9]Z$/) sub(/Z$/, ".000Z", t)
+  return t
 }
 
 function bad(msg) {
@@ -51,7 +57,7 @@ $3 != cur {
 }
 
 {
-  id = $1; t = $2; msg = $4; actor = $5; detail = $6
+  id = $1; t = ms($2); msg = $4; actor = $5; detail = $6
   last = msg " at " t
 }
 
@@ -66,7 +72,7 @@ msg == "lease" {
         " (until " until ") had not ended: two live leases")
   }
   held = 1; holder = actor; until = ""
-  if (match(detail, /until [^ ,]+/)) until = substr(detail, RSTART + 6, RLENGTH - 6)
+  if (match(detail, /until [^ ,]+/)) until = ms(substr(detail, RSTART + 6, RLENGTH - 6))
   if (until == "") bad("lease event without a deadline: " detail)
   next
 }
