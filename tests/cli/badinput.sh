@@ -916,14 +916,14 @@ for s in -journal -wal -shm; do
 done
 
 section "a database that does not exist"
-watch dump "$main" file "$scratch/none.db" file "$scratch/nodir" \
-  file "$scratch/b.db"
+watch dump "$main" file "$scratch/none.db" file "$scratch/b.db"
 cases <<EOF
 5 --db $scratch/none.db db check          #> none.db
 5 --db $scratch/none.db db backup $scratch/b.db
 5 --db $scratch/none.db db vacuum
-5 --db $scratch/nodir/x.db add q          #> nodir
-5 --db $scratch/nodir/x.db import $scratch/valid.jsonl
+# (Not here: `--db NODIR/x.db add q`. SPEC §1 says an explicit path's
+# folder is never created, but tests/cli/db.sh checks that it is; see
+# /work/notes/badinput-findings.md.)
 EOF
 
 # --- read-only files and folders ---------------------------------------------------------
