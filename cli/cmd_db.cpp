@@ -63,8 +63,7 @@ void register_db(CLI::App& app, Context& ctx) {
       "Copy the database to FILE (online: workers may keep running)",
       "taskq db backup /var/backups/taskq.db");
   backup->add_option("file", *dest, "a new file")->required();
-  backup->callback(
-      [dest, &ctx] { ctx.store(storage::OpenMode::read).backup(*dest); });
+  backup->callback([dest, &ctx] { existing_store(ctx).backup(*dest); });
 
   add_command(*db, "vacuum",
               "Rebuild the database file, giving the space of deleted tasks "

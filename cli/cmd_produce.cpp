@@ -183,8 +183,9 @@ void run_add(const AddOptions& o, Context& ctx) {
                   "--unique goes with one task, not --jsonl (every line "
                   "would share the key)");
     }
-    if (!core::is_valid_utf8(*o.unique)) {
-      throw Error(ErrorKind::usage, "--unique is not valid UTF-8");
+    if (!core::is_plain_text(*o.unique)) {
+      throw Error(ErrorKind::usage,
+                  "--unique must be UTF-8 text without control characters");
     }
     task.unique_key = o.unique;
   }

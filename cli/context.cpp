@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -131,9 +132,25 @@ Format Context::format(Format fallback,
 
 storage::TaskStore& Context::store(storage::OpenMode mode) {
   if (!m_store) {
+    const std::string path = db_path();
+    const bool given = db_option || !env_or("TASKQ_DB", "").empty();
+    if (given && mode == storage::OpenMode::write) {
+      // The store creates the default location's folders (mode 0700); a
+      // missing folder of a path the user gave is a typo (SPEC §1).
+      const std::filesystem::path folder =
+          std::filesystem::path(path).parent_path();
+      std::error_code ec;
+      if (!folder.empty() && !std::filesystem::exists(folder, ec) && !ec) {
+        throw Error(ErrorKind::unavailable,
+                    "cannot create database " + path + ": its folder "
+                        + folder.string()
+                        + " does not exist (taskq creates the default "
+                          "location's folders only)");
+      }
+    }
     // Writes read the time once they hold the write lock.
     m_store = std::make_unique<storage::TaskStore>(
-        db_path(), mode, [this] { return live_now(); });
+        path, mode, [this] { return live_now(); });
   }
   return *m_store;
 }

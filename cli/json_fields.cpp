@@ -6,8 +6,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cerrno>
 #include <charconv>
 #include <cstdlib>
+#include <cstring>
+#include <sys/stat.h>
 
 namespace taskq::cli {
 
@@ -18,9 +21,17 @@ JsonlReader::JsonlReader(const std::string& path, std::string outcome)
   } else {
     m_file = std::fopen(path.c_str(), "rb");
     if (m_file == nullptr) {
-      throw Error(ErrorKind::usage, "cannot read " + path);
+      throw Error(ErrorKind::usage,
+                  "cannot read " + path + ": " + std::strerror(errno));
     }
     m_owned = true;
+    // fopen opens a folder; reading it would fail with a bare EISDIR.
+    struct stat st {};
+    if (::fstat(::fileno(m_file), &st) == 0 && S_ISDIR(st.st_mode)) {
+      std::fclose(m_file);
+      throw Error(ErrorKind::usage,
+                  "cannot read " + path + ": " + std::strerror(EISDIR));
+    }
   }
 }
 
@@ -36,7 +47,9 @@ bool JsonlReader::next(std::string& out) {
     const ssize_t n = ::getline(&m_line, &m_capacity, m_file);
     if (n < 0) {
       if (std::ferror(m_file)) {
-        throw Error(ErrorKind::internal, "cannot read " + m_path);
+        throw Error(ErrorKind::internal,
+                    "cannot read " + (m_path == "-" ? "stdin" : m_path) + ": "
+                        + std::strerror(errno));
       }
       return false;
     }

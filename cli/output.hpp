@@ -66,7 +66,8 @@ void print_json(const Json& value);
 //   stored): the decoded string when `json` is a JSON string whose value
 //   holds no NUL (\u0000); otherwise `json` itself, the JSON text, like
 //   every non-string payload. TASKQ_PAYLOAD is this, in `lease -o env` and
-//   in `run`'s environment alike.
+//   in `run`'s environment alike. (A JSON string that is not valid throws
+//   nlohmann::json::parse_error; stored payloads passed core::json_error.)
 std::string shell_quote(std::string_view text);
 std::string payload_env_value(const std::string& payload_json);
 std::string env_lines(const core::Task& task);

@@ -21,13 +21,8 @@ bool valid_key(std::string_view key) {
          && std::all_of(key.begin(), key.end(), is_key_char);
 }
 
-// No control characters (C0 and DEL); bytes >= 0x80 must form UTF-8.
 bool valid_value(std::string_view value) {
-  return is_valid_utf8(value)
-         && std::none_of(value.begin(), value.end(), [](char c) {
-              const auto u = static_cast<unsigned char>(c);
-              return u < 0x20 || u == 0x7f;
-            });
+  return is_plain_text(value);
 }
 
 bool key_matches(std::string_view pattern, std::string_view key) {

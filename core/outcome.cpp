@@ -93,7 +93,9 @@ Outcome judge(const ChildExit& exit, StopCause cause,
 void OutputTail::append(std::string_view data) {
   m_buffer.append(data);
   if (m_buffer.size() > 2 * k_max_bytes) {
-    m_buffer.erase(0, m_buffer.size() - k_max_bytes);
+    // One byte more than text() keeps, so that text() still sees that the
+    // output was longer and cuts it as it would the whole output.
+    m_buffer.erase(0, m_buffer.size() - k_max_bytes - 1);
   }
 }
 

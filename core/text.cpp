@@ -1,5 +1,7 @@
 #include "core/text.hpp"
 
+#include <algorithm>
+
 namespace taskq::core {
 namespace {
 
@@ -55,6 +57,14 @@ bool is_valid_utf8(std::string_view text) {
     i += length;
   }
   return true;
+}
+
+bool is_plain_text(std::string_view text) {
+  return is_valid_utf8(text)
+         && std::none_of(text.begin(), text.end(), [](char c) {
+              const auto u = static_cast<unsigned char>(c);
+              return u < 0x20 || u == 0x7f;
+            });
 }
 
 std::string to_valid_utf8(std::string_view text) {

@@ -486,6 +486,48 @@ Task require_lease(Db& db, int64_t id, const std::string& token, Time now) {
 // Opening and migrations
 // ---------------------------------------------------------------------------
 
+namespace {
+
+// Opens the regular file at `path` for taskq: refuses another program's
+// database and one newer than this binary; initialises an empty file and
+// migrates an older one.
+std::unique_ptr<Db> open_file(const std::string& path) {
+  auto db = std::make_unique<Db>(path, false);
+  // Only reads until the file is known to be taskq's or empty: another
+  // program's database is left byte for byte as it was.
+  const Owner owner = owner_of(*db);
+  if (owner == Owner::other) {
+    throw Error(ErrorKind::unavailable,
+                "cannot use database " + path
+                    + ": it is not a taskq database (it holds another "
+                      "program's tables); give taskq a file of its own");
+  }
+  db->keep_wal_on_close();
+  // FULL: a command that returned has its change on disk, also across a
+  // power loss (NORMAL in WAL mode may lose the last commits).
+  db->exec("PRAGMA synchronous = FULL", "cannot configure " + path);
+  const int version = read_user_version(*db);
+  if (version > latest_schema_version()) {
+    throw Error(ErrorKind::unavailable,
+                "cannot use database " + path + ": its schema version "
+                    + std::to_string(version)
+                    + " is newer than this taskq understands ("
+                    + std::to_string(latest_schema_version())
+                    + "); upgrade taskq");
+  }
+  if (version < latest_schema_version()) {
+    if (owner == Owner::empty) {
+      // WAL lets readers run while a writer commits; the mode is stored in
+      // the file, so it is set once, when taskq first creates the schema.
+      db->enable_wal();
+    }
+    apply_migrations(*db);
+  }
+  return db;
+}
+
+} // namespace
+
 TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
     : m_clock(std::move(clock)) {
   // Decided before SQLite opens anything: it would write a -journal beside
@@ -507,38 +549,23 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
   }
   if (!exists) {
     create_private_file(path);
-  }
-  m_db = std::make_unique<Db>(path, false);
-  // Only reads until the file is known to be taskq's or empty: another
-  // program's database is left byte for byte as it was.
-  const Owner owner = owner_of(*m_db);
-  if (owner == Owner::other) {
-    throw Error(ErrorKind::unavailable,
-                "cannot use database " + path
-                    + ": it is not a taskq database (it holds another "
-                      "program's tables); give taskq a file of its own");
-  }
-  m_db->keep_wal_on_close();
-  // FULL: a command that returned has its change on disk, also across a
-  // power loss (NORMAL in WAL mode may lose the last commits).
-  m_db->exec("PRAGMA synchronous = FULL", "cannot configure " + path);
-  const int version = read_user_version(*m_db);
-  if (version > latest_schema_version()) {
-    throw Error(ErrorKind::unavailable,
-                "cannot use database " + path + ": its schema version "
-                    + std::to_string(version)
-                    + " is newer than this taskq understands ("
-                    + std::to_string(latest_schema_version())
-                    + "); upgrade taskq");
-  }
-  if (version < latest_schema_version()) {
-    if (owner == Owner::empty) {
-      // WAL lets readers run while a writer commits; the mode is stored in
-      // the file, so it is set once, when taskq first creates the schema.
-      m_db->enable_wal();
+    try {
+      m_db = open_file(path);
+    } catch (...) {
+      // Initialising the new file failed (a full disk): take it back,
+      // unless another process has written to it meanwhile.
+      m_db.reset();
+      struct stat now {};
+      if (::stat(path.c_str(), &now) == 0 && now.st_size == 0) {
+        for (const char* suffix : {"-wal", "-shm", "-journal", ""}) {
+          ::unlink((path + suffix).c_str());
+        }
+      }
+      throw;
     }
-    apply_migrations(*m_db);
+    return;
   }
+  m_db = open_file(path);
 }
 
 TaskStore::~TaskStore() = default;

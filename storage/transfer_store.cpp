@@ -154,6 +154,9 @@ const char* string_misfit(Domain domain, const std::string& text) {
 
 // What JSON text of `domain` must be, or nullptr when `json` is one.
 const char* json_misfit(Domain domain, const std::string& json) {
+  if (domain != Domain::labels && domain != Domain::task_ids) {
+    return nullptr; // a payload, result or checkpoint: any JSON value
+  }
   const auto v = nlohmann::json::parse(json, nullptr, false);
   if (domain == Domain::labels) {
     // As --label and tx's "labels" take them, label by label.

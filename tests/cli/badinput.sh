@@ -29,8 +29,7 @@ _state() {
     path=${w#* }
     if [[ $mode == dump ]]; then
       if [[ -e $path ]]; then
-        printf 'dump %s %s\n' "$path" \
-          "$(sqlite3 -readonly "$path" .dump 2>&1 | md5sum)"
+        printf 'dump %s\n%s\n' "$path" "$(sqlite3 -readonly "$path" .dump 2>&1)"
       else
         printf 'dump %s absent\n' "$path"
       fi
@@ -86,15 +85,17 @@ one_case() {
   "${as[@]}" env "${envs[@]}" timeout -k 2 "$_case_timeout" "$TASKQ" "$@" \
     <"$input" >"$_outf" 2>"$_errf" 3>&-
   rc=$?
-  err=$(<"$_errf")
-  local problems=() lines after
+  local raw="" after problems=()
+  IFS= read -r -d '' raw <"$_errf"
+  err=${raw%$'\n'}
   [[ $rc == "$want" ]] || problems+=("exit $rc, expected $want")
-  lines=$(wc -l <"$_errf")
-  if [[ $lines != 1 || $(tail -c 1 "$_errf" | od -An -c) != *'\n'* ]]; then
-    problems+=("stderr is $lines lines, expected one")
+  if [[ -z $raw ]]; then
+    problems+=("stderr is empty")
+  elif [[ $raw != *$'\n' || $err == *$'\n'* ]]; then
+    problems+=("stderr is not one line")
   fi
   [[ $err == "taskq: "* ]] || problems+=("stderr does not start with 'taskq: '")
-  if LC_ALL=C grep -q '[[:cntrl:]]' <<<"$err"; then
+  if [[ $err == *[[:cntrl:]]* ]]; then
     problems+=("stderr holds a control character")
   fi
   if [[ -n $needle && $err != *"$needle"* ]]; then
@@ -102,7 +103,7 @@ one_case() {
   fi
   after=$(_state)
   if [[ $after != "$_base" ]]; then
-    problems+=("changed: $(diff <(echo "$_base") <(echo "$after") | grep '^>')")
+    problems+=("changed: $(diff <(echo "$_base") <(echo "$after") | grep '^[<>]' | head -4)")
     _base=$after
   fi
   if ((${#problems[@]} == 0)); then
@@ -893,6 +894,9 @@ done
 
 section "paths that are not a regular file: a folder, a fifo, a device"
 mkfifo "$scratch/fifo"
+for s in -journal -wal -shm; do
+  [[ -e /dev/null$s ]] && : >"$scratch/.had-null$s"
+done
 watch dump "$main" file "$scratch/folder" file "$scratch/fifo" file /dev/null
 cases <<EOF
 5 --db $scratch/folder list               #> folder
@@ -905,18 +909,21 @@ cases <<EOF
 5 --db /dev/null db check
 5 --db /dev/null schedule add n q --every day
 EOF
-# An old taskq left /dev/null-journal behind: do not let it linger.
-rm -f /dev/null-journal /dev/null-wal /dev/null-shm 2>/dev/null
+# A taskq that touched /dev/null left /dev/null-journal behind: remove what
+# the cases made (and only that).
+for s in -journal -wal -shm; do
+  [[ -e /dev/null$s && ! -e $scratch/.had-null$s ]] && rm -f "/dev/null$s"
+done
 
 section "a database that does not exist"
-watch dump "$main" file "$scratch/none.db" file "$scratch/nodir" \
-  file "$scratch/b.db"
+watch dump "$main" file "$scratch/none.db" file "$scratch/b.db"
 cases <<EOF
 5 --db $scratch/none.db db check          #> none.db
 5 --db $scratch/none.db db backup $scratch/b.db
 5 --db $scratch/none.db db vacuum
-5 --db $scratch/nodir/x.db add q          #> nodir
-5 --db $scratch/nodir/x.db import $scratch/valid.jsonl
+# (Not here: `--db NODIR/x.db add q`. SPEC §1 says an explicit path's
+# folder is never created, but tests/cli/db.sh checks that it is; see
+# /work/notes/badinput-findings.md.)
 EOF
 
 # --- read-only files and folders ---------------------------------------------------------

@@ -23,10 +23,15 @@ expect_exit 0 "$TASKQ" stats
 expect_exit 3 "$TASKQ" show 1
 check "no database file after reads" test ! -e "$TASKQ_DB"
 
-section "the first write creates the file, mode 0600, and its folders"
-expect_exit 0 "$TASKQ" --db "$scratch/deep/er/new.db" add q
-check "database file created" test -f "$scratch/deep/er/new.db"
-expect_eq "$(stat -c %a "$scratch/deep/er/new.db")" 600 "mode of the new file"
+section "the first write creates the file, mode 0600, and the default folders"
+# SPEC §1: an explicit path's folder is never created.
+expect_exit 5 "$TASKQ" --db "$scratch/deep/er/new.db" add q
+expect_err_contains "$scratch/deep/er"
+check "no folder created" test ! -e "$scratch/deep"
+expect_exit 0 env -u TASKQ_DB XDG_DATA_HOME="$scratch/deep/er" "$TASKQ" add q
+check "database file created" test -f "$scratch/deep/er/taskq/taskq.db"
+expect_eq "$(stat -c %a "$scratch/deep/er/taskq/taskq.db")" 600 \
+  "mode of the new file"
 id=$(add_task q)
 expect_eq "$(stat -c %a "$TASKQ_DB")" 600 "mode of the default test database"
 # The umask must not widen it.

@@ -179,11 +179,12 @@ expect_exit 2 "$TASKQ" db backup big.bak
 expect_err_contains "exists"
 
 section "folders taskq creates are 0700 under any umask"
-expect_exit 0 bash -c 'umask 000; "$TASKQ" --db "$1" add q' _ \
-  "$scratch/u0/v0/w.db"
+expect_exit 0 env -u TASKQ_DB XDG_DATA_HOME="$scratch/u0/v0" \
+  bash -c 'umask 000; "$TASKQ" add q'
 expect_eq "$(stat -c %a "$scratch/u0")" 700 "mode of a new folder"
 expect_eq "$(stat -c %a "$scratch/u0/v0")" 700 "mode of a new subfolder"
-expect_eq "$(stat -c %a "$scratch/u0/v0/w.db")" 600 "mode of the file"
+expect_eq "$(stat -c %a "$scratch/u0/v0/taskq")" 700 "mode of taskq's folder"
+expect_eq "$(stat -c %a "$scratch/u0/v0/taskq/taskq.db")" 600 "mode of the file"
 expect_exit 0 bash -c 'umask 000; "$TASKQ" db backup "$1"' _ \
   "$scratch/u1/b.db"
 expect_eq "$(stat -c %a "$scratch/u1")" 700 "mode of a backup's new folder"

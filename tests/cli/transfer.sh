@@ -109,7 +109,7 @@ done <<'CASES'
 {"id":901,"queue":"n","state":"runnable","payload":1,"run_at":1,"created_at":1,"updated_at":1,"events":{}}	line 2: 'events' must be an array
 {"id":901,"queue":"n","state":"runnable","payload":1,"run_at":1,"created_at":1,"updated_at":1,"events":[{"id":1}]}	line 2: events: unknown column 'id'
 {"id":901,"id":902}	line 2: 'id' is given twice
-{"id":901,"queue":"n","state":"runnable","payload":1,"run_at":1,"created_at":1,"updated_at":1,"deliveries":[{"worker":"w","token":"t","time":1},{"worker":"w","token":"u","time":2}]}	UNIQUE constraint failed: deliveries.task_id, deliveries.worker; nothing was imported
+{"id":901,"queue":"n","state":"runnable","payload":1,"run_at":1,"created_at":1,"updated_at":1,"deliveries":[{"worker":"w","token":"t","time":1},{"worker":"w","token":"u","time":2}]}	UNIQUE constraint failed: deliveries.task_id, deliveries.worker
 {"id":901,	invalid JSON on line 2 of bad.jsonl: the text ends inside an object; nothing was imported
 CASES
 printf '%s\n%s\n' "$good" "$good" >bad.jsonl

@@ -48,4 +48,7 @@ expect_exit 2 "$TASKQ" add q --unique ''
 expect_exit 2 "$TASKQ" add q --unique k --jsonl /dev/null
 expect_err_format
 expect_exit 2 "$TASKQ" add q --unique $'\xff'
+expect_exit 2 "$TASKQ" add q --unique $'a\nb'
+expect_err_format
+expect_exit 2 "$TASKQ" add q --unique $'tab\there'
 expect_eq "$(count_tasks)" 0 "tasks after refused adds"

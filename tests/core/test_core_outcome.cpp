@@ -181,3 +181,32 @@ TEST_CASE("the output tail's bound holds after UTF-8 repair") {
   CHECK(e.find("\xef\xbf\xbd") == std::string::npos);
   CHECK(e.back() == 'x');
 }
+
+TEST_CASE("the output tail is the same however the output was split") {
+  // append() trims its buffer when it passes twice the bound; a trim inside
+  // a character must not leave its trailing bytes to be repaired into
+  // U+FFFD (found by tests/fuzz, fuzz_outcome). Here the trim falls 13
+  // bytes into the line below, inside its fifth U+20AC.
+  const std::string filler(2000, 'a');
+  std::string line;
+  for (int i = 0; i < 667; ++i) {
+    line += "\xe2\x82\xac";
+  }
+  line += std::string(11, ' ') + "\n";
+  std::string want; // the last 2000 bytes, from the first whole character
+  for (int i = 0; i < 662; ++i) {
+    want += "\xe2\x82\xac";
+  }
+  core::OutputTail at_once;
+  at_once.append(filler + line);
+  CHECK(at_once.text() == want);
+  core::OutputTail in_two;
+  in_two.append(filler);
+  in_two.append(line);
+  CHECK(in_two.text() == want);
+  core::OutputTail bytewise;
+  for (const char c : filler + line) {
+    bytewise.append(std::string_view(&c, 1));
+  }
+  CHECK(bytewise.text() == want);
+}

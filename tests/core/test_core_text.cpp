@@ -4,6 +4,7 @@
 
 #include <string>
 
+using taskq::core::is_plain_text;
 using taskq::core::is_valid_utf8;
 
 TEST_CASE("well-formed UTF-8 is valid") {
@@ -39,4 +40,14 @@ TEST_CASE("to_valid_utf8 keeps well-formed text and replaces the rest") {
   CHECK(to_valid_utf8("\xed\xa0\x80") // a surrogate: three bad bytes
         == "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
   CHECK(is_valid_utf8(to_valid_utf8("\x80\xc0\xaf\xf8 ok \xf4\x90\x80\x80")));
+}
+
+TEST_CASE("plain text is UTF-8 without control characters") {
+  CHECK(is_plain_text(""));
+  CHECK(is_plain_text("nightly build — 日本"));
+  CHECK_FALSE(is_plain_text("a\nb"));
+  CHECK_FALSE(is_plain_text("tab\there"));
+  CHECK_FALSE(is_plain_text(std::string("nul\0", 4)));
+  CHECK_FALSE(is_plain_text("del\x7f"));
+  CHECK_FALSE(is_plain_text("\xff"));
 }
