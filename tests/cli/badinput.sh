@@ -916,14 +916,12 @@ for s in -journal -wal -shm; do
 done
 
 section "a database that does not exist"
-watch dump "$main" file "$scratch/none.db" file "$scratch/b.db"
+watch dump "$main" file "$scratch/none.db" file "$scratch/b.db" file "$scratch/nodir"
 cases <<EOF
 5 --db $scratch/none.db db check          #> none.db
 5 --db $scratch/none.db db backup $scratch/b.db
 5 --db $scratch/none.db db vacuum
-# (Not here: `--db NODIR/x.db add q`. SPEC §1 says an explicit path's
-# folder is never created, but tests/cli/db.sh checks that it is; see
-# /work/notes/badinput-findings.md.)
+5 --db $scratch/nodir/x.db add q          #> nodir
 EOF
 
 # --- read-only files and folders ---------------------------------------------------------
