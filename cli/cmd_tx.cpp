@@ -6,8 +6,6 @@
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <memory>
 
 namespace taskq::cli {
