@@ -37,9 +37,10 @@ void register_db(CLI::App& app, Context& ctx) {
       ->callback([&ctx] {
         const auto r = existing_store(ctx).check();
         if (!r.ok) {
+          // One line, as every error: the problems joined by "; ".
           std::string problems;
           for (const auto& p : r.problems) {
-            problems += "\n  " + p;
+            problems += (problems.empty() ? " " : "; ") + p;
           }
           throw Error(ErrorKind::unavailable,
                       "database " + ctx.db_path()

@@ -181,7 +181,9 @@ void create_private_folders(const std::string& path) {
 // Creates `path`'s folder and the file itself with mode 0600 when missing,
 // so SQLite (and its -wal/-shm files, which copy the mode) never makes it
 // world-readable.
-void create_private_file(const std::string& path) {
+// Creates the file at `path` (mode 0600); false when another process made
+// it first.
+bool create_private_file(const std::string& path) {
   create_private_folders(path);
   const int fd =
       ::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
@@ -192,6 +194,12 @@ void create_private_file(const std::string& path) {
   if (fd >= 0) {
     ::close(fd);
   }
+  return fd >= 0;
+}
+
+bool file_exists(const std::string& path) {
+  struct stat st {};
+  return ::stat(path.c_str(), &st) == 0;
 }
 
 // What a file that exists at a database path is, when it is not a regular
@@ -493,6 +501,11 @@ namespace {
 // migrates an older one.
 std::unique_ptr<Db> open_file(const std::string& path) {
   auto db = std::make_unique<Db>(path, false);
+  if (file_exists(path + "-wal")) {
+    // Closing would checkpoint a WAL that is already there into the file:
+    // another program's must stay as found.
+    db->keep_wal_on_close();
+  }
   // Only reads until the file is known to be taskq's or empty: another
   // program's database is left byte for byte as it was.
   const Owner owner = owner_of(*db);
@@ -548,18 +561,18 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
     return;
   }
   if (!exists) {
-    create_private_file(path);
+    const bool created = create_private_file(path);
     try {
       m_db = open_file(path);
     } catch (...) {
-      // Initialising the new file failed (a full disk): take it back,
-      // unless another process has written to it meanwhile.
+      // Initialising the file this process made failed (a full disk): take
+      // it back, unless another process has begun writing to it (its
+      // journal or WAL is there, or the file has grown).
       m_db.reset();
       struct stat now {};
-      if (::stat(path.c_str(), &now) == 0 && now.st_size == 0) {
-        for (const char* suffix : {"-wal", "-shm", "-journal", ""}) {
-          ::unlink((path + suffix).c_str());
-        }
+      if (created && ::stat(path.c_str(), &now) == 0 && now.st_size == 0
+          && !file_exists(path + "-journal") && !file_exists(path + "-wal")) {
+        ::unlink(path.c_str());
       }
       throw;
     }
@@ -2143,8 +2156,7 @@ std::vector<std::string> schema_problems(Db& db) {
     if (it == actual.end()) {
       problems.push_back(what + " is missing from the schema");
     } else if (it->second != sql) {
-      problems.push_back(what + " differs from schema version " + version + ": "
-                         + it->second);
+      problems.push_back(what + " differs from schema version " + version);
     }
   }
   for (const auto& [what, sql] : actual) {

@@ -87,6 +87,19 @@ cp walled.sqlite walled.orig
 expect_exit 5 "$TASKQ" --db walled.sqlite list
 unchanged_files walled.sqlite walled.orig
 
+# Another program's WAL with commits not yet checkpointed: closing must not
+# checkpoint them into its file (nor remove its WAL).
+sqlite3 pending.sqlite '.dbconfig no_ckpt_on_close on' \
+  'PRAGMA journal_mode = WAL;' 'CREATE TABLE t (x); INSERT INTO t VALUES (1);' \
+  >/dev/null
+check "the other program left its WAL" test -s pending.sqlite-wal
+cp pending.sqlite pending.orig
+cp pending.sqlite-wal pending.wal.orig
+expect_exit 5 "$TASKQ" --db pending.sqlite list
+check "pending.sqlite byte for byte unchanged" cmp -s pending.sqlite pending.orig
+check "its WAL byte for byte unchanged" cmp -s pending.sqlite-wal pending.wal.orig
+expect_eq "$(sqlite3 pending.sqlite 'SELECT count(*) FROM t')" 1 "its rows"
+
 # Marked as another program's, even without tables.
 sqlite3 marked.sqlite 'PRAGMA application_id = 42;'
 cp marked.sqlite marked.orig
@@ -132,6 +145,14 @@ for pair in "${changes[@]}"; do
   expect_err_format
   expect_err_word "${pair%%|*}"
 done
+# Several problems make one readable line, without the SQL of each object.
+fresh_db
+cp schema.orig "$TASKQ_DB"
+sqlite3 "$TASKQ_DB" 'DROP INDEX events_time; DROP INDEX tasks_ready'
+expect_exit 5 "$TASKQ" db check
+expect_err_contains "missing from the schema; index"
+expect_not_contains "$err" '\n' "stderr of db check (no escaped newline)"
+expect_not_contains "$err" "CREATE" "stderr of db check (no SQL)"
 # A command that meets the damage says so, as exit 5, naming the file.
 fresh_db
 cp schema.orig "$TASKQ_DB"
