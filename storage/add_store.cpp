@@ -74,21 +74,23 @@ public:
         .bind(22, core::to_string(state));
   }
 
-  // Inserts one task per payload (exactly `rows` of them); returns the id
-  // of the first. The ids of one statement are consecutive: the write
-  // lock is held, and AUTOINCREMENT gives each row the last id plus one.
-  int64_t insert(const std::string* payloads, Db& db) {
+  // Inserts one task per payload (exactly `rows` of them); returns their
+  // ids, in order, as the database assigned them.
+  const std::vector<int64_t>& insert(const std::string* payloads) {
     for (int i = 0; i < m_rows; ++i) {
       m_st.bind_borrowed(k_first_payload + i, payloads[i]);
     }
-    m_st.run();
+    m_ids.clear();
+    while (m_st.step()) {
+      m_ids.push_back(m_st.get_int(0));
+    }
     m_st.reset();
-    return sqlite3_last_insert_rowid(db.handle()) - (m_rows - 1);
+    // RETURNING promises no order; ids grow with each row inserted.
+    std::sort(m_ids.begin(), m_ids.end());
+    return m_ids;
   }
 
-  int64_t insert(const std::string& payload, Db& db) {
-    return insert(&payload, db);
-  }
+  int64_t insert(const std::string& payload) { return insert(&payload)[0]; }
 
 private:
   static constexpr int k_first_payload = 23;
@@ -106,11 +108,12 @@ private:
              + ", ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
                "?15, ?16, ?17, ?18, ?19, ?20, ?21)";
     }
-    return sql;
+    return sql + " RETURNING id";
   }
 
   Statement m_st;
   int m_rows;
+  std::vector<int64_t> m_ids;
 };
 
 // Rows per statement of a bulk add: past 64 the gain is under 3%.
@@ -223,7 +226,7 @@ int64_t insert_task(Db& db, const NewTask& t, Time now,
   const Deps deps = check_deps(db, t.after);
   Companions companions(db, t, deps);
   Inserter ins(db, t, now, actor, 1, companions.blockers(), companions.state());
-  const int64_t id = ins.insert(t.payload, db);
+  const int64_t id = ins.insert(t.payload);
   companions.add(db, id, now);
   return id;
 }
@@ -308,16 +311,16 @@ int64_t TaskStore::add_many(const NewTask& proto,
   std::array<std::string, k_batch_rows> batch;
   std::optional<Inserter> many;
   int64_t count = 0;
-  const auto report = [&](int64_t first, int rows) {
-    for (int i = 0; i < rows; ++i) {
+  const auto report = [&](const std::vector<int64_t>& ids) {
+    for (const int64_t id : ids) {
       if (companion_rows) {
-        companions.add(*m_db, first + i, now);
+        companions.add(*m_db, id, now);
       }
       if (on_id) {
-        on_id(first + i);
+        on_id(id);
       }
     }
-    count += rows;
+    count += static_cast<int64_t>(ids.size());
   };
   int filled = 0;
   while (next(batch[static_cast<size_t>(filled)])) {
@@ -326,7 +329,7 @@ int64_t TaskStore::add_many(const NewTask& proto,
         many.emplace(*m_db, proto, now, actor, k_batch_rows,
                      companions.blockers(), companions.state());
       }
-      report(many->insert(batch.data(), *m_db), k_batch_rows);
+      report(many->insert(batch.data()));
       filled = 0;
     }
   }
@@ -334,7 +337,7 @@ int64_t TaskStore::add_many(const NewTask& proto,
     Inserter one(*m_db, proto, now, actor, 1, companions.blockers(),
                  companions.state());
     for (int i = 0; i < filled; ++i) {
-      report(one.insert(batch[static_cast<size_t>(i)], *m_db), 1);
+      report(one.insert(&batch[static_cast<size_t>(i)]));
     }
   }
   tx.commit();

@@ -113,9 +113,18 @@ void find_violations(
     Db& db, const std::optional<std::string>& scope,
     const std::function<void(const Invariant&, int64_t)>& each) {
   for (const Rule& rule : k_rules) {
-    Statement st(db, std::string(rule.offenders)
-                         + " AND (?1 IS NULL OR t.id IN "
-                           "(SELECT value FROM json_each(?1)))");
+    // The rules name json_each(t.labels), SQLite's spelling; the scope is
+    // a JSON array of ids.
+    std::string sql(rule.offenders);
+    constexpr std::string_view k_labels_rows = "json_each(t.labels)";
+    if (const size_t at = sql.find(k_labels_rows); at != std::string::npos) {
+      sql.replace(at, k_labels_rows.size(),
+                  db.dialect().json_object_rows("t.labels"));
+    }
+    Statement st(db, sql
+                         + " AND (?1 IS NULL OR t.id IN (SELECT CAST(value "
+                           "AS BIGINT) FROM "
+                         + db.dialect().json_array_rows("?1") + "))");
     st.bind(1, scope);
     while (st.step()) {
       each(rule.text, st.get_int(0));

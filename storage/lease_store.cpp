@@ -172,8 +172,8 @@ void deliver_broadcasts(Db& db, const std::string& queue,
       live.push_back(read_task(st));
     }
   }
-  Statement deliver(db, "INSERT OR IGNORE INTO deliveries (task_id, worker, "
-                        "token, time) VALUES (?1, ?2, ?3, ?4)");
+  Statement deliver(db, "INSERT INTO deliveries (task_id, worker, token, "
+                        "time) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING");
   for (Task& t : live) {
     if (*t.broadcast_until <= now) {
       set_state(db, t.id, TaskState::completed, now);
@@ -193,7 +193,7 @@ void deliver_broadcasts(Db& db, const std::string& queue,
         .bind(4, to_unix_ms(now));
     deliver.run();
     deliver.reset();
-    if (sqlite3_changes(db.handle()) == 0) {
+    if (deliver.changes() == 0) {
       continue; // this worker has had it
     }
     log_event(db, t.id, now, "lease", TaskState::runnable, TaskState::runnable,
@@ -402,6 +402,10 @@ bool TaskStore::anything_due(const std::vector<std::string>& queues, Time now,
   }
   tx.commit();
   return false;
+}
+
+std::optional<Time> TaskStore::server_now() {
+  return m_db->server_now();
 }
 
 ChangeFeed TaskStore::changes() const {

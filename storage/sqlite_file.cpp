@@ -168,7 +168,7 @@ namespace {
 // database and one newer than this binary; initialises an empty file and
 // migrates an older one.
 std::unique_ptr<Db> open_file(const std::string& path) {
-  auto db = std::make_unique<Db>(path, false);
+  auto db = std::make_unique<SqliteDb>(path, false);
   if (file_exists(path + "-wal")) {
     // Closing would checkpoint a WAL that is already there into the file:
     // another program's must stay as found.
@@ -211,6 +211,13 @@ std::unique_ptr<Db> open_file(const std::string& path) {
 
 TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
     : m_clock(std::move(clock)) {
+  if (is_postgres_url(path)) {
+    // A server's database always exists: both modes bring its schema up
+    // to date (a read of a new database then reads an empty queue).
+    m_db = connect_postgres(path);
+    pg_migrate(*m_db);
+    return;
+  }
   // Decided before SQLite opens anything: it would write a -journal beside
   // a device such as /dev/null.
   struct stat st {};
@@ -224,7 +231,7 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
   }
   if (!exists && mode == OpenMode::read) {
     // Reading a database that was never written: an empty one, in memory.
-    m_db = std::make_unique<Db>(":memory:", true);
+    m_db = std::make_unique<SqliteDb>(":memory:", true);
     apply_migrations(*m_db);
     return;
   }
@@ -252,10 +259,16 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
 TaskStore::~TaskStore() = default;
 
 int TaskStore::schema_version() {
+  if (m_db->backend() == Backend::postgresql) {
+    return pg_schema_version(*m_db);
+  }
   return read_user_version(*m_db);
 }
 
 int TaskStore::migrate() {
+  if (m_db->backend() == Backend::postgresql) {
+    return pg_migrate(*m_db);
+  }
   apply_migrations(*m_db);
   return read_user_version(*m_db);
 }
@@ -278,7 +291,7 @@ std::map<std::string, std::string> schema_objects(Db& db) {
 // How the schema of `db` differs from what the migrations make: one line
 // per missing, unexpected or changed table, column set, index or trigger.
 std::vector<std::string> schema_problems(Db& db) {
-  Db expected_db(":memory:", true);
+  SqliteDb expected_db(":memory:", true);
   apply_migrations(expected_db);
   const auto expected = schema_objects(expected_db);
   const auto actual = schema_objects(db);
@@ -306,6 +319,14 @@ namespace detail {
 
 // The SQLite file's own part of `db check`: integrity_check and the schema.
 bool check_file(Db& db, CheckReport& report) {
+  if (db.backend() == Backend::postgresql) {
+    // The server keeps its own pages consistent; the schema is compared
+    // with what the migrations make, applied in a scratch schema.
+    report.schema_version = pg_schema_version(db);
+    const auto schema = pg_schema_problems(db);
+    report.problems.insert(report.problems.end(), schema.begin(), schema.end());
+    return schema.empty();
+  }
   {
     Statement st(db, "PRAGMA integrity_check");
     while (st.step()) {
@@ -354,6 +375,13 @@ void sync_path(const std::string& path, int flags, const std::string& what) {
 } // namespace
 
 void TaskStore::backup(const std::string& dest_path) {
+  if (m_db->backend() == Backend::postgresql) {
+    throw Error(ErrorKind::usage,
+                "db backup copies SQLite files; back up PostgreSQL database "
+                    + m_db->path()
+                    + " with pg_dump (or move its tasks with taskq export)");
+  }
+  auto& source = static_cast<SqliteDb&>(*m_db);
   struct stat existing {};
   if (::lstat(dest_path.c_str(), &existing) == 0) {
     throw Error(ErrorKind::usage,
@@ -376,13 +404,13 @@ void TaskStore::backup(const std::string& dest_path) {
   ::close(fd);
   RemoveOnExit cleanup{temp};
   {
-    Db dest(temp, false);
+    SqliteDb dest(temp, false);
     // The file is nothing until it is renamed: no journal to keep, and one
     // fsync at the end instead of one per write.
     dest.exec("PRAGMA journal_mode = OFF; PRAGMA synchronous = OFF",
               "cannot back up to " + dest_path);
     sqlite3_backup* b =
-        sqlite3_backup_init(dest.handle(), "main", m_db->handle(), "main");
+        sqlite3_backup_init(dest.handle(), "main", source.handle(), "main");
     if (b == nullptr) {
       dest.fail(sqlite3_errcode(dest.handle()),
                 "cannot back up to " + dest_path);
@@ -398,7 +426,7 @@ void TaskStore::backup(const std::string& dest_path) {
     } while (rc == SQLITE_BUSY || rc == SQLITE_LOCKED);
     sqlite3_backup_finish(b);
     if (rc != SQLITE_DONE) {
-      m_db->fail(rc, "cannot back up to " + dest_path);
+      source.fail(rc, "cannot back up to " + dest_path);
     }
   }
   sync_path(temp, O_RDONLY, dest_path);
