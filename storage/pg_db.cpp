@@ -247,6 +247,9 @@ std::string translate_markers(std::string_view sql, int& params,
       while (j < sql.size() && ident_char(sql[j])) {
         ++j;
       }
+      while (!out.empty() && out.back() == ' ') {
+        out.pop_back(); // the space before the hint; the one after stays
+      }
       i = j - 1;
     } else if ((n = match_words(sql, i, "insert or ignore")) > 0) {
       out += "INSERT";
@@ -282,9 +285,9 @@ class PgDb;
 // A statement as PostgreSQL reads it, and its name once prepared.
 struct Prepared {
   Translation sql;
-  int params = 0; // bound by the caller (sql.source may hold more)
-  int runs = 0;   // executions so far
-  std::string name;        // empty until prepared on the server
+  int params = 0;   // bound by the caller (sql.source may hold more)
+  int runs = 0;     // executions so far
+  std::string name; // empty until prepared on the server
 };
 
 class PgStatement final : public StatementImpl {
@@ -473,9 +476,9 @@ public:
     }
     const int n = static_cast<int>(values.size());
     const std::string& text = p.sql.text;
-    const std::string_view context =
-        std::getenv("TASKQ_DEBUG_SQL") != nullptr ? std::string_view(text)
-                                                  : std::string_view();
+    const std::string_view context = std::getenv("TASKQ_DEBUG_SQL") != nullptr
+                                         ? std::string_view(text)
+                                         : std::string_view();
     if (++p.runs == 1) {
       return check(PQexecParams(m_conn.get(), text.c_str(), n, types.data(),
                                 values.data(), nullptr, nullptr, 0),
@@ -483,16 +486,15 @@ public:
     }
     if (p.name.empty()) {
       std::string name = "s" + std::to_string(++m_statements);
-      check(PQprepare(m_conn.get(), name.c_str(), text.c_str(), n,
-                      types.data()),
-            context);
+      check(
+          PQprepare(m_conn.get(), name.c_str(), text.c_str(), n, types.data()),
+          context);
       p.name = std::move(name);
     }
-    return check(PQexecPrepared(m_conn.get(), p.name.c_str(), n,
-                                values.data(), nullptr, nullptr, 0),
+    return check(PQexecPrepared(m_conn.get(), p.name.c_str(), n, values.data(),
+                                nullptr, nullptr, 0),
                  context);
   }
-
 
   void exec(const char* sql, std::string_view context) override {
     check(PQexec(m_conn.get(), sql), context);
@@ -558,6 +560,10 @@ bool PgStatement::step() {
 }
 
 } // namespace
+
+std::string pg_sql(std::string_view sqlite_sql) {
+  return translate(sqlite_sql).text;
+}
 
 std::unique_ptr<Db> connect_postgres(const std::string& url) {
   return std::make_unique<PgDb>(url);
