@@ -14,7 +14,7 @@ namespace {
 storage::TaskStore& existing_store(Context& ctx) {
   const std::string path = ctx.db_path();
   std::error_code ec;
-  if (!std::filesystem::exists(path, ec)) {
+  if (!storage::is_postgres_url(path) && !std::filesystem::exists(path, ec)) {
     throw Error(ErrorKind::unavailable, "no database at " + path);
   }
   return ctx.store(storage::OpenMode::read);
@@ -28,7 +28,10 @@ void register_db(CLI::App& app, Context& ctx) {
   db->require_subcommand(1);
 
   add_command(*db, "path", "Print the database file's path", "taskq db path")
-      ->callback([&ctx] { std::puts(ctx.db_path().c_str()); });
+      ->callback([&ctx] {
+        // A URL's password is never printed (SPEC §5).
+        std::puts(storage::redact_url(ctx.db_path()).c_str());
+      });
 
   add_command(*db, "check",
               "Check the database's integrity and taskq's invariants (exit 5 "
@@ -43,7 +46,7 @@ void register_db(CLI::App& app, Context& ctx) {
             problems += (problems.empty() ? " " : "; ") + p;
           }
           throw Error(ErrorKind::unavailable,
-                      "database " + ctx.db_path()
+                      "database " + storage::redact_url(ctx.db_path())
                           + " is unhealthy:" + problems);
         }
         std::printf("ok: schema version %d, %lld tasks\n", r.schema_version,

@@ -59,7 +59,11 @@ core::Time Context::now() {
                           "2026-11-21T08:00:00Z");
       }
       m_now = *t;
-    } else {
+    } else if (storage::is_postgres_url(db_path())) {
+      // Hosts share the server's clock (SPEC §5).
+      m_now = store(storage::OpenMode::read).server_now();
+    }
+    if (!m_now) {
       m_now = std::chrono::time_point_cast<core::Millis>(
           std::chrono::system_clock::now());
     }
@@ -70,6 +74,11 @@ core::Time Context::now() {
 core::Time Context::live_now() {
   if (std::getenv("TASKQ_NOW") != nullptr) {
     return now();
+  }
+  if (m_store) {
+    if (const auto server = m_store->server_now()) {
+      return *server;
+    }
   }
   return std::chrono::time_point_cast<core::Millis>(
       std::chrono::system_clock::now());
@@ -134,7 +143,8 @@ storage::TaskStore& Context::store(storage::OpenMode mode) {
   if (!m_store) {
     const std::string path = db_path();
     const bool given = db_option || !env_or("TASKQ_DB", "").empty();
-    if (given && mode == storage::OpenMode::write) {
+    if (given && mode == storage::OpenMode::write
+        && !storage::is_postgres_url(path)) {
       // The store creates the default location's folders (mode 0700); a
       // missing folder of a path the user gave is a typo (SPEC §1).
       const std::filesystem::path folder =

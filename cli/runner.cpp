@@ -222,9 +222,11 @@ public:
   Runner(const RunOptions& o, Context& ctx)
       : m_o(o), m_ctx(ctx), m_store(ctx.store(storage::OpenMode::write)),
         m_feed(m_store.changes()),
-        m_db_path(std::filesystem::absolute(ctx.db_path())
-                      .lexically_normal()
-                      .string()),
+        m_db_path(storage::is_postgres_url(ctx.db_path())
+                      ? ctx.db_path()
+                      : std::filesystem::absolute(ctx.db_path())
+                            .lexically_normal()
+                            .string()),
         m_worker(ctx.worker()) {
     m_request.queues = o.queues;
     m_request.match = o.match;

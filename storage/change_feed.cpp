@@ -1,5 +1,7 @@
 #include "storage/change_feed.hpp"
 
+#include "storage/db.hpp"
+
 #include <array>
 #include <cerrno>
 #include <filesystem>
@@ -11,6 +13,11 @@
 namespace taskq::storage {
 
 ChangeFeed::ChangeFeed(const std::string& db_path) {
+  if (is_postgres_url(db_path)) {
+    m_pg = std::make_unique<PgListener>(db_path);
+    m_fd = m_pg->fd();
+    return;
+  }
   namespace fs = std::filesystem;
   std::error_code ec;
   fs::path path = fs::absolute(db_path, ec);
@@ -42,13 +49,13 @@ ChangeFeed::ChangeFeed(const std::string& db_path) {
 }
 
 ChangeFeed::~ChangeFeed() {
-  if (m_fd >= 0) {
+  if (m_fd >= 0 && !m_pg) {
     ::close(m_fd);
   }
 }
 
 ChangeFeed::ChangeFeed(ChangeFeed&& other) noexcept
-    : m_fd(std::exchange(other.m_fd, -1)) {
+    : m_fd(std::exchange(other.m_fd, -1)), m_pg(std::move(other.m_pg)) {
   for (int i = 0; i < 3; ++i) {
     m_names[i] = std::move(other.m_names[i]);
   }
@@ -56,10 +63,11 @@ ChangeFeed::ChangeFeed(ChangeFeed&& other) noexcept
 
 ChangeFeed& ChangeFeed::operator=(ChangeFeed&& other) noexcept {
   if (this != &other) {
-    if (m_fd >= 0) {
+    if (m_fd >= 0 && !m_pg) {
       ::close(m_fd);
     }
     m_fd = std::exchange(other.m_fd, -1);
+    m_pg = std::move(other.m_pg);
     for (int i = 0; i < 3; ++i) {
       m_names[i] = std::move(other.m_names[i]);
     }
@@ -70,6 +78,9 @@ ChangeFeed& ChangeFeed::operator=(ChangeFeed&& other) noexcept {
 bool ChangeFeed::drain() {
   if (m_fd < 0) {
     return true;
+  }
+  if (m_pg) {
+    return m_pg->drain();
   }
   bool changed = false;
   alignas(inotify_event) std::array<char, 4096> buf{};

@@ -2,6 +2,7 @@
 
 #include "core/time.hpp"
 
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -10,15 +11,36 @@ namespace taskq::storage {
 // Tells a waiting process that another one may have written to the
 // database, so `lease --wait`, `run` and `wait` block without polling.
 //
+// On PostgreSQL it LISTENs on a connection of its own: every write
+// transaction sends NOTIFY as it commits, so a commit from any host wakes the
+// watcher as soon as the server delivers it.
+//
 // On SQLite it watches the database's folder with inotify for writes to the
 // database file and its WAL: every commit appends to the WAL, so a commit
 // in any process wakes the watcher within microseconds, and a process that
-// waits uses no CPU. A PostgreSQL backend would LISTEN instead.
+// waits uses no CPU.
 //
 // Events can be spurious (a checkpoint, a reader's own write, a commit that
 // changed nothing the caller cares about): a wake-up means "look again",
 // never "something is there". Where inotify is unavailable it degrades to
 // waking every k_fallback_poll.
+// A PostgreSQL connection that LISTENs for taskq's NOTIFY (storage/pg_db.cpp).
+class PgListener {
+public:
+  explicit PgListener(const std::string& url);
+  ~PgListener();
+  PgListener(const PgListener&) = delete;
+  PgListener& operator=(const PgListener&) = delete;
+  int fd() const;
+  // Consumes what arrived without blocking; true when a notification came.
+  // Throws unavailable when the connection is lost.
+  bool drain();
+
+private:
+  struct Conn;
+  std::unique_ptr<Conn> m_conn;
+};
+
 class ChangeFeed {
 public:
   static constexpr core::Millis k_fallback_poll{250};
@@ -47,7 +69,9 @@ public:
 
 private:
   int m_fd = -1;
-  std::string m_names[3]; // the database file, its -wal and its -journal
+  std::string m_names[3];
+  std::unique_ptr<PgListener> m_pg; // PostgreSQL: m_fd is its socket // the
+                                    // database file, its -wal and its -journal
 };
 
 } // namespace taskq::storage

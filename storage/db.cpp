@@ -33,7 +33,7 @@ int busy_timeout_ms() {
 // contention between many short transactions that wastes most of the
 // wait. This one sleeps 50 µs to 2 ms, randomised so waiters spread out,
 // until the deadline. One per connection.
-struct Db::BusyState {
+struct SqliteDb::BusyState {
   int timeout_ms = busy_timeout_ms();
   bool no_wait = false; // set while a best-effort checkpoint runs
   std::chrono::steady_clock::time_point start;
@@ -42,7 +42,7 @@ struct Db::BusyState {
 
 namespace {
 
-using BusyState = Db::BusyState;
+using BusyState = SqliteDb::BusyState;
 
 int on_busy(void* arg, int attempt) {
   auto* state = static_cast<BusyState*>(arg);
@@ -104,14 +104,14 @@ ErrorKind kind_for(int rc) {
 
 } // namespace
 
-void Db::Close::operator()(sqlite3* db) const {
+void SqliteDb::Close::operator()(sqlite3* db) const {
   sqlite3_close_v2(db);
 }
 
-Db::~Db() = default;
+SqliteDb::~SqliteDb() = default;
 
-Db::Db(const std::string& path, bool create)
-    : m_path(path), m_busy(std::make_unique<BusyState>()) {
+SqliteDb::SqliteDb(const std::string& path, bool create)
+    : Db(Backend::sqlite, path), m_busy(std::make_unique<BusyState>()) {
   sqlite3* raw = nullptr;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (create) {
@@ -127,7 +127,7 @@ Db::Db(const std::string& path, bool create)
   sqlite3_wal_hook(raw, on_wal_commit, m_busy.get());
 }
 
-void Db::keep_wal_on_close() {
+void SqliteDb::keep_wal_on_close() {
   // Every invocation is a short-lived process: checkpointing the WAL each
   // time the last connection closes would cost two more fsyncs and a WAL
   // re-creation per command. on_wal_commit keeps the WAL short instead.
@@ -135,7 +135,7 @@ void Db::keep_wal_on_close() {
                     nullptr);
 }
 
-void Db::enable_wal() {
+void SqliteDb::enable_wal() {
   const auto deadline = std::chrono::steady_clock::now()
                         + std::chrono::milliseconds(m_busy->timeout_ms);
   while (true) {
@@ -147,13 +147,13 @@ void Db::enable_wal() {
     }
     if ((primary != SQLITE_BUSY && primary != SQLITE_LOCKED)
         || std::chrono::steady_clock::now() >= deadline) {
-      fail(rc, "cannot switch " + m_path + " to WAL mode");
+      fail(rc, "cannot switch " + path() + " to WAL mode");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
   }
 }
 
-void Db::fail(int rc, std::string_view context) const {
+void SqliteDb::fail(int rc, std::string_view context) const {
   std::string message(context.empty() ? "database error" : context);
   const char* why =
       m_handle ? sqlite3_errmsg(m_handle.get()) : sqlite3_errstr(rc);
@@ -162,13 +162,13 @@ void Db::fail(int rc, std::string_view context) const {
   }
   message += ": ";
   message += why;
-  if (context.find(m_path) == std::string_view::npos) {
-    message += " (database " + m_path + ")";
+  if (context.find(path()) == std::string_view::npos) {
+    message += " (database " + path() + ")";
   }
   throw Error(kind_for(rc), message);
 }
 
-void Db::exec(const char* sql, std::string_view context) {
+void SqliteDb::exec(const char* sql, std::string_view context) {
   char* err = nullptr;
   const int rc = sqlite3_exec(m_handle.get(), sql, nullptr, nullptr, &err);
   sqlite3_free(err);
@@ -177,144 +177,186 @@ void Db::exec(const char* sql, std::string_view context) {
   }
 }
 
-void Statement::Finalize::operator()(sqlite3_stmt* stmt) const {
-  sqlite3_finalize(stmt);
-}
+namespace {
 
-Statement::Statement(Db& db, std::string_view sql) : m_db(&db) {
-  sqlite3_stmt* raw = nullptr;
-  const int rc = sqlite3_prepare_v2(
-      db.handle(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
-  m_stmt.reset(raw);
-  if (rc != SQLITE_OK) {
-    const std::string_view why = sqlite3_errmsg(db.handle());
-    if ((rc & 0xff) == SQLITE_ERROR
-        && (why.starts_with("no such table")
-            || why.starts_with("no such column"))) {
-      // taskq's own statements name what its migrations made: the schema
-      // was changed behind its back.
-      throw Error(ErrorKind::unavailable,
-                  "database " + db.path()
-                      + " does not have taskq's schema (see taskq db check): "
-                      + std::string(why));
+class SqliteStatement final : public StatementImpl {
+public:
+  SqliteStatement(SqliteDb& db, std::string_view sql) : m_db(&db) {
+    sqlite3_stmt* raw = nullptr;
+    const int rc = sqlite3_prepare_v2(
+        db.handle(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
+    m_stmt.reset(raw);
+    if (rc != SQLITE_OK) {
+      const std::string_view why = sqlite3_errmsg(db.handle());
+      if ((rc & 0xff) == SQLITE_ERROR
+          && (why.starts_with("no such table")
+              || why.starts_with("no such column"))) {
+        // taskq's own statements name what its migrations made: the schema
+        // was changed behind its back.
+        throw Error(ErrorKind::unavailable,
+                    "database " + db.path()
+                        + " does not have taskq's schema (see taskq db "
+                          "check): "
+                        + std::string(why));
+      }
+      db.fail(rc, "");
     }
-    db.fail(rc, "");
   }
-}
 
-Statement& Statement::bind(int index, int64_t value) {
-  const int rc = sqlite3_bind_int64(m_stmt.get(), index, value);
-  if (rc != SQLITE_OK) {
-    m_db->fail(rc, "cannot bind a value");
+  void bind_int(int index, int64_t value) override {
+    check_bind(sqlite3_bind_int64(m_stmt.get(), index, value));
   }
-  return *this;
-}
-
-Statement& Statement::bind(int index, std::string_view value) {
-  const int rc =
-      sqlite3_bind_text64(m_stmt.get(), index, value.data(), value.size(),
-                          SQLITE_TRANSIENT, SQLITE_UTF8);
-  if (rc != SQLITE_OK) {
-    m_db->fail(rc, "cannot bind a value");
+  void bind_text(int index, std::string_view value, bool borrowed) override {
+    check_bind(sqlite3_bind_text64(
+        m_stmt.get(), index, value.data(), value.size(),
+        borrowed ? SQLITE_STATIC : SQLITE_TRANSIENT, SQLITE_UTF8));
   }
-  return *this;
-}
-
-Statement& Statement::bind_borrowed(int index, std::string_view value) {
-  const int rc = sqlite3_bind_text64(m_stmt.get(), index, value.data(),
-                                     value.size(), SQLITE_STATIC, SQLITE_UTF8);
-  if (rc != SQLITE_OK) {
-    m_db->fail(rc, "cannot bind a value");
+  void bind_null(int index) override {
+    check_bind(sqlite3_bind_null(m_stmt.get(), index));
   }
-  return *this;
-}
 
-Statement& Statement::bind_null(int index) {
-  const int rc = sqlite3_bind_null(m_stmt.get(), index);
-  if (rc != SQLITE_OK) {
-    m_db->fail(rc, "cannot bind a value");
+  bool step() override {
+    const int rc = sqlite3_step(m_stmt.get());
+    if (rc == SQLITE_ROW) {
+      return true;
+    }
+    if (rc == SQLITE_DONE) {
+      m_changes = sqlite3_changes64(m_db->handle());
+      return false;
+    }
+    m_db->fail(rc, "");
   }
-  return *this;
-}
+  void reset() override { sqlite3_reset(m_stmt.get()); }
+  int64_t changes() const override { return m_changes; }
 
-bool Statement::step() {
-  const int rc = sqlite3_step(m_stmt.get());
-  if (rc == SQLITE_ROW) {
-    return true;
+  bool is_null(int col) const override {
+    return sqlite3_column_type(m_stmt.get(), col) == SQLITE_NULL;
   }
-  if (rc == SQLITE_DONE) {
-    return false;
+  bool is_integer(int col) const override {
+    return sqlite3_column_type(m_stmt.get(), col) == SQLITE_INTEGER;
   }
-  m_db->fail(rc, "");
-}
-
-void Statement::run() {
-  while (step()) {
+  int column_count() const override {
+    return sqlite3_column_count(m_stmt.get());
   }
-}
-
-void Statement::reset() {
-  sqlite3_reset(m_stmt.get());
-}
-
-bool Statement::is_null(int col) const {
-  return sqlite3_column_type(m_stmt.get(), col) == SQLITE_NULL;
-}
-
-bool Statement::is_integer(int col) const {
-  return sqlite3_column_type(m_stmt.get(), col) == SQLITE_INTEGER;
-}
-
-int Statement::column_count() const {
-  return sqlite3_column_count(m_stmt.get());
-}
-
-std::string Statement::column_name(int col) const {
-  const char* name = sqlite3_column_name(m_stmt.get(), col);
-  return name == nullptr ? std::string() : std::string(name);
-}
-
-int64_t Statement::get_int(int col) const {
-  return sqlite3_column_int64(m_stmt.get(), col);
-}
-
-std::string Statement::get_text(int col) const {
-  const auto* text = sqlite3_column_text(m_stmt.get(), col);
-  const int size = sqlite3_column_bytes(m_stmt.get(), col);
-  if (text == nullptr) {
-    return {};
+  std::string column_name(int col) const override {
+    const char* name = sqlite3_column_name(m_stmt.get(), col);
+    return name == nullptr ? std::string() : std::string(name);
   }
-  return {reinterpret_cast<const char*>(text), static_cast<size_t>(size)};
-}
-
-std::optional<int64_t> Statement::get_opt_int(int col) const {
-  if (is_null(col)) {
-    return std::nullopt;
+  int64_t get_int(int col) const override {
+    return sqlite3_column_int64(m_stmt.get(), col);
   }
-  return get_int(col);
-}
-
-std::optional<std::string> Statement::get_opt_text(int col) const {
-  if (is_null(col)) {
-    return std::nullopt;
+  std::string get_text(int col) const override {
+    const auto* text = sqlite3_column_text(m_stmt.get(), col);
+    const int size = sqlite3_column_bytes(m_stmt.get(), col);
+    if (text == nullptr) {
+      return {};
+    }
+    return {reinterpret_cast<const char*>(text), static_cast<size_t>(size)};
   }
-  return get_text(col);
-}
 
-Transaction::Transaction(Db& db, Kind kind) : m_db(db) {
-  m_db.exec(kind == Kind::write ? "BEGIN IMMEDIATE" : "BEGIN",
-            "cannot start a transaction");
-}
-
-Transaction::~Transaction() {
-  if (m_open) {
-    sqlite3_exec(m_db.handle(), "ROLLBACK", nullptr, nullptr, nullptr);
+private:
+  void check_bind(int rc) const {
+    if (rc != SQLITE_OK) {
+      m_db->fail(rc, "cannot bind a value");
+    }
   }
+  struct Finalize {
+    void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
+  };
+  SqliteDb* m_db;
+  std::unique_ptr<sqlite3_stmt, Finalize> m_stmt;
+  int64_t m_changes = 0;
+};
+
+} // namespace
+
+std::unique_ptr<StatementImpl> SqliteDb::prepare(std::string_view sql) {
+  return std::make_unique<SqliteStatement>(*this, sql);
 }
 
-void Transaction::commit() {
-  m_db.exec("COMMIT", "cannot commit");
-  m_open = false;
+void SqliteDb::begin(TxKind kind) {
+  exec(kind == TxKind::write ? "BEGIN IMMEDIATE" : "BEGIN",
+       "cannot start a transaction");
+}
+
+void SqliteDb::commit() {
+  exec("COMMIT", "cannot commit");
+}
+
+void SqliteDb::rollback() noexcept {
+  sqlite3_exec(m_handle.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+}
+
+// --- what the backends spell differently -----------------------------------
+
+std::string_view Db::Dialect::for_update() const {
+  return backend == Backend::postgresql ? " FOR UPDATE" : "";
+}
+
+std::string_view Db::Dialect::skip_locked() const {
+  return backend == Backend::postgresql ? " FOR UPDATE SKIP LOCKED" : "";
+}
+
+std::string Db::Dialect::json_object_rows(std::string_view expr) const {
+  if (backend == Backend::postgresql) {
+    return "jsonb_each_text(CAST(" + std::string(expr) + " AS jsonb))";
+  }
+  return "json_each(" + std::string(expr) + ")";
+}
+
+std::string Db::Dialect::json_array_rows(std::string_view expr) const {
+  if (backend == Backend::postgresql) {
+    return "jsonb_array_elements_text(CAST(" + std::string(expr)
+           + " AS jsonb))";
+  }
+  return "json_each(" + std::string(expr) + ")";
+}
+
+std::string_view Db::Dialect::least() const {
+  return backend == Backend::postgresql ? "LEAST" : "min";
+}
+
+std::string_view Db::Dialect::greatest() const {
+  return backend == Backend::postgresql ? "GREATEST" : "max";
+}
+
+bool is_postgres_url(std::string_view path) {
+  return path.starts_with("postgresql://") || path.starts_with("postgres://");
+}
+
+std::string redact_url(std::string_view url) {
+  // scheme://[user[:password]@]host...: the password sits between the
+  // first ':' after the scheme and the last '@' of the authority.
+  const size_t scheme = url.find("://");
+  if (scheme == std::string_view::npos) {
+    return std::string(url);
+  }
+  const size_t start = scheme + 3;
+  size_t end = url.find_first_of("/?", start);
+  if (end == std::string_view::npos) {
+    end = url.size();
+  }
+  const size_t at = url.rfind('@', end);
+  std::string out(url);
+  if (at != std::string_view::npos && at > start) {
+    const size_t colon = url.find(':', start);
+    if (colon != std::string_view::npos && colon < at) {
+      out = std::string(url.substr(0, colon + 1)) + "***"
+            + std::string(url.substr(at));
+    }
+  }
+  // A password given as a query parameter: password=... up to '&'.
+  for (size_t p = out.find("password="); p != std::string::npos;
+       p = out.find("password=", p + 1)) {
+    if (p > 0 && out[p - 1] != '?' && out[p - 1] != '&') {
+      continue;
+    }
+    const size_t value = p + 9;
+    const size_t stop = out.find('&', value);
+    out.replace(value, (stop == std::string::npos ? out.size() : stop) - value,
+                "***");
+  }
+  return out;
 }
 
 } // namespace taskq::storage

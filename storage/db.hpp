@@ -1,28 +1,116 @@
 #pragma once
 
+#include "core/time.hpp"
+#include "storage/task_store.hpp"
+
 #include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 struct sqlite3;
-struct sqlite3_stmt;
 
 namespace taskq::storage {
+
+enum class Backend { sqlite, postgresql };
+
+// What one backend's prepared statement does; Statement wraps it. Bind
+// indexes are 1-based, column indexes 0-based.
+class StatementImpl {
+public:
+  virtual ~StatementImpl() = default;
+  virtual void bind_int(int index, int64_t value) = 0;
+  // `borrowed`: the caller keeps `value` alive until reset or destruction.
+  virtual void bind_text(int index, std::string_view value, bool borrowed) = 0;
+  virtual void bind_null(int index) = 0;
+  virtual bool step() = 0;
+  virtual void reset() = 0;
+  virtual int64_t changes() const = 0;
+  virtual bool is_null(int col) const = 0;
+  virtual bool is_integer(int col) const = 0;
+  virtual int column_count() const = 0;
+  virtual std::string column_name(int col) const = 0;
+  virtual int64_t get_int(int col) const = 0;
+  virtual std::string get_text(int col) const = 0;
+};
+
+// One connection to taskq's database. The SQL that taskq's rules write is
+// shared by both backends (standard SQL with `?N` parameters, RETURNING,
+// ON CONFLICT, partial indexes); what differs sits here: opening, running
+// statements, transactions and their locking, the server's clock, and the
+// few spellings in Dialect. Failures throw taskq::Error naming the
+// database (never a password).
+class Db {
+public:
+  enum class TxKind { read, write };
+
+  // The spellings that differ between the backends' SQL (storage/db.cpp).
+  struct Dialect {
+    Backend backend;
+    // Appended to a SELECT of rows the transaction is about to change, so
+    // that concurrent writers of one row wait for each other ("" where a
+    // write transaction already excludes every other writer).
+    std::string_view for_update() const;
+    // Appended to the lease's candidate query: concurrent leases take
+    // different tasks instead of waiting for each other.
+    std::string_view skip_locked() const;
+    // A FROM item: the (key, value) rows of the JSON object held as text
+    // by SQL expression `expr`, values as text.
+    std::string json_object_rows(std::string_view expr) const;
+    // A FROM item: the (value) rows of the JSON array held as text by
+    // `expr`, values as text.
+    std::string json_array_rows(std::string_view expr) const;
+    // The smaller and the larger of two values: min(a, b) / LEAST(a, b).
+    std::string_view least() const;
+    std::string_view greatest() const;
+  };
+
+  virtual ~Db() = default;
+  Db(const Db&) = delete;
+  Db& operator=(const Db&) = delete;
+
+  Backend backend() const { return m_backend; }
+  // The database as shown to users: a file path, or a URL without its
+  // password.
+  const std::string& path() const { return m_path; }
+  Dialect dialect() const { return Dialect{m_backend}; }
+
+  virtual std::unique_ptr<StatementImpl> prepare(std::string_view sql) = 0;
+  // Runs SQL without results (may hold several statements).
+  virtual void exec(const char* sql, std::string_view context) = 0;
+
+  // A write transaction excludes every other writer of the database until
+  // it ends (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-scoped
+  // advisory lock), so a rule that reads then writes holds under
+  // concurrency. A read transaction sees one snapshot.
+  virtual void begin(TxKind kind) = 0;
+  virtual void commit() = 0;
+  virtual void rollback() noexcept = 0;
+
+  // The database's clock (PostgreSQL: the server's, so that hosts whose
+  // clocks disagree agree on leases); std::nullopt: use the local clock.
+  virtual std::optional<core::Time> server_now() { return std::nullopt; }
+
+protected:
+  Db(Backend backend, std::string path)
+      : m_backend(backend), m_path(std::move(path)) {}
+
+private:
+  Backend m_backend;
+  std::string m_path;
+};
 
 // One SQLite connection, set up for taskq: a busy handler that waits up to
 // the busy timeout. Failures throw taskq::Error naming the database's path,
 // with context and sqlite3_errmsg().
-class Db {
+class SqliteDb final : public Db {
 public:
   // Opens `path` read-write (creating it when `create`), or ":memory:".
-  Db(const std::string& path, bool create);
-  ~Db();
-  Db(const Db&) = delete;
-  Db& operator=(const Db&) = delete;
+  SqliteDb(const std::string& path, bool create);
+  ~SqliteDb() override;
   sqlite3* handle() const { return m_handle.get(); }
-  const std::string& path() const { return m_path; }
 
   // The busy handler's per-connection state (storage/db.cpp).
   struct BusyState;
@@ -36,8 +124,12 @@ public:
   // holds a lock, so this retries until the busy timeout.
   void enable_wal();
 
-  // Runs SQL without results (may hold several statements).
-  void exec(const char* sql, std::string_view context);
+  std::unique_ptr<StatementImpl> prepare(std::string_view sql) override;
+  void exec(const char* sql, std::string_view context) override;
+  void begin(TxKind kind) override;
+  void commit() override;
+  void rollback() noexcept override;
+
   // Throws the taskq::Error for SQLite result code `rc`: "CONTEXT: WHY",
   // then "(database PATH)" when CONTEXT does not name the path ("database
   // error" when CONTEXT is empty).
@@ -47,71 +139,116 @@ private:
   struct Close {
     void operator()(sqlite3* db) const;
   };
-  std::string m_path;
   // Declared before m_handle, so the connection closes first.
   std::unique_ptr<BusyState> m_busy;
   std::unique_ptr<sqlite3, Close> m_handle;
 };
 
-// A prepared statement; bind indexes are 1-based, column indexes 0-based.
+// PostgreSQL (storage/pg_db.cpp). connect_postgres opens a connection:
+// unavailable when the server cannot be reached or refuses us.
+std::unique_ptr<Db> connect_postgres(const std::string& url);
+// The schema version recorded in table taskq_schema (0: none yet).
+int pg_schema_version(Db& db);
+// Applies the pending migrations/postgresql/ files under the write lock,
+// recording each in taskq_schema; unavailable when the database's schema
+// is newer than this binary. Returns the version.
+int pg_migrate(Db& db);
+// How the database's tables and indexes differ from what the migrations
+// make (applied to a scratch schema, rolled back with the caller's
+// transaction, which must be open); empty when they agree.
+std::vector<std::string> pg_schema_problems(Db& db);
+
+// A prepared statement of either backend.
 class Statement {
 public:
-  Statement(Db& db, std::string_view sql);
+  Statement(Db& db, std::string_view sql) : m_impl(db.prepare(sql)) {}
 
-  Statement& bind(int index, int64_t value);
+  Statement& bind(int index, int64_t value) {
+    m_impl->bind_int(index, value);
+    return *this;
+  }
   Statement& bind(int index, int value) {
     return bind(index, static_cast<int64_t>(value));
   }
-  Statement& bind(int index, std::string_view value);
+  Statement& bind(int index, std::string_view value) {
+    m_impl->bind_text(index, value, false);
+    return *this;
+  }
   Statement& bind(int index, const char* value) {
     return bind(index, std::string_view(value));
   }
   Statement& bind(int index, const std::string& value) {
     return bind(index, std::string_view(value));
   }
-  Statement& bind_null(int index);
+  Statement& bind_null(int index) {
+    m_impl->bind_null(index);
+    return *this;
+  }
   // Binds text without copying it: `value` must stay alive and unchanged
   // until the statement is reset or finalized.
-  Statement& bind_borrowed(int index, std::string_view value);
+  Statement& bind_borrowed(int index, std::string_view value) {
+    m_impl->bind_text(index, value, true);
+    return *this;
+  }
   template <typename T>
   Statement& bind(int index, const std::optional<T>& value) {
     return value ? bind(index, *value) : bind_null(index);
   }
 
   // Steps once: true when a row is available, false when done.
-  bool step();
+  bool step() { return m_impl->step(); }
   // Steps to the end, for statements without rows.
-  void run();
+  void run() {
+    while (step()) {
+    }
+  }
   // Makes the statement ready to step again; bindings are kept.
-  void reset();
+  void reset() { m_impl->reset(); }
+  // The rows the last run inserted, updated or deleted.
+  int64_t changes() const { return m_impl->changes(); }
 
-  bool is_null(int col) const;
-  bool is_integer(int col) const;
-  int column_count() const;
-  std::string column_name(int col) const;
-  int64_t get_int(int col) const;
-  std::string get_text(int col) const;
-  std::optional<int64_t> get_opt_int(int col) const;
-  std::optional<std::string> get_opt_text(int col) const;
+  bool is_null(int col) const { return m_impl->is_null(col); }
+  bool is_integer(int col) const { return m_impl->is_integer(col); }
+  int column_count() const { return m_impl->column_count(); }
+  std::string column_name(int col) const { return m_impl->column_name(col); }
+  int64_t get_int(int col) const { return m_impl->get_int(col); }
+  std::string get_text(int col) const { return m_impl->get_text(col); }
+  std::optional<int64_t> get_opt_int(int col) const {
+    if (is_null(col)) {
+      return std::nullopt;
+    }
+    return get_int(col);
+  }
+  std::optional<std::string> get_opt_text(int col) const {
+    if (is_null(col)) {
+      return std::nullopt;
+    }
+    return get_text(col);
+  }
 
 private:
-  struct Finalize {
-    void operator()(sqlite3_stmt* stmt) const;
-  };
-  Db* m_db;
-  std::unique_ptr<sqlite3_stmt, Finalize> m_stmt;
+  std::unique_ptr<StatementImpl> m_impl;
 };
 
-// BEGIN IMMEDIATE (writes) or BEGIN (reads); rolls back in the destructor
+// A write or read transaction (Db::begin); rolls back in the destructor
 // unless commit() ran.
 class Transaction {
 public:
   enum class Kind { read, write };
-  explicit Transaction(Db& db, Kind kind = Kind::write);
-  ~Transaction();
+  explicit Transaction(Db& db, Kind kind = Kind::write) : m_db(db) {
+    m_db.begin(kind == Kind::write ? Db::TxKind::write : Db::TxKind::read);
+  }
+  ~Transaction() {
+    if (m_open) {
+      m_db.rollback();
+    }
+  }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
-  void commit();
+  void commit() {
+    m_db.commit();
+    m_open = false;
+  }
 
 private:
   Db& m_db;

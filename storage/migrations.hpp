@@ -12,7 +12,9 @@ struct Migration {
   std::string_view sql;
 };
 
-// Every migration, in version order (1, 2, ...).
+// Every migration, in version order (1, 2, ...): SQLite's (migrations/)
+// and PostgreSQL's (migrations/postgresql/), with the same versions.
 const std::vector<Migration>& migrations();
+const std::vector<Migration>& pg_migrations();
 
 } // namespace taskq::storage

@@ -1,6 +1,5 @@
 // TaskStore: operating a queue as a whole. Queue pause and resume, redrive
-// from a dead-letter queue, purge of finished tasks, vacuum, the event
-// stream.
+// from a dead-letter queue, purge of finished tasks, the event stream.
 #include "core/error.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
@@ -180,10 +179,6 @@ std::vector<QueueMetrics> TaskStore::metrics(Time now) {
     out.push_back(std::move(m));
   }
   return out;
-}
-
-void TaskStore::vacuum() {
-  m_db->exec("VACUUM", "cannot vacuum the database");
 }
 
 std::vector<StreamEvent>

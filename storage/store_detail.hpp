@@ -40,11 +40,23 @@ core::Labels labels_from_json(const std::optional<std::string>& text);
 std::vector<std::string> strings_from_json(const std::string& text);
 std::string task_ref(int64_t id); // "task N"
 
+// Nullable columns to and from their core types (NULL is std::nullopt).
+std::optional<core::Millis> opt_millis(const std::optional<int64_t>& ms);
+std::optional<int64_t> opt_ms(const std::optional<core::Millis>& d);
+std::optional<int> opt_int(const std::optional<int64_t>& v);
+std::optional<int64_t> opt_int64(const std::optional<int>& v);
+std::optional<std::string> opt_backoff(const std::optional<core::Backoff>& b);
+
+// A new lease or delivery token: 32 random hex digits.
+std::string random_token();
+
 // Reads a row selected with k_task_columns (errors are loaded separately).
 core::Task read_task(const Statement& st);
 std::optional<core::Task> load_task(Db& db, int64_t id);
 // With its errors; not_found when missing.
 core::Task load_full(Db& db, int64_t id);
+// A task's error history, oldest first.
+std::vector<core::ErrorEntry> load_errors(Db& db, int64_t id);
 
 // A task's creation as the first event of its log; it lives on the task's
 // row, so that a bulk add writes one row per task.
@@ -73,16 +85,42 @@ void log_event(Db& db, int64_t task_id, core::Time now,
                std::string_view message, std::optional<core::TaskState> from,
                std::optional<core::TaskState> to, std::string_view actor,
                std::string_view detail);
+// Adds an error to a task's history, keeping the latest `keep` of them.
+void append_error(Db& db, int64_t task_id, core::Time now,
+                  std::string_view message, int64_t keep);
+// Clears the task's lease; when `revoked_by` is set, remembers the token and
+// why it was revoked so the worker can be told.
+void clear_lease(Db& db, const core::Task& task,
+                 const std::optional<std::string>& revoked_by);
 // Sets the state; entering a terminal state settles what depends on the
 // task (dependents, gates, the label index).
 void set_state(Db& db, int64_t id, core::TaskState state, core::Time now);
+// What follows a task's end: its dependents, gates, the label index
+// (followers.cpp).
+void settle_finished(Db& db, int64_t id, core::TaskState state, core::Time now);
 void set_reason(Db& db, int64_t id, std::string_view reason);
+void set_run_at(Db& db, int64_t id, core::Time at);
+// "<message> by <actor>" when an operator revoked `token` on task `id`.
+std::optional<std::string> find_revoked(Db& db, int64_t id,
+                                        const std::string& token);
+// Why `msg` is refused: "cannot <msg> task N: it is <state>".
+std::string refusal(const core::Task& task, core::Message msg);
 
 // Adds one task with everything beside it (labels, dependencies); returns
 // its id. Checks the combination of options (usage) and the dependencies
 // (not_found).
 int64_t insert_task(Db& db, const NewTask& t, core::Time now,
                     const std::string& actor);
+// Why a dependent of `dep` is paused: "dependency N failed" (or "was
+// killed").
+std::string broken_dep_reason(int64_t dep, core::TaskState state);
+// The first unfinished task other than `self` that has every label of
+// `root`, if any: the task that makes a `--root` task obsolete.
+std::optional<int64_t> obsoleted_by(Db& db, const core::Labels& root,
+                                    int64_t self);
+
+// How many tasks of `queue` hold a live lease.
+int64_t count_running(Db& db, const std::string& queue, core::Time now);
 
 // Loads a task for a worker write: it must exist (not_found) and `token`
 // must be its live lease (conflict, naming who revoked it when known).
@@ -93,6 +131,12 @@ core::Task require_lease(Db& db, int64_t id, const std::string& token,
 core::Task complete_leased(Db& db, int64_t id, const std::string& token,
                            const std::optional<std::string>& result,
                            core::Time now, const core::Labels& sync);
+
+// The SQLite file's own part of `db check` (sqlite_file.cpp):
+// integrity_check's problems and how the schema differs from the
+// migrations' go to `report`, with the schema version. False when the
+// schema is not taskq's: the tables are not to be read then.
+bool check_file(Db& db, CheckReport& report);
 
 // The per-queue counts of `stats` (of `queue`, or of all when null).
 std::vector<QueueStats>

@@ -9,12 +9,21 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
 namespace taskq::storage {
 
 class Db;
+
+// Whether `path` names a PostgreSQL server: a libpq connection URI
+// (postgresql://... or postgres://...) rather than a file.
+bool is_postgres_url(std::string_view path);
+
+// `url` with its password, if any, replaced by `***`: how a URL is shown in
+// messages and by `db path`.
+std::string redact_url(std::string_view url);
 
 // How to open the database file.
 enum class OpenMode {
@@ -337,6 +346,10 @@ public:
   // for a later time.
   bool anything_due(const std::vector<std::string>& queues, core::Time now,
                     const std::string& worker);
+
+  // The database server's clock (PostgreSQL), so that hosts whose clocks
+  // disagree agree on leases and ticks; std::nullopt on SQLite.
+  std::optional<core::Time> server_now();
 
   // A feed of the database's changes, to wait on between looks.
   ChangeFeed changes() const;

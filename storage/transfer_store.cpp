@@ -455,8 +455,9 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
   Statement index(*m_db,
                   "INSERT OR IGNORE INTO task_labels (key, value, "
                   "task_id) SELECT j.key, j.value, t.id FROM tasks t, "
-                  "json_each(t.labels) j WHERE t.id = ?1 "
-                  "AND t.state NOT IN ('completed', 'failed', 'killed')");
+                      + m_db->dialect().json_object_rows("t.labels")
+                      + " j WHERE t.id = ?1 "
+                        "AND t.state NOT IN ('completed', 'failed', 'killed')");
   // Where each imported task came from, for errors found after the last
   // row: its index in `lines` by id.
   std::vector<int64_t> lines;

@@ -1,0 +1,408 @@
+// TaskStore: producing work. Adding tasks one by one, uniquely or in bulk
+// (with their labels and dependencies), requeue and retry.
+#include "core/error.hpp"
+#include "storage/db.hpp"
+#include "storage/store_detail.hpp"
+#include "storage/task_store.hpp"
+
+#include <nlohmann/json.hpp>
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <array>
+#include <functional>
+#include <iterator>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace taskq::storage {
+
+using core::Task;
+using core::TaskState;
+using core::Time;
+using core::to_unix_ms;
+using namespace detail;
+
+namespace detail {
+
+// A prepared INSERT of `rows` tasks at once, bound once with the
+// prototype; only the payloads change from one execution to the next.
+// Payload i is parameter k_first_payload + i. Inserting many rows per
+// statement runs the per-statement work (cursors on the table and its
+// indexes, the AUTOINCREMENT counter) once per batch instead of once per
+// row: about 2.5 times fewer instructions for a bulk add.
+class Inserter {
+public:
+  // `blockers` is how many of t.after are unfinished; `state` the state
+  // the tasks start in (paused when a dependency already failed).
+  Inserter(Db& db, const NewTask& t, Time now, const std::string& actor,
+           int rows = 1, int64_t blockers = 0,
+           TaskState state = TaskState::runnable)
+      : m_st(db, insert_sql(rows)), m_rows(rows) {
+    m_st.bind(1, t.queue);
+    if (t.labels.empty()) {
+      m_st.bind_null(3);
+    } else {
+      m_st.bind(3, labels_to_json(t.labels));
+    }
+    m_st.bind(4, t.priority)
+        .bind(5, t.max_attempts)
+        .bind(6, to_unix_ms(t.run_at.value_or(now)))
+        .bind(7, to_unix_ms(now))
+        .bind(8, opt_int64(t.policy.max_errors))
+        .bind(9, opt_ms(t.policy.window))
+        .bind(10, opt_ms(t.policy.retry_delay))
+        .bind(11, opt_backoff(t.policy.backoff))
+        .bind(12, opt_ms(t.policy.max_delay))
+        .bind(13, t.retry_of)
+        .bind(14, actor)
+        .bind(15, t.to_worker)
+        .bind(16, t.trigger)
+        .bind(17, t.broadcast_ttl
+                      ? std::optional(to_unix_ms(now + *t.broadcast_ttl))
+                      : std::nullopt)
+        .bind(18, t.root.empty() ? std::nullopt
+                                 : std::optional(labels_to_json(t.root)))
+        .bind(19, t.after.empty()
+                      ? std::nullopt
+                      : std::optional(nlohmann::json(t.after).dump()))
+        .bind(20, blockers)
+        .bind(21, t.unique_key)
+        .bind(22, core::to_string(state));
+  }
+
+  // Inserts one task per payload (exactly `rows` of them); returns their
+  // ids, in order, as the database assigned them.
+  const std::vector<int64_t>& insert(const std::string* payloads) {
+    for (int i = 0; i < m_rows; ++i) {
+      m_st.bind_borrowed(k_first_payload + i, payloads[i]);
+    }
+    m_ids.clear();
+    while (m_st.step()) {
+      m_ids.push_back(m_st.get_int(0));
+    }
+    m_st.reset();
+    // RETURNING promises no order; ids grow with each row inserted.
+    std::sort(m_ids.begin(), m_ids.end());
+    return m_ids;
+  }
+
+  int64_t insert(const std::string& payload) { return insert(&payload)[0]; }
+
+private:
+  static constexpr int k_first_payload = 23;
+
+  static std::string insert_sql(int rows) {
+    std::string sql = "INSERT INTO tasks (queue, state, payload, labels, "
+                      "priority, max_attempts, run_at, created_at, "
+                      "updated_at, max_errors, error_window_ms, "
+                      "retry_delay_ms, backoff, max_delay_ms, retry_of, "
+                      "created_by, to_worker, trigger_key, broadcast_until, "
+                      "root, after_ids, blockers, unique_key) VALUES ";
+    for (int i = 0; i < rows; ++i) {
+      sql += i == 0 ? "(" : ", (";
+      sql += "?1, ?22, ?" + std::to_string(k_first_payload + i)
+             + ", ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
+               "?15, ?16, ?17, ?18, ?19, ?20, ?21)";
+    }
+    return sql + " RETURNING id";
+  }
+
+  Statement m_st;
+  int m_rows;
+  std::vector<int64_t> m_ids;
+};
+
+// Rows per statement of a bulk add: past 64 the gain is under 3%.
+constexpr int k_batch_rows = 64;
+
+// Refuses combinations that mean nothing (usage).
+void check_new_task(const NewTask& t) {
+  if (t.broadcast_ttl
+      && (t.to_worker || !t.after.empty() || !t.root.empty() || t.unique_key)) {
+    throw Error(ErrorKind::usage, "a broadcast goes to every worker: it takes "
+                                  "no --to, --after, --root or --unique");
+  }
+  if (t.broadcast_ttl && t.broadcast_ttl->count() <= 0) {
+    throw Error(ErrorKind::usage, "a broadcast's ttl must be positive");
+  }
+  for (const int64_t dep : t.after) {
+    if (dep <= 0) {
+      throw Error(ErrorKind::usage, "--after takes task ids (positive)");
+    }
+  }
+}
+
+// Where a new task's `after` list stands: the unfinished tasks it waits
+// for, and the first one that already ended failed or killed.
+struct Deps {
+  std::vector<int64_t> unfinished;
+  std::optional<std::pair<int64_t, TaskState>> broken;
+};
+
+Deps check_deps(Db& db, const std::vector<int64_t>& after) {
+  Deps deps;
+  Statement st(db, "SELECT state FROM tasks WHERE id = ?1");
+  for (const int64_t dep : after) {
+    st.bind(1, dep);
+    if (!st.step()) {
+      throw Error(ErrorKind::not_found, "no " + task_ref(dep) + " (--after)");
+    }
+    const TaskState state =
+        core::parse_state(st.get_text(0)).value_or(TaskState::runnable);
+    st.reset();
+    if (state == TaskState::completed) {
+      continue;
+    }
+    if (core::is_terminal(state)) {
+      if (!deps.broken) {
+        deps.broken.emplace(dep, state);
+      }
+    } else if (std::find(deps.unfinished.begin(), deps.unfinished.end(), dep)
+               == deps.unfinished.end()) {
+      deps.unfinished.push_back(dep);
+    }
+  }
+  return deps;
+}
+
+std::string broken_dep_reason(int64_t dep, TaskState state) {
+  return "dependency " + std::to_string(dep)
+         + (state == TaskState::killed ? " was killed" : " failed");
+}
+
+// The rows beside a new task: its labels in task_labels, its unfinished
+// dependencies in task_deps, and the reason when it starts paused.
+class Companions {
+public:
+  Companions(Db& db, const NewTask& t, const Deps& deps)
+      : m_labels(db, "INSERT OR IGNORE INTO task_labels (key, value, task_id) "
+                     "VALUES (?1, ?2, ?3)"),
+        m_deps(db, "INSERT OR IGNORE INTO task_deps (dep_id, task_id) "
+                   "VALUES (?1, ?2)"),
+        m_task(t), m_info(deps) {}
+
+  void add(Db& db, int64_t id, Time now) {
+    for (const auto& [key, value] : m_task.labels) {
+      m_labels.bind(1, key).bind(2, value).bind(3, id);
+      m_labels.run();
+      m_labels.reset();
+    }
+    if (m_info.broken) {
+      const auto [dep, state] = *m_info.broken;
+      set_reason(db, id, broken_dep_reason(dep, state));
+      log_event(db, id, now, "pause", TaskState::runnable, TaskState::paused,
+                k_system_actor, broken_dep_reason(dep, state));
+      return;
+    }
+    for (const int64_t dep : m_info.unfinished) {
+      m_deps.bind(1, dep).bind(2, id);
+      m_deps.run();
+      m_deps.reset();
+    }
+  }
+
+  int64_t blockers() const {
+    return m_info.broken ? 0 : static_cast<int64_t>(m_info.unfinished.size());
+  }
+  TaskState state() const {
+    return m_info.broken ? TaskState::paused : TaskState::runnable;
+  }
+
+private:
+  Statement m_labels;
+  Statement m_deps;
+  const NewTask& m_task;
+  const Deps& m_info;
+};
+
+// Adds one task with everything beside it; returns its id.
+int64_t insert_task(Db& db, const NewTask& t, Time now,
+                    const std::string& actor) {
+  check_new_task(t);
+  const Deps deps = check_deps(db, t.after);
+  Companions companions(db, t, deps);
+  Inserter ins(db, t, now, actor, 1, companions.blockers(), companions.state());
+  const int64_t id = ins.insert(t.payload);
+  companions.add(db, id, now);
+  return id;
+}
+
+// The first unfinished task other than `self` that has every label of
+// `root`, if any: the task that makes a `--root` task obsolete.
+std::optional<int64_t> obsoleted_by(Db& db, const core::Labels& root,
+                                    int64_t self) {
+  if (root.empty()) {
+    return std::nullopt;
+  }
+  const auto& [key, value] = *root.begin();
+  Statement first(db, "SELECT task_id FROM task_labels WHERE key = ?1 "
+                      "AND value = ?2 AND task_id <> ?3 ORDER BY task_id");
+  Statement has(db, "SELECT 1 FROM task_labels WHERE key = ?1 AND value = ?2 "
+                    "AND task_id = ?3");
+  first.bind(1, key).bind(2, value).bind(3, self);
+  while (first.step()) {
+    const int64_t other = first.get_int(0);
+    bool all = true;
+    for (auto it = std::next(root.begin()); all && it != root.end(); ++it) {
+      has.bind(1, it->first).bind(2, it->second).bind(3, other);
+      all = has.step();
+      has.reset();
+    }
+    if (all) {
+      return other;
+    }
+  }
+  return std::nullopt;
+}
+
+} // namespace detail
+
+int64_t TaskStore::add(const NewTask& task, Time now,
+                       const std::string& actor) {
+  return add_unique(task, now, actor).id;
+}
+
+Added TaskStore::add_unique(const NewTask& task, Time now,
+                            const std::string& actor) {
+  check_new_task(task);
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  if (task.unique_key) {
+    Statement st(*m_db, "SELECT id FROM tasks INDEXED BY tasks_unique "
+                        "WHERE queue = ?1 AND unique_key = ?2 "
+                        "AND unique_key IS NOT NULL "
+                        "AND state NOT IN ('completed', 'failed', 'killed') "
+                        "ORDER BY id LIMIT 1");
+    st.bind(1, task.queue).bind(2, *task.unique_key);
+    if (st.step()) {
+      return {st.get_int(0), true, std::nullopt};
+    }
+  }
+  if (const auto by = obsoleted_by(*m_db, task.root, 0)) {
+    return {0, false, by};
+  }
+  const int64_t id = insert_task(*m_db, task, now, actor);
+  tx.commit();
+  return {id, false, std::nullopt};
+}
+
+int64_t TaskStore::add_many(const NewTask& proto,
+                            const std::function<bool(std::string&)>& next,
+                            const std::function<void(int64_t)>& on_id, Time now,
+                            const std::string& actor) {
+  check_new_task(proto);
+  if (proto.unique_key || !proto.root.empty() || proto.broadcast_ttl) {
+    throw Error(ErrorKind::usage, "a bulk add takes no --unique, --root or "
+                                  "--broadcast: add those one by one");
+  }
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  const Deps deps = check_deps(*m_db, proto.after);
+  Companions companions(*m_db, proto, deps);
+  // Labels and dependencies take rows of their own; without them a bulk
+  // add writes nothing but its tasks.
+  const bool companion_rows =
+      !proto.labels.empty() || !deps.unfinished.empty() || deps.broken;
+  // The payloads of one batch; their buffers are reused batch after batch.
+  std::array<std::string, k_batch_rows> batch;
+  std::optional<Inserter> many;
+  int64_t count = 0;
+  const auto report = [&](const std::vector<int64_t>& ids) {
+    for (const int64_t id : ids) {
+      if (companion_rows) {
+        companions.add(*m_db, id, now);
+      }
+      if (on_id) {
+        on_id(id);
+      }
+    }
+    count += static_cast<int64_t>(ids.size());
+  };
+  int filled = 0;
+  while (next(batch[static_cast<size_t>(filled)])) {
+    if (++filled == k_batch_rows) {
+      if (!many) {
+        many.emplace(*m_db, proto, now, actor, k_batch_rows,
+                     companions.blockers(), companions.state());
+      }
+      report(many->insert(batch.data()));
+      filled = 0;
+    }
+  }
+  if (filled > 0) {
+    Inserter one(*m_db, proto, now, actor, 1, companions.blockers(),
+                 companions.state());
+    for (int i = 0; i < filled; ++i) {
+      report(one.insert(&batch[static_cast<size_t>(i)]));
+    }
+  }
+  tx.commit();
+  return count;
+}
+
+std::vector<Task> TaskStore::requeue(const std::string& queue,
+                                     const std::string& actor, Time now) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  std::vector<std::tuple<int64_t, TaskState, int64_t>> due_later;
+  {
+    Statement st(*m_db, "SELECT id, state, run_at FROM tasks "
+                        "INDEXED BY tasks_ready WHERE queue = ?1 "
+                        "AND lease_token IS NULL "
+                        "AND state IN ('runnable', 'sleeping') AND blockers = "
+                        "0 AND broadcast_until IS NULL "
+                        "AND run_at > ?2 ORDER BY id");
+    st.bind(1, queue).bind(2, to_unix_ms(now));
+    while (st.step()) {
+      const auto state = core::parse_state(st.get_text(1));
+      due_later.emplace_back(st.get_int(0), state.value_or(TaskState::runnable),
+                             st.get_int(2));
+    }
+  }
+  Statement update(*m_db, "UPDATE tasks SET run_at = ?2, rev = rev + 1, "
+                          "updated_at = ?2 WHERE id = ?1");
+  std::vector<Task> changed;
+  for (const auto& [id, state, run_at] : due_later) {
+    update.bind(1, id).bind(2, to_unix_ms(now));
+    update.run();
+    update.reset();
+    log_event(*m_db, id, now, "requeue", state, state, actor,
+              "due now (was " + core::format_time(core::from_unix_ms(run_at))
+                  + ")");
+    changed.push_back(load_full(*m_db, id));
+  }
+  tx.commit();
+  return changed;
+}
+
+int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  const Task old = load_full(*m_db, id);
+  if (old.state != TaskState::failed && old.state != TaskState::killed) {
+    throw Error(ErrorKind::conflict,
+                "cannot retry " + task_ref(id) + ": it is "
+                    + std::string(core::to_string(old.state))
+                    + " (only failed or killed tasks are retried)");
+  }
+  NewTask spec;
+  spec.queue = old.queue;
+  spec.payload = old.payload;
+  spec.labels = old.labels;
+  spec.priority = old.priority;
+  spec.max_attempts = old.max_attempts;
+  spec.policy = old.policy;
+  spec.retry_of = old.id;
+  spec.root = old.root;
+  spec.to_worker = old.to_worker;
+  spec.trigger = old.trigger;
+  const int64_t new_id = insert_task(*m_db, spec, now, actor);
+  tx.commit();
+  return new_id;
+}
+
+} // namespace taskq::storage

@@ -1,0 +1,136 @@
+// What follows a task's end (set_state into a terminal state): its
+// dependents, the gates its trigger covers, the label index.
+#include "storage/db.hpp"
+#include "storage/store_detail.hpp"
+#include "storage/task_store.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+namespace taskq::storage {
+
+using core::TaskState;
+using core::Time;
+using core::to_unix_ms;
+using namespace detail;
+
+namespace detail {
+
+// A completed task with `--trigger key` covers that key on every gate that
+// has it; a gate with all its keys covered emits its task and re-arms.
+void cover_gates(Db& db, const std::string& key, Time now) {
+  std::vector<std::tuple<std::string, std::vector<std::string>,
+                         std::vector<std::string>>>
+      touched;
+  {
+    Statement st(db, "SELECT name, keys, covered FROM gates ORDER BY name");
+    while (st.step()) {
+      auto keys = strings_from_json(st.get_text(1));
+      if (std::binary_search(keys.begin(), keys.end(), key)) {
+        touched.emplace_back(st.get_text(0), std::move(keys),
+                             strings_from_json(st.get_text(2)));
+      }
+    }
+  }
+  for (auto& [name, keys, covered] : touched) {
+    if (!std::binary_search(covered.begin(), covered.end(), key)) {
+      covered.insert(std::upper_bound(covered.begin(), covered.end(), key),
+                     key);
+    }
+    if (covered != keys) {
+      Statement(db, "UPDATE gates SET covered = ?2 WHERE name = ?1")
+          .bind(1, name)
+          .bind(2, nlohmann::json(covered).dump())
+          .run();
+      continue;
+    }
+    NewTask emit;
+    {
+      Statement st(db, "SELECT queue, payload, labels, priority FROM gates "
+                       "WHERE name = ?1");
+      st.bind(1, name);
+      st.step();
+      emit.queue = st.get_text(0);
+      emit.payload = st.get_text(1);
+      emit.labels = labels_from_json(st.get_opt_text(2));
+      emit.priority = st.get_int(3);
+    }
+    const int64_t id = insert_task(db, emit, now, "gate:" + name);
+    Statement(db, "UPDATE tasks SET gate = ?2 WHERE id = ?1")
+        .bind(1, id)
+        .bind(2, name)
+        .run();
+    Statement(db, "UPDATE gates SET covered = '[]', emitted = emitted + 1, "
+                  "last_task = ?2 WHERE name = ?1")
+        .bind(1, name)
+        .bind(2, id)
+        .run();
+  }
+}
+
+void settle_finished(Db& db, int64_t id, TaskState state, Time now) {
+  core::Labels labels;
+  std::optional<std::string> trigger;
+  {
+    Statement st(db, "SELECT labels, trigger_key FROM tasks WHERE id = ?1");
+    st.bind(1, id);
+    st.step();
+    labels = labels_from_json(st.get_opt_text(0));
+    trigger = st.get_opt_text(1);
+  }
+  {
+    Statement drop(db, "DELETE FROM task_labels WHERE key = ?1 AND value = ?2 "
+                       "AND task_id = ?3");
+    for (const auto& [key, value] : labels) {
+      drop.bind(1, key).bind(2, value).bind(3, id);
+      drop.run();
+      drop.reset();
+    }
+  }
+  // Dependents still waiting: one fewer to wait for, or, when this one did
+  // not complete, paused for an operator to decide.
+  std::vector<std::pair<int64_t, TaskState>> waiting;
+  {
+    Statement st(db, "SELECT t.id, t.state FROM task_deps d JOIN tasks t "
+                     "ON t.id = d.task_id WHERE d.dep_id = ?1 "
+                     "AND t.blockers > 0 ORDER BY t.id");
+    st.bind(1, id);
+    while (st.step()) {
+      waiting.emplace_back(
+          st.get_int(0),
+          core::parse_state(st.get_text(1)).value_or(TaskState::runnable));
+    }
+  }
+  for (const auto& [dependent, dep_state] : waiting) {
+    if (state == TaskState::completed) {
+      Statement(db, "UPDATE tasks SET blockers = blockers - 1, "
+                    "rev = rev + 1, updated_at = ?2 WHERE id = ?1")
+          .bind(1, dependent)
+          .bind(2, to_unix_ms(now))
+          .run();
+      continue;
+    }
+    const std::string reason = broken_dep_reason(id, state);
+    Statement(db, "UPDATE tasks SET blockers = 0, state = 'paused', "
+                  "reason = ?2, rev = rev + 1, updated_at = ?3 WHERE id = ?1")
+        .bind(1, dependent)
+        .bind(2, reason)
+        .bind(3, to_unix_ms(now))
+        .run();
+    log_event(db, dependent, now, "pause", dep_state, TaskState::paused,
+              k_system_actor, reason);
+  }
+  if (state == TaskState::completed && trigger) {
+    cover_gates(db, *trigger, now);
+  }
+}
+
+} // namespace detail
+
+} // namespace taskq::storage

@@ -1,0 +1,415 @@
+// TaskStore: leasing. Reclaiming expired leases, delivering broadcasts,
+// picking tasks in lease order, and when a worker should look again
+// (next_due, anything_due, changes).
+#include "storage/db.hpp"
+#include "storage/store_detail.hpp"
+#include "storage/task_store.hpp"
+
+#include <sqlite3.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace taskq::storage {
+
+using core::Task;
+using core::TaskState;
+using core::Time;
+using core::to_unix_ms;
+using namespace detail;
+
+// ---------------------------------------------------------------------------
+// Leasing
+// ---------------------------------------------------------------------------
+
+namespace detail {
+
+// The eligibility test shared by leasing, `list --state ready` and stats;
+// its first terms are the tasks_ready partial index's WHERE clause, so the
+// planner can use that index.
+constexpr std::string_view k_ready_where =
+    "lease_token IS NULL AND state IN ('runnable', 'sleeping') AND blockers = "
+    "0 AND broadcast_until IS NULL "
+    "AND run_at <= ?2";
+
+// Makes expired leases of `queue` plain unleased tasks again, so they are
+// back in the ready index. Costs O(log n) per expired lease.
+void reclaim_expired(Db& db, const std::string& queue, Time now) {
+  std::vector<std::pair<int64_t, std::string>> expired;
+  {
+    Statement st(db, "SELECT id, lease_worker FROM tasks WHERE queue = ?1 AND "
+                     "lease_token IS NOT NULL AND lease_expires <= ?2");
+    st.bind(1, queue).bind(2, to_unix_ms(now));
+    while (st.step()) {
+      expired.emplace_back(st.get_int(0), st.get_text(1));
+    }
+  }
+  for (const auto& [id, worker] : expired) {
+    Statement(db, "UPDATE tasks SET lease_token = NULL, lease_worker = NULL, "
+                  "lease_expires = NULL, rev = rev + 1 WHERE id = ?1")
+        .bind(1, id)
+        .run();
+    bump_queue_counter(db, queue, QueueCounter::leases_expired);
+    log_event(db, id, now, "expire", TaskState::runnable, TaskState::runnable,
+              k_system_actor, "lease of " + worker + " expired");
+  }
+}
+
+int64_t count_running(Db& db, const std::string& queue, Time now) {
+  Statement st(db, "SELECT count(*) FROM tasks WHERE queue = ?1 AND "
+                   "lease_token IS NOT NULL AND lease_expires > ?2");
+  st.bind(1, queue).bind(2, to_unix_ms(now));
+  st.step();
+  return st.get_int(0);
+}
+
+// The distinct priorities among a queue's unleased runnable and sleeping
+// tasks, highest first, one tasks_ready seek each. next_due and
+// anything_due look at each priority's run_at range separately, since a
+// plain range on run_at, the index's second key, would scan every task.
+class PriorityWalk {
+public:
+  explicit PriorityWalk(Db& db)
+      : m_st(db, "SELECT priority FROM tasks INDEXED BY tasks_ready "
+                 "WHERE queue = ?1 AND lease_token IS NULL "
+                 "AND state IN ('runnable', 'sleeping') AND blockers = 0 AND "
+                 "broadcast_until IS NULL AND priority <= ?2 "
+                 "ORDER BY priority DESC LIMIT 1") {}
+
+  // Starts over on `queue`.
+  void start(const std::string& queue) {
+    m_queue = &queue;
+    m_below = std::numeric_limits<int64_t>::max();
+    m_done = false;
+  }
+
+  // The next lower priority, or std::nullopt after the lowest.
+  std::optional<int64_t> next() {
+    if (m_done) {
+      return std::nullopt;
+    }
+    m_st.bind(1, *m_queue).bind(2, m_below);
+    std::optional<int64_t> priority;
+    if (m_st.step()) {
+      priority = m_st.get_int(0);
+    }
+    m_st.reset();
+    if (!priority || *priority == std::numeric_limits<int64_t>::min()) {
+      m_done = true;
+    } else {
+      m_below = *priority - 1;
+    }
+    return priority;
+  }
+
+private:
+  Statement m_st;
+  const std::string* m_queue = nullptr;
+  int64_t m_below = 0;
+  bool m_done = true;
+};
+
+// The first task of `queue` in lease order that `worker` may lease now:
+// due, unleased, not waiting for dependencies, addressed to any worker or
+// to this one, its labels matching `m`. One index seek per distinct
+// priority above it, however many tasks wait for a later time.
+class Candidates {
+public:
+  explicit Candidates(Db& db)
+      : m_walk(db),
+        m_due(db, join(join("SELECT ", k_task_columns),
+                       " FROM tasks INDEXED BY tasks_ready WHERE queue = ?1 "
+                       "AND lease_token IS NULL AND state IN ('runnable', "
+                       "'sleeping') AND blockers = 0 AND broadcast_until IS "
+                       "NULL AND priority = ?2 AND run_at <= ?3 "
+                       "ORDER BY run_at, id")) {}
+
+  std::optional<Task> first(const std::string& queue,
+                            const std::vector<core::LabelPattern>& m,
+                            const std::string& worker,
+                            const std::vector<int64_t>& skip, Time now) {
+    m_walk.start(queue);
+    while (const auto priority = m_walk.next()) {
+      m_due.bind(1, queue).bind(2, *priority).bind(3, to_unix_ms(now));
+      while (m_due.step()) {
+        Task t = read_task(m_due);
+        if ((!t.to_worker || *t.to_worker == worker)
+            && core::matches(t.labels, m)
+            && std::find(skip.begin(), skip.end(), t.id) == skip.end()) {
+          m_due.reset();
+          return t;
+        }
+      }
+      m_due.reset();
+    }
+    return std::nullopt;
+  }
+
+private:
+  PriorityWalk m_walk;
+  Statement m_due;
+};
+
+// Hands `worker` the broadcasts of `queue` it has not had yet, up to
+// `room` of them, each with a token of its own; ends those past their ttl.
+void deliver_broadcasts(Db& db, const std::string& queue,
+                        const LeaseRequest& req, size_t room, Time now,
+                        std::vector<Task>& out) {
+  std::vector<Task> live;
+  {
+    Statement st(db, join(join("SELECT ", k_task_columns),
+                          " FROM tasks INDEXED BY tasks_broadcast "
+                          "WHERE queue = ?1 AND broadcast_until IS NOT NULL "
+                          "AND state = 'runnable' ORDER BY id"));
+    st.bind(1, queue);
+    while (st.step()) {
+      live.push_back(read_task(st));
+    }
+  }
+  Statement deliver(db, "INSERT INTO deliveries (task_id, worker, token, "
+                        "time) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING");
+  for (Task& t : live) {
+    if (*t.broadcast_until <= now) {
+      set_state(db, t.id, TaskState::completed, now);
+      set_reason(db, t.id, "broadcast ended");
+      log_event(db, t.id, now, "complete", TaskState::runnable,
+                TaskState::completed, k_system_actor,
+                "broadcast ended at " + core::format_time(*t.broadcast_until));
+      continue;
+    }
+    if (room == 0 || !core::matches(t.labels, req.match)) {
+      continue;
+    }
+    const std::string token = random_token();
+    deliver.bind(1, t.id)
+        .bind(2, req.worker)
+        .bind(3, token)
+        .bind(4, to_unix_ms(now));
+    deliver.run();
+    deliver.reset();
+    if (deliver.changes() == 0) {
+      continue; // this worker has had it
+    }
+    log_event(db, t.id, now, "lease", TaskState::runnable, TaskState::runnable,
+              req.worker, "broadcast delivery");
+    Task copy = load_full(db, t.id);
+    copy.lease = core::Lease{token, req.worker, now + req.lease_for};
+    out.push_back(std::move(copy));
+    --room;
+  }
+}
+
+bool lease_order_before(const Task& a, const Task& b) {
+  if (a.priority != b.priority) {
+    return a.priority > b.priority;
+  }
+  if (a.run_at != b.run_at) {
+    return a.run_at < b.run_at;
+  }
+  return a.id < b.id;
+}
+
+} // namespace detail
+
+std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  struct Source {
+    std::string queue;
+    QueueRow settings;
+    int64_t capacity; // how many more it may lease (max-running)
+  };
+  std::vector<Source> sources;
+  std::vector<std::string> queues = req.queues;
+  std::sort(queues.begin(), queues.end());
+  queues.erase(std::unique(queues.begin(), queues.end()), queues.end());
+  std::vector<Task> leased;
+  for (const auto& q : queues) {
+    QueueRow row = load_queue(*m_db, q);
+    if (row.paused) {
+      continue;
+    }
+    reclaim_expired(*m_db, q, now);
+    emit_schedules(*m_db, &q, now);
+    const size_t room =
+        static_cast<size_t>(std::max(req.count, 0)) - leased.size();
+    deliver_broadcasts(*m_db, q, req, room, now, leased);
+    int64_t capacity = req.count;
+    if (row.max_running) {
+      capacity =
+          std::max<int64_t>(0, *row.max_running - count_running(*m_db, q, now));
+    }
+    sources.push_back({q, std::move(row), capacity});
+  }
+
+  Candidates candidates(*m_db);
+  while (static_cast<int>(leased.size()) < req.count) {
+    std::optional<Task> best;
+    Source* from = nullptr;
+    for (auto& s : sources) {
+      if (s.capacity <= 0) {
+        continue;
+      }
+      auto c = candidates.first(s.queue, req.match, req.worker, req.skip, now);
+      if (c && (!best || lease_order_before(*c, *best))) {
+        best = std::move(c);
+        from = &s;
+      }
+    }
+    if (!best) {
+      break;
+    }
+    Task& t = *best;
+    if (const auto by = obsoleted_by(*m_db, t.root, t.id)) {
+      // rescue's root: a live task with its root labels made it obsolete.
+      const std::string reason = "obsoleted by " + task_ref(*by);
+      set_state(*m_db, t.id, TaskState::killed, now);
+      set_reason(*m_db, t.id, reason);
+      log_event(*m_db, t.id, now, "kill", t.state, TaskState::killed,
+                k_system_actor, reason);
+      continue;
+    }
+    const auto limit =
+        t.max_attempts ? t.max_attempts : from->settings.max_attempts;
+    if (limit && t.attempts >= *limit) {
+      // rescue's circuit breaker: park it for an operator instead.
+      const std::string reason =
+          "reached max attempts (" + std::to_string(*limit) + ")";
+      set_state(*m_db, t.id, TaskState::paused, now);
+      set_reason(*m_db, t.id, reason);
+      log_event(*m_db, t.id, now, "pause", t.state, TaskState::paused,
+                k_system_actor, reason);
+      continue;
+    }
+    if (t.state == TaskState::sleeping) {
+      log_event(*m_db, t.id, now, "run", TaskState::sleeping,
+                TaskState::runnable, k_system_actor, "woke up");
+    }
+    const Time expires = now + req.lease_for;
+    Statement(*m_db,
+              "UPDATE tasks SET state = 'runnable', lease_token = ?2, "
+              "lease_worker = ?3, lease_expires = ?4, lease_for_ms = ?5, "
+              "attempts = attempts + 1, rev = rev + 1, updated_at = ?6 "
+              "WHERE id = ?1")
+        .bind(1, t.id)
+        .bind(2, random_token())
+        .bind(3, req.worker)
+        .bind(4, to_unix_ms(expires))
+        .bind(5, req.lease_for.count())
+        .bind(6, to_unix_ms(now))
+        .run();
+    log_event(*m_db, t.id, now, "lease", TaskState::runnable,
+              TaskState::runnable, req.worker,
+              "attempt " + std::to_string(t.attempts + 1) + ", until "
+                  + core::format_time(expires));
+    leased.push_back(load_full(*m_db, t.id));
+    --from->capacity;
+  }
+  tx.commit();
+  return leased;
+}
+
+std::optional<Time> TaskStore::next_due(const std::vector<std::string>& queues,
+                                        Time now) {
+  PriorityWalk priorities(*m_db);
+  Statement first_future(*m_db,
+                         "SELECT min(run_at) FROM tasks INDEXED BY tasks_ready "
+                         "WHERE queue = ?1 AND lease_token IS NULL "
+                         "AND state IN ('runnable', 'sleeping') AND blockers = "
+                         "0 AND broadcast_until IS NULL AND priority = ?2 "
+                         "AND run_at > ?3");
+  Statement first_expiry(
+      *m_db, "SELECT min(lease_expires) FROM tasks INDEXED BY tasks_leased "
+             "WHERE queue = ?1 AND lease_token IS NOT NULL "
+             "AND lease_expires > ?2");
+  Statement first_tick(*m_db, "SELECT min(due_at) FROM schedules "
+                              "WHERE queue = ?1 AND paused = 0 "
+                              "AND due_at > ?2");
+  const int64_t now_ms = to_unix_ms(now);
+  std::optional<int64_t> best;
+  const auto consider = [&](Statement& st) {
+    if (st.step() && !st.is_null(0)) {
+      const int64_t t = st.get_int(0);
+      best = best ? std::min(*best, t) : t;
+    }
+    st.reset();
+  };
+  Transaction tx(*m_db, Transaction::Kind::read);
+  for (const auto& queue : queues) {
+    priorities.start(queue);
+    while (const auto priority = priorities.next()) {
+      first_future.bind(1, queue).bind(2, *priority).bind(3, now_ms);
+      consider(first_future);
+    }
+    first_expiry.bind(1, queue).bind(2, now_ms);
+    consider(first_expiry);
+    first_tick.bind(1, queue).bind(2, now_ms);
+    consider(first_tick);
+  }
+  tx.commit();
+  if (!best) {
+    return std::nullopt;
+  }
+  return core::from_unix_ms(*best);
+}
+
+bool TaskStore::anything_due(const std::vector<std::string>& queues, Time now,
+                             const std::string& worker) {
+  PriorityWalk priorities(*m_db);
+  Statement due(*m_db, "SELECT 1 FROM tasks INDEXED BY tasks_ready "
+                       "WHERE queue = ?1 AND lease_token IS NULL "
+                       "AND state IN ('runnable', 'sleeping') AND blockers = 0 "
+                       "AND broadcast_until IS NULL "
+                       "AND priority = ?2 AND run_at <= ?3 LIMIT 1");
+  Statement expired(*m_db, "SELECT 1 FROM tasks INDEXED BY tasks_leased "
+                           "WHERE queue = ?1 AND lease_token IS NOT NULL "
+                           "AND lease_expires <= ?2 LIMIT 1");
+  Statement tick(*m_db, "SELECT 1 FROM schedules WHERE queue = ?1 "
+                        "AND paused = 0 AND due_at <= ?2 LIMIT 1");
+  Statement broadcast(*m_db,
+                      "SELECT 1 FROM tasks INDEXED BY tasks_broadcast "
+                      "WHERE queue = ?1 AND broadcast_until IS NOT NULL "
+                      "AND state = 'runnable' AND broadcast_until > ?2 "
+                      "AND NOT EXISTS (SELECT 1 FROM deliveries "
+                      "WHERE task_id = tasks.id AND worker = ?3) LIMIT 1");
+  const int64_t now_ms = to_unix_ms(now);
+  const auto found = [](Statement& st) {
+    const bool row = st.step();
+    st.reset();
+    return row;
+  };
+  Transaction tx(*m_db, Transaction::Kind::read);
+  for (const auto& queue : queues) {
+    expired.bind(1, queue).bind(2, now_ms);
+    tick.bind(1, queue).bind(2, now_ms);
+    broadcast.bind(1, queue).bind(2, now_ms).bind(3, worker);
+    if (found(expired) || found(tick) || found(broadcast)) {
+      return true;
+    }
+    priorities.start(queue);
+    while (const auto priority = priorities.next()) {
+      due.bind(1, queue).bind(2, *priority).bind(3, now_ms);
+      if (found(due)) {
+        return true;
+      }
+    }
+  }
+  tx.commit();
+  return false;
+}
+
+std::optional<Time> TaskStore::server_now() {
+  return m_db->server_now();
+}
+
+ChangeFeed TaskStore::changes() const {
+  return ChangeFeed(m_db->path());
+}
+
+} // namespace taskq::storage

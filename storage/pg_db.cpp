@@ -1,0 +1,754 @@
+// The PostgreSQL backend's connection (libpq): statements, transactions and
+// their locking, the server's clock, and error messages without passwords.
+
+#include "core/error.hpp"
+#include "storage/change_feed.hpp"
+#include "storage/db.hpp"
+#include "storage/migrations.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdlib>
+#include <libpq-fe.h>
+#include <map>
+#include <unistd.h>
+#include <unordered_map>
+#include <vector>
+
+namespace taskq::storage {
+
+namespace {
+
+// Every write transaction holds this transaction-scoped advisory lock (an
+// arbitrary key, "tskq" in ASCII), so writers of one database run one at a
+// time, as on SQLite: a rule that reads and then writes (--unique,
+// --max-running, a schedule's tick, a gate) holds under any concurrency,
+// and no two writers can deadlock or fail to serialise.
+constexpr const char* k_begin_write =
+    "BEGIN; SELECT pg_advisory_xact_lock(1953721201)";
+// Readers see one snapshot (export, list) and take no locks.
+constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
+// Every committed write wakes the waiting processes (ChangeFeed); NOTIFY is
+// delivered when, and only if, the transaction commits.
+constexpr const char* k_commit_write = "NOTIFY taskq; COMMIT";
+
+int busy_timeout_ms() {
+  if (const char* env = std::getenv("TASKQ_BUSY_TIMEOUT_MS")) {
+    char* end = nullptr;
+    const long value = std::strtol(env, &end, 10);
+    if (end != env && *end == '\0' && value >= 0) {
+      return static_cast<int>(value);
+    }
+  }
+  return 30000;
+}
+
+// libpq's messages end with a newline and may span lines ("connection to
+// server ... failed: FATAL: ..."): taskq prints one line.
+std::string one_line(const char* text) {
+  std::string out;
+  for (const char* p = text == nullptr ? "" : text; *p != '\0'; ++p) {
+    if (*p == '\n') {
+      out += "; ";
+    } else if (*p != '\r') {
+      out += *p;
+    }
+  }
+  while (out.ends_with("; ") || out.ends_with(' ')) {
+    out.erase(out.size() - (out.ends_with("; ") ? 2 : 1));
+  }
+  return out;
+}
+
+ErrorKind kind_for(std::string_view state) {
+  // Connection (08), authorisation (28), no such database (3D), operator
+  // intervention (57: shutdown), resources (53), lock timeout (55P03),
+  // privileges (42501), read-only (25006): the database is unavailable.
+  if (state.starts_with("08") || state.starts_with("28")
+      || state.starts_with("3D") || state.starts_with("57")
+      || state.starts_with("53") || state == "55P03" || state == "42501"
+      || state == "25006" || state.empty()) {
+    return ErrorKind::unavailable;
+  }
+  return ErrorKind::internal;
+}
+
+bool ident_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
+         || (c >= '0' && c <= '9') || c == '_';
+}
+
+// Whether `sql` has the keyword sequence `word` at `i` (case-insensitive,
+// whole words, single spaces in `word` matching any whitespace).
+size_t match_words(std::string_view sql, size_t i, std::string_view word) {
+  if (i > 0 && ident_char(sql[i - 1])) {
+    return 0;
+  }
+  size_t j = i;
+  for (size_t k = 0; k < word.size(); ++k) {
+    if (word[k] == ' ') {
+      if (j >= sql.size()
+          || !std::isspace(static_cast<unsigned char>(sql[j]))) {
+        return 0;
+      }
+      while (j < sql.size()
+             && std::isspace(static_cast<unsigned char>(sql[j]))) {
+        ++j;
+      }
+      continue;
+    }
+    if (j >= sql.size()
+        || std::tolower(static_cast<unsigned char>(sql[j])) != word[k]) {
+      return 0;
+    }
+    ++j;
+  }
+  return j < sql.size() && ident_char(sql[j]) ? 0 : j - i;
+}
+
+// Whether the call whose '(' is at `open` has more than one argument.
+bool several_args(std::string_view sql, size_t open) {
+  int depth = 0;
+  for (size_t i = open; i < sql.size(); ++i) {
+    if (sql[i] == '(') {
+      ++depth;
+    } else if (sql[i] == ')') {
+      if (--depth == 0) {
+        return false;
+      }
+    } else if (sql[i] == ',' && depth == 1) {
+      return true;
+    } else if (sql[i] == '\'') {
+      i = std::min(sql.find('\'', i + 1), sql.size() - 1);
+    }
+  }
+  return false;
+}
+
+// The one place where taskq's shared SQL, written as SQLite reads it, is
+// spelled for PostgreSQL: parameters `?NNN` (and bare `?`, counted from 1)
+// become `$N`; `INDEXED BY name` (a planner hint) is dropped; `INSERT OR
+// IGNORE` becomes INSERT ... ON CONFLICT DO NOTHING; the two-argument
+// scalar min()/max() become LEAST()/GREATEST(). Quoted text and comments
+// are left alone.
+//
+// PostgreSQL types a parameter from where it is used, and an `$N IS NULL`
+// met before a typed use of $N leaves it untypable when its value is NULL.
+// So each `? IS [NOT] NULL` test reads a parameter of its own, a text copy
+// of the same value: `source` maps every server parameter (1-based
+// position - 1) to the bound parameter it copies, and `as_text` says which
+// are sent as text whatever was bound.
+struct Translation {
+  std::string text;
+  std::vector<int> source;
+  std::vector<bool> as_text;
+};
+
+std::string translate_markers(std::string_view sql, int& params,
+                              std::vector<bool>& typed);
+
+Translation translate(std::string_view sql) {
+  int params = 0;
+  std::vector<bool> typed;
+  const std::string marked = translate_markers(sql, params, typed);
+  Translation t;
+  for (int i = 1; i <= params; ++i) {
+    t.source.push_back(i);
+    t.as_text.push_back(!typed[static_cast<size_t>(i - 1)]);
+  }
+  std::vector<int> alias(static_cast<size_t>(params) + 1, 0);
+  for (size_t i = 0; i < marked.size(); ++i) {
+    if (marked[i] != '\x01') {
+      t.text += marked[i];
+      continue;
+    }
+    const bool null_test = marked[i + 1] == 'n';
+    const size_t end = marked.find('\x02', i);
+    int n = 0;
+    std::from_chars(marked.data() + i + 2, marked.data() + end, n);
+    int server = n;
+    if (null_test && typed[static_cast<size_t>(n - 1)]) {
+      auto& a = alias[static_cast<size_t>(n)];
+      if (a == 0) {
+        t.source.push_back(n);
+        t.as_text.push_back(true);
+        a = static_cast<int>(t.source.size());
+      }
+      server = a;
+    }
+    t.text += '$';
+    t.text += std::to_string(server);
+    i = end;
+  }
+  return t;
+}
+
+// translate()'s scan: parameters come out as markers \x01 KIND N \x02 (KIND
+// 'n' for an IS [NOT] NULL test, else 't'); counts them, and sets typed[i]
+// when parameter i + 1 has a use other than such a test.
+std::string translate_markers(std::string_view sql, int& params,
+                              std::vector<bool>& typed) {
+  std::string out;
+  out.reserve(sql.size() + 32);
+  int bare = 0;
+  bool ignore_conflicts = false;
+  params = 0;
+  typed.clear();
+  for (size_t i = 0; i < sql.size(); ++i) {
+    const char c = sql[i];
+    size_t n = 0;
+    if (c == '\'' || c == '"') {
+      const size_t end = sql.find(c, i + 1);
+      const size_t stop = end == std::string_view::npos ? sql.size() : end + 1;
+      out.append(sql.substr(i, stop - i));
+      i = stop - 1;
+    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
+      const size_t end = sql.find('\n', i);
+      const size_t stop = end == std::string_view::npos ? sql.size() : end;
+      out.append(sql.substr(i, stop - i));
+      i = stop - 1;
+    } else if (c == '?') {
+      size_t j = i + 1;
+      while (j < sql.size() && sql[j] >= '0' && sql[j] <= '9') {
+        ++j;
+      }
+      int number = 0;
+      if (j > i + 1) {
+        std::from_chars(sql.data() + i + 1, sql.data() + j, number);
+      } else {
+        number = ++bare;
+      }
+      params = std::max(params, number);
+      if (typed.size() < static_cast<size_t>(number)) {
+        typed.resize(static_cast<size_t>(number), false);
+      }
+      // A use other than `? IS [NOT] NULL` gives the parameter a type.
+      size_t k = j;
+      while (k < sql.size() && sql[k] == ' ') {
+        ++k;
+      }
+      const bool null_test = match_words(sql, k, "is null") > 0
+                             || match_words(sql, k, "is not null") > 0;
+      if (!null_test) {
+        typed[static_cast<size_t>(number - 1)] = true;
+      }
+      out += '\x01';
+      out += null_test ? 'n' : 't';
+      out += std::to_string(number);
+      out += '\x02';
+      i = j - 1;
+    } else if ((n = match_words(sql, i, "indexed by")) > 0) {
+      size_t j = i + n;
+      while (j < sql.size()
+             && std::isspace(static_cast<unsigned char>(sql[j]))) {
+        ++j;
+      }
+      while (j < sql.size() && ident_char(sql[j])) {
+        ++j;
+      }
+      i = j - 1;
+    } else if ((n = match_words(sql, i, "insert or ignore")) > 0) {
+      out += "INSERT";
+      ignore_conflicts = true;
+      i += n - 1;
+    } else if (((n = match_words(sql, i, "min")) > 0
+                || (n = match_words(sql, i, "max")) > 0)
+               && i + n < sql.size() && sql[i + n] == '('
+               && several_args(sql, i + n)) {
+      out += std::tolower(static_cast<unsigned char>(sql[i + 1])) == 'i'
+                 ? "LEAST"
+                 : "GREATEST";
+      i += n - 1;
+    } else {
+      out += c;
+    }
+  }
+  if (ignore_conflicts) {
+    out += " ON CONFLICT DO NOTHING";
+  }
+  return out;
+}
+
+struct ClearResult {
+  void operator()(PGresult* r) const { PQclear(r); }
+};
+using Result = std::unique_ptr<PGresult, ClearResult>;
+
+void no_notices(void*, const char*) {}
+
+class PgDb;
+
+// A statement as PostgreSQL reads it, and its name once prepared.
+struct Prepared {
+  Translation sql;
+  int params = 0; // bound by the caller (sql.source may hold more)
+  int runs = 0;   // executions so far
+  std::string name;        // empty until prepared on the server
+};
+
+class PgStatement final : public StatementImpl {
+public:
+  PgStatement(PgDb& db, Prepared& p)
+      : m_db(&db), m_prepared(&p), m_values(static_cast<size_t>(p.params)),
+        m_types(static_cast<size_t>(p.params), 0),
+        m_set(static_cast<size_t>(p.params), false) {}
+
+  void bind_int(int index, int64_t value) override {
+    slot(index, 20) = std::to_string(value); // bigint
+  }
+  void bind_text(int index, std::string_view value, bool) override {
+    slot(index, 25).assign(value); // text
+  }
+  void bind_null(int index) override {
+    slot(index, 0);
+    m_set[static_cast<size_t>(index - 1)] = false;
+  }
+
+  bool step() override;
+  void reset() override {
+    m_result.reset();
+    m_row = -1;
+  }
+  int64_t changes() const override { return m_changes; }
+
+  bool is_null(int col) const override {
+    return PQgetisnull(m_result.get(), m_row, col) == 1;
+  }
+  bool is_integer(int col) const override {
+    if (is_null(col)) {
+      return false;
+    }
+    const Oid type = PQftype(m_result.get(), col);
+    // int8, int2, int4; numeric (what sum() of integers gives) when whole.
+    if (type == 20 || type == 21 || type == 23) {
+      return true;
+    }
+    return type == 1700
+           && std::string_view(PQgetvalue(m_result.get(), m_row, col))
+                      .find_first_of(".eE")
+                  == std::string_view::npos;
+  }
+  int column_count() const override { return PQnfields(m_result.get()); }
+  std::string column_name(int col) const override {
+    const char* name = PQfname(m_result.get(), col);
+    return name == nullptr ? std::string() : std::string(name);
+  }
+  int64_t get_int(int col) const override {
+    const char* text = PQgetvalue(m_result.get(), m_row, col);
+    if (text[0] == 't' || text[0] == 'f') { // a boolean
+      return text[0] == 't' ? 1 : 0;
+    }
+    int64_t value = 0;
+    const std::string_view s(text);
+    std::from_chars(s.data(), s.data() + s.size(), value);
+    return value;
+  }
+  std::string get_text(int col) const override {
+    return {PQgetvalue(m_result.get(), m_row, col),
+            static_cast<size_t>(PQgetlength(m_result.get(), m_row, col))};
+  }
+
+private:
+  std::string& slot(int index, Oid type) {
+    const auto i = static_cast<size_t>(index - 1);
+    if (index < 1 || i >= m_values.size()) {
+      throw Error(ErrorKind::internal,
+                  "parameter " + std::to_string(index) + " out of range");
+    }
+    m_set[i] = true;
+    m_types[i] = type;
+    m_result.reset();
+    m_row = -1;
+    return m_values[i];
+  }
+
+  PgDb* m_db;
+  Prepared* m_prepared; // owned by the connection
+  std::vector<std::string> m_values;
+  std::vector<Oid> m_types; // of the values bound: bigint, text, 0 (NULL)
+  std::vector<bool> m_set;  // false: NULL
+  Result m_result;
+  int m_row = -1;
+  int64_t m_changes = 0;
+};
+
+class PgDb final : public Db {
+public:
+  explicit PgDb(const std::string& url)
+      : Db(Backend::postgresql, redact_url(url)),
+        m_conn(PQconnectdb(url.c_str())) {
+    if (m_conn == nullptr) {
+      throw Error(ErrorKind::unavailable,
+                  "cannot connect to database " + path() + ": out of memory");
+    }
+    if (PQstatus(m_conn.get()) != CONNECTION_OK) {
+      throw Error(ErrorKind::unavailable,
+                  "cannot connect to database " + path() + ": "
+                      + one_line(PQerrorMessage(m_conn.get())));
+    }
+    PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
+    // Times are integers taskq computes; the session settings only bound
+    // how long a writer waits for the write lock (as SQLite's busy timeout)
+    // and keep notices quiet.
+    const std::string setup =
+        "SET lock_timeout = " + std::to_string(busy_timeout_ms())
+        + "; SET client_min_messages = warning";
+    exec(setup.c_str(), "cannot configure the connection");
+  }
+
+  PGconn* conn() const { return m_conn.get(); }
+
+  // Checks a result: throws for anything but success.
+  Result check(PGresult* raw, std::string_view context) const {
+    Result r(raw);
+    const auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
+      return r;
+    }
+    fail(r.get(), context);
+  }
+
+  [[noreturn]] void fail(const PGresult* r, std::string_view context) const {
+    std::string state;
+    std::string why;
+    if (r != nullptr) {
+      if (const char* s = PQresultErrorField(r, PG_DIAG_SQLSTATE)) {
+        state = s;
+      }
+      why = one_line(PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+    }
+    if (why.empty()) {
+      why = one_line(PQerrorMessage(m_conn.get()));
+    }
+    if (PQstatus(m_conn.get()) == CONNECTION_BAD) {
+      throw Error(ErrorKind::unavailable,
+                  "lost the connection to database " + path() + ": " + why);
+    }
+    if (state == "42P01" || state == "42703") {
+      throw Error(ErrorKind::unavailable,
+                  "database " + path()
+                      + " does not have taskq's schema (see taskq db check): "
+                      + why);
+    }
+    if (state == "55P03") {
+      why = "database is locked past the busy timeout";
+    }
+    std::string message(context.empty() ? "database error" : context);
+    message += ": " + why;
+    if (context.find(path()) == std::string_view::npos) {
+      message += " (database " + path() + ")";
+    }
+    throw Error(kind_for(state), message);
+  }
+
+  std::unique_ptr<StatementImpl> prepare(std::string_view sql) override {
+    auto it = m_prepared.find(std::string(sql));
+    if (it == m_prepared.end()) {
+      Prepared p;
+      p.sql = translate(sql);
+      p.params = 0;
+      for (const int n : p.sql.source) {
+        p.params = std::max(p.params, n);
+      }
+      it = m_prepared.emplace(std::string(sql), std::move(p)).first;
+    }
+    return std::make_unique<PgStatement>(*this, it->second);
+  }
+
+  // Runs `p` with `values` (NULL: nullptr) of the types bound (bigint,
+  // text, 0 for a NULL: the server infers it from where it is used; one
+  // that only an IS NULL test uses is sent as text). Its first run parses
+  // it with the values in one round trip; from its second run on it is
+  // prepared once on the server, so that loops (bulk add, run) skip the
+  // parsing.
+  Result run(Prepared& p, const std::vector<const char*>& bound_values,
+             const std::vector<Oid>& bound_types) {
+    std::vector<const char*> values;
+    std::vector<Oid> types;
+    for (size_t i = 0; i < p.sql.source.size(); ++i) {
+      const auto from = static_cast<size_t>(p.sql.source[i] - 1);
+      values.push_back(bound_values[from]);
+      types.push_back(p.sql.as_text[i] ? 25 : bound_types[from]);
+    }
+    const int n = static_cast<int>(values.size());
+    const std::string& text = p.sql.text;
+    const std::string_view context =
+        std::getenv("TASKQ_DEBUG_SQL") != nullptr ? std::string_view(text)
+                                                  : std::string_view();
+    if (++p.runs == 1) {
+      return check(PQexecParams(m_conn.get(), text.c_str(), n, types.data(),
+                                values.data(), nullptr, nullptr, 0),
+                   context);
+    }
+    if (p.name.empty()) {
+      std::string name = "s" + std::to_string(++m_statements);
+      check(PQprepare(m_conn.get(), name.c_str(), text.c_str(), n,
+                      types.data()),
+            context);
+      p.name = std::move(name);
+    }
+    return check(PQexecPrepared(m_conn.get(), p.name.c_str(), n,
+                                values.data(), nullptr, nullptr, 0),
+                 context);
+  }
+
+
+  void exec(const char* sql, std::string_view context) override {
+    check(PQexec(m_conn.get(), sql), context);
+  }
+
+  void begin(TxKind kind) override {
+    exec(kind == TxKind::write ? k_begin_write : k_begin_read,
+         "cannot start a transaction");
+    m_write = kind == TxKind::write;
+  }
+  void commit() override {
+    const Result r =
+        check(PQexec(m_conn.get(), m_write ? k_commit_write : "COMMIT"),
+              "cannot commit");
+    if (std::string_view(PQcmdStatus(r.get())) != "COMMIT") {
+      throw Error(ErrorKind::internal,
+                  "cannot commit: the transaction was rolled back (database "
+                      + path() + ")");
+    }
+  }
+  void rollback() noexcept override {
+    PQclear(PQexec(m_conn.get(), "ROLLBACK"));
+  }
+
+  std::optional<core::Time> server_now() override {
+    const Result r =
+        check(PQexec(m_conn.get(),
+                     "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) "
+                     "* 1000) AS BIGINT)"),
+              "cannot read the server's clock");
+    int64_t ms = 0;
+    const std::string_view s(PQgetvalue(r.get(), 0, 0));
+    std::from_chars(s.data(), s.data() + s.size(), ms);
+    return core::Time(core::Millis(ms));
+  }
+
+private:
+  struct Finish {
+    void operator()(PGconn* c) const { PQfinish(c); }
+  };
+  std::unique_ptr<PGconn, Finish> m_conn;
+  std::unordered_map<std::string, Prepared> m_prepared;
+  int m_statements = 0;
+  bool m_write = false;
+};
+
+bool PgStatement::step() {
+  if (!m_result) {
+    std::vector<const char*> values(m_values.size());
+    for (size_t i = 0; i < m_values.size(); ++i) {
+      values[i] = m_set[i] ? m_values[i].c_str() : nullptr;
+    }
+    m_result = m_db->run(*m_prepared, values, m_types);
+    m_row = -1;
+    const char* tuples = PQcmdTuples(m_result.get());
+    m_changes = tuples[0] == '\0' ? 0 : std::atoll(tuples);
+  }
+  if (m_row + 1 < PQntuples(m_result.get())) {
+    ++m_row;
+    return true;
+  }
+  return false;
+}
+
+} // namespace
+
+std::unique_ptr<Db> connect_postgres(const std::string& url) {
+  return std::make_unique<PgDb>(url);
+}
+
+} // namespace taskq::storage
+
+// --- the change feed's listener ----------------------------------------------
+
+namespace taskq::storage {
+
+struct PgListener::Conn {
+  struct Finish {
+    void operator()(PGconn* c) const { PQfinish(c); }
+  };
+  std::unique_ptr<PGconn, Finish> conn;
+};
+
+PgListener::PgListener(const std::string& url)
+    : m_conn(std::make_unique<Conn>()) {
+  m_conn->conn.reset(PQconnectdb(url.c_str()));
+  PGconn* c = m_conn->conn.get();
+  if (c == nullptr || PQstatus(c) != CONNECTION_OK) {
+    throw Error(
+        ErrorKind::unavailable,
+        "cannot connect to database " + redact_url(url) + ": "
+            + one_line(c == nullptr ? "out of memory" : PQerrorMessage(c)));
+  }
+  PQsetNoticeProcessor(c, no_notices, nullptr);
+  Result r(PQexec(c, "LISTEN taskq"));
+  if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+    throw Error(ErrorKind::unavailable, "cannot listen for changes of database "
+                                            + redact_url(url) + ": "
+                                            + one_line(PQerrorMessage(c)));
+  }
+  PQsetnonblocking(c, 1);
+}
+
+PgListener::~PgListener() = default;
+
+int PgListener::fd() const {
+  return PQsocket(m_conn->conn.get());
+}
+
+bool PgListener::drain() {
+  PGconn* c = m_conn->conn.get();
+  if (PQconsumeInput(c) == 0) {
+    throw Error(ErrorKind::unavailable,
+                "lost the connection to the database while waiting: "
+                    + one_line(PQerrorMessage(c)));
+  }
+  bool got = false;
+  while (PGnotify* n = PQnotifies(c)) {
+    got = true;
+    PQfreemem(n);
+  }
+  return got;
+}
+
+} // namespace taskq::storage
+
+// --- migrations
+// ----------------------------------------------------------------
+
+namespace taskq::storage {
+
+namespace {
+
+constexpr const char* k_schema_table =
+    "CREATE TABLE IF NOT EXISTS taskq_schema ("
+    " version BIGINT PRIMARY KEY, name TEXT NOT NULL,"
+    " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())";
+
+int recorded_version(Db& db) {
+  Statement st(db, "SELECT coalesce(max(version), 0) FROM taskq_schema");
+  st.step();
+  return static_cast<int>(st.get_int(0));
+}
+
+[[noreturn]] void too_new(Db& db, int version) {
+  const int latest = static_cast<int>(pg_migrations().size());
+  throw Error(ErrorKind::unavailable,
+              "cannot use database " + db.path() + ": its schema version "
+                  + std::to_string(version)
+                  + " is newer than this taskq understands ("
+                  + std::to_string(latest) + "); upgrade taskq");
+}
+
+} // namespace
+
+int pg_schema_version(Db& db) {
+  Statement exists(db, "SELECT to_regclass('taskq_schema') IS NOT NULL");
+  exists.step();
+  return exists.get_int(0) != 0 ? recorded_version(db) : 0;
+}
+
+int pg_migrate(Db& db) {
+  const int latest = static_cast<int>(pg_migrations().size());
+  // The common case costs one round trip and no lock.
+  const int seen = pg_schema_version(db);
+  if (seen > latest) {
+    too_new(db, seen);
+  }
+  if (seen == latest) {
+    return seen;
+  }
+  Transaction tx(db); // the write lock: one process migrates at a time
+  db.exec(k_schema_table, "cannot create taskq's schema table");
+  const int version = recorded_version(db);
+  if (version > latest) {
+    too_new(db, version);
+  }
+  for (const Migration& m : pg_migrations()) {
+    if (m.version <= version) {
+      continue;
+    }
+    const std::string sql(m.sql);
+    db.exec(sql.c_str(), "cannot apply migration " + std::string(m.name)
+                             + " to database " + db.path());
+    Statement record(
+        db, "INSERT INTO taskq_schema (version, name) VALUES (?1, ?2)");
+    record.bind(1, m.version).bind(2, m.name).run();
+  }
+  tx.commit();
+  return latest;
+}
+
+} // namespace taskq::storage
+
+namespace taskq::storage {
+
+namespace {
+
+// Every column and index of `schema`, as name -> definition, with the
+// schema's name taken out of the definitions.
+std::map<std::string, std::string> schema_objects(Db& db,
+                                                  const std::string& schema) {
+  Statement st(
+      db,
+      "SELECT 'column ' || table_name || '.' || column_name, data_type || "
+      "' ' || is_nullable || coalesce(' default ' || column_default, '') || "
+      "' ' || is_identity FROM information_schema.columns "
+      "WHERE table_schema = ?1 AND table_name <> 'taskq_schema' "
+      "UNION ALL SELECT 'index ' || indexname, replace(indexdef, "
+      "' ON ' || ?1 || '.', ' ON ') FROM pg_indexes "
+      "WHERE schemaname = ?1 AND tablename <> 'taskq_schema'");
+  st.bind(1, schema);
+  std::map<std::string, std::string> out;
+  while (st.step()) {
+    out[st.get_text(0)] = st.get_text(1);
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<std::string> pg_schema_problems(Db& db) {
+  Statement current(db, "SELECT current_schema()");
+  current.step();
+  const std::string actual_schema = current.get_text(0);
+  const auto actual = schema_objects(db, actual_schema);
+  // The migrations, applied to a scratch schema that the caller's
+  // transaction rolls back.
+  const std::string scratch = "taskq_check_" + std::to_string(::getpid());
+  db.exec(("SAVEPOINT taskq_check; CREATE SCHEMA " + scratch
+           + "; SET LOCAL search_path TO " + scratch)
+              .c_str(),
+          "cannot check the schema");
+  for (const Migration& m : pg_migrations()) {
+    db.exec(std::string(m.sql).c_str(), "cannot check the schema");
+  }
+  const auto expected = schema_objects(db, scratch);
+  db.exec(("ROLLBACK TO SAVEPOINT taskq_check; SET LOCAL search_path TO "
+           + actual_schema)
+              .c_str(),
+          "cannot check the schema");
+  std::vector<std::string> problems;
+  for (const auto& [name, sql] : expected) {
+    const auto it = actual.find(name);
+    if (it == actual.end()) {
+      problems.push_back(name + " is missing");
+    } else if (it->second != sql) {
+      problems.push_back(name + " differs from taskq's");
+    }
+  }
+  for (const auto& [name, sql] : actual) {
+    if (!expected.contains(name)) {
+      problems.push_back(name + " is not taskq's");
+    }
+  }
+  return problems;
+}
+
+} // namespace taskq::storage

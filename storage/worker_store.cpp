@@ -1,0 +1,297 @@
+// TaskStore: a worker's writes on what it leased. Heartbeat, done, error,
+// release and sleep, for a task or a broadcast delivery.
+#include "core/error.hpp"
+#include "storage/db.hpp"
+#include "storage/store_detail.hpp"
+#include "storage/task_store.hpp"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace taskq::storage {
+
+using core::Message;
+using core::Millis;
+using core::Task;
+using core::TaskState;
+using core::Time;
+using core::to_unix_ms;
+using namespace detail;
+
+// ---------------------------------------------------------------------------
+// Worker writes
+// ---------------------------------------------------------------------------
+
+namespace detail {
+
+// A worker's write with the token of a broadcast delivery: logged as
+// `message`, the task unchanged (a broadcast needs no done). std::nullopt
+// when `token` is not a delivery of task `id`.
+std::optional<Task> delivery_write(Db& db, int64_t id, const std::string& token,
+                                   Time now, std::string_view message,
+                                   std::string_view detail) {
+  std::string worker;
+  {
+    Statement st(db, "SELECT worker FROM deliveries WHERE task_id = ?1 "
+                     "AND token = ?2");
+    st.bind(1, id).bind(2, token);
+    if (!st.step()) {
+      return std::nullopt;
+    }
+    worker = st.get_text(0);
+  }
+  Task t = load_full(db, id);
+  if (t.state != TaskState::runnable) {
+    // Paused, killed, or ended: the delivery is over, as a revoked lease
+    // is.
+    throw Error(ErrorKind::conflict,
+                "lease lost: broadcast " + task_ref(id) + " is "
+                    + std::string(core::to_string(t.state)));
+  }
+  if (t.broadcast_until && *t.broadcast_until <= now) {
+    throw Error(ErrorKind::conflict,
+                "lease lost: broadcast " + task_ref(id) + " ended at "
+                    + core::format_time(*t.broadcast_until));
+  }
+  log_event(db, id, now, message, t.state, t.state, worker,
+            detail.empty() ? std::string("broadcast delivery")
+                           : "broadcast delivery: " + std::string(detail));
+  t.lease = core::Lease{token, worker, now};
+  return t;
+}
+
+} // namespace detail
+
+HeartbeatResult TaskStore::heartbeat(int64_t id, const std::string& token,
+                                     std::optional<Millis> extend,
+                                     const std::optional<std::string>& cp,
+                                     Time now) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  if (delivery_write(*m_db, id, token, now, "heartbeat", "")) {
+    tx.commit();
+    return {now + extend.value_or(std::chrono::minutes(5)), false};
+  }
+  const Task task = require_lease(*m_db, id, token, now);
+  Statement get_for(*m_db, "SELECT lease_for_ms FROM tasks WHERE id = ?1");
+  get_for.bind(1, id);
+  get_for.step();
+  const Millis by = extend.value_or(Millis(get_for.get_int(0)));
+  const Time expires = now + by;
+  Statement st(*m_db, "UPDATE tasks SET lease_expires = ?2, rev = rev + 1, "
+                      "updated_at = ?3, checkpoint = coalesce(?4, checkpoint), "
+                      "checkpoint_req = CASE WHEN ?4 IS NULL THEN "
+                      "checkpoint_req ELSE 0 END WHERE id = ?1");
+  st.bind(1, id).bind(2, to_unix_ms(expires)).bind(3, to_unix_ms(now));
+  st.bind(4, cp);
+  st.run();
+  if (cp) {
+    log_event(*m_db, id, now, "checkpoint", task.state, task.state,
+              task.lease->worker, "saved");
+  }
+  tx.commit();
+  return {expires, task.checkpoint_requested && !cp};
+}
+
+namespace detail {
+
+Task complete_leased(Db& db, int64_t id, const std::string& token,
+                     const std::optional<std::string>& result, Time now,
+                     const core::Labels& sync) {
+  if (auto b = delivery_write(db, id, token, now, "complete", "done")) {
+    if (!sync.empty()) {
+      throw Error(ErrorKind::conflict, "cannot store --sync: " + task_ref(id)
+                                           + " is a broadcast, not a "
+                                             "schedule's task");
+    }
+    return *b;
+  }
+  const Task task = require_lease(db, id, token, now);
+  const auto next = core::transition(task.state, Message::complete);
+  if (!next) {
+    throw Error(ErrorKind::conflict, refusal(task, Message::complete));
+  }
+  if (!sync.empty() && !task.schedule) {
+    throw Error(ErrorKind::conflict, "cannot store --sync: " + task_ref(id)
+                                         + " was not emitted by a schedule");
+  }
+  clear_lease(db, task, std::nullopt);
+  // The sync state the task reports: what it was given, updated with
+  // --sync; its schedule hands it to the next task it emits.
+  core::Labels merged = task.sync;
+  for (const auto& [k, v] : sync) {
+    merged[k] = v;
+  }
+  if (!sync.empty()) {
+    const std::string text = labels_to_json(merged);
+    Statement(db, "UPDATE tasks SET sync = ?2 WHERE id = ?1")
+        .bind(1, id)
+        .bind(2, text)
+        .run();
+    Statement(db, "UPDATE schedules SET sync = ?2 WHERE name = ?1")
+        .bind(1, *task.schedule)
+        .bind(2, text)
+        .run();
+  }
+  set_state(db, id, *next, now);
+  Statement(db, "UPDATE tasks SET result = ?2 WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, result)
+      .run();
+  log_event(db, id, now, "complete", task.state, *next, task.lease->worker, "");
+  return load_full(db, id);
+}
+
+} // namespace detail
+
+Task TaskStore::complete(int64_t id, const std::string& token,
+                         const std::optional<std::string>& result, Time now,
+                         const core::Labels& sync) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  Task out = complete_leased(*m_db, id, token, result, now, sync);
+  tx.commit();
+  return out;
+}
+
+Task TaskStore::fail(int64_t id, const std::string& token,
+                     const FailRequest& req, Time now) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  if (auto b = delivery_write(*m_db, id, token, now, "error", req.error)) {
+    tx.commit();
+    return *b;
+  }
+  const Task task = require_lease(*m_db, id, token, now);
+  const std::string& worker = task.lease->worker;
+  const auto fault = core::transition(task.state, Message::error);
+  if (!fault) {
+    throw Error(ErrorKind::conflict, refusal(task, Message::error));
+  }
+  const QueueRow queue = load_queue(*m_db, task.queue);
+  const core::ErrorPolicy policy =
+      core::resolve_policy(queue.policy, task.policy);
+  const int64_t keep =
+      std::max<int64_t>(k_error_history, policy.max_errors + 1);
+  clear_lease(*m_db, task, std::nullopt);
+  append_error(*m_db, id, now, req.error, keep);
+  bump_queue_counter(*m_db, task.queue, QueueCounter::errors);
+
+  if (req.mode == FailMode::move_to) {
+    // The dead-letter move (MassTasker DeleteOrMove): a fresh start in
+    // another queue, its error history kept.
+    Statement(*m_db, "UPDATE tasks SET queue = ?2, attempts = 0, run_at = ?3, "
+                     "rev = rev + 1, updated_at = ?3 WHERE id = ?1")
+        .bind(1, id)
+        .bind(2, req.move_to)
+        .bind(3, to_unix_ms(now))
+        .run();
+    log_event(*m_db, id, now, "error", task.state, TaskState::runnable, worker,
+              req.error + " (moved from " + task.queue + " to " + req.move_to
+                  + ")");
+    Task out = load_full(*m_db, id);
+    tx.commit();
+    return out;
+  }
+
+  log_event(*m_db, id, now, "error", task.state, *fault, worker, req.error);
+  if (req.mode == FailMode::no_retry) {
+    set_state(*m_db, id, TaskState::failed, now);
+    set_reason(*m_db, id, req.error);
+    log_event(*m_db, id, now, "error", *fault, TaskState::failed,
+              k_system_actor, "not retried (--no-retry)");
+  } else {
+    const auto decision =
+        core::decide(load_errors(*m_db, id), now, policy, req.retry_in);
+    if (decision.fail) {
+      append_error(*m_db, id, now, core::k_exceeded_error_rate, keep);
+      set_state(*m_db, id, TaskState::failed, now);
+      set_reason(*m_db, id, core::k_exceeded_error_rate);
+      log_event(*m_db, id, now, "error", *fault, TaskState::failed,
+                k_system_actor, core::k_exceeded_error_rate);
+    } else {
+      set_state(*m_db, id, TaskState::sleeping, now);
+      set_run_at(*m_db, id, *decision.until);
+      log_event(*m_db, id, now, "sleep", *fault, TaskState::sleeping,
+                k_system_actor,
+                "retry at " + core::format_time(*decision.until));
+    }
+  }
+  Task out = load_full(*m_db, id);
+  tx.commit();
+  return out;
+}
+
+Task TaskStore::release(int64_t id, const std::string& token,
+                        std::optional<Millis> delay, Time now) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  if (auto b = delivery_write(*m_db, id, token, now, "release", "")) {
+    tx.commit();
+    return *b;
+  }
+  const Task task = require_lease(*m_db, id, token, now);
+  clear_lease(*m_db, task, std::nullopt);
+  // Untouched: the attempt this lease used is given back.
+  Statement(*m_db, "UPDATE tasks SET attempts = max(attempts - 1, 0), "
+                   "run_at = coalesce(?2, run_at), rev = rev + 1, "
+                   "updated_at = ?3 WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, delay ? std::optional(to_unix_ms(now + *delay)) : std::nullopt)
+      .bind(3, to_unix_ms(now))
+      .run();
+  log_event(*m_db, id, now, "release", task.state, task.state,
+            task.lease->worker,
+            delay ? "due " + core::format_time(now + *delay) : "");
+  Task out = load_full(*m_db, id);
+  tx.commit();
+  return out;
+}
+
+Task TaskStore::worker_sleep(int64_t id, const std::string& token, Time until,
+                             Time now) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  if (auto b = delivery_write(*m_db, id, token, now, "sleep", "")) {
+    tx.commit();
+    return *b;
+  }
+  const Task task = require_lease(*m_db, id, token, now);
+  const auto next = core::transition(task.state, Message::sleep);
+  if (!next) {
+    throw Error(ErrorKind::conflict, refusal(task, Message::sleep));
+  }
+  clear_lease(*m_db, task, std::nullopt);
+  set_state(*m_db, id, *next, now);
+  set_run_at(*m_db, id, until);
+  log_event(*m_db, id, now, "sleep", task.state, *next, task.lease->worker,
+            "until " + core::format_time(until));
+  Task out = load_full(*m_db, id);
+  tx.commit();
+  return out;
+}
+
+std::optional<std::string> TaskStore::revoked_reason(int64_t id,
+                                                     const std::string& token) {
+  const auto revoked = find_revoked(*m_db, id, token);
+  if (!revoked) {
+    return std::nullopt;
+  }
+  return revoked->substr(0, revoked->find(' ')); // the message
+}
+
+bool TaskStore::lease_held(int64_t id, const std::string& token, Time now) {
+  Statement st(*m_db, "SELECT 1 FROM tasks WHERE id = ?1 AND lease_token = ?2 "
+                      "AND lease_expires > ?3 UNION ALL SELECT 1 FROM "
+                      "deliveries d JOIN tasks t ON t.id = d.task_id "
+                      "WHERE d.task_id = ?1 AND d.token = ?2 "
+                      "AND t.state = 'runnable' AND t.broadcast_until > ?3");
+  st.bind(1, id).bind(2, token).bind(3, to_unix_ms(now));
+  return st.step();
+}
+
+} // namespace taskq::storage
