@@ -237,7 +237,7 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
                         + ": the next lease from " + t.queue + " completes it");
       return reasons;
     }
-    Statement st(*m_db, "SELECT count(*), coalesce(sum(worker = ?2), 0) "
+    Statement st(*m_db, "SELECT count(*), count(*) FILTER (WHERE worker = ?2) "
                         "FROM deliveries WHERE task_id = ?1");
     st.bind(1, id).bind(2, worker);
     st.step();
