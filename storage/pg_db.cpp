@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <libpq-fe.h>
 #include <map>
+#include <optional>
 #include <unistd.h>
 #include <unordered_map>
 #include <vector>
@@ -57,6 +58,31 @@ std::string one_line(const char* text) {
   }
   while (out.ends_with("; ") || out.ends_with(' ')) {
     out.erase(out.size() - (out.ends_with("; ") ? 2 : 1));
+  }
+  return out;
+}
+
+// A unique violation, said as SQLite says it ("UNIQUE constraint failed:
+// deliveries.task_id, deliveries.worker"), so that both backends give the
+// same message; from the table and the detail "Key (task_id, worker)=...".
+std::optional<std::string> unique_violation(const PGresult* r) {
+  const char* table = PQresultErrorField(r, PG_DIAG_TABLE_NAME);
+  const char* detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
+  if (table == nullptr || detail == nullptr) {
+    return std::nullopt;
+  }
+  const std::string_view d(detail);
+  const size_t end = d.find(")=(");
+  if (!d.starts_with("Key (") || end == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string out = "UNIQUE constraint failed: ";
+  const std::string_view columns = d.substr(5, end - 5);
+  for (size_t at = 0; at <= columns.size();) {
+    const size_t comma = std::min(columns.find(", ", at), columns.size());
+    out += (at == 0 ? "" : ", ") + std::string(table) + "."
+           + std::string(columns.substr(at, comma - at));
+    at = comma + 2;
   }
   return out;
 }
@@ -361,6 +387,9 @@ public:
     if (state == "55P03") {
       why = "database is locked past the busy timeout";
     }
+    if (state == "23505") {
+      why = unique_violation(r).value_or(why);
+    }
     std::string message(context.empty() ? "database error" : context);
     message += ": " + why;
     if (context.find(path()) == std::string_view::npos) {
@@ -457,6 +486,19 @@ public:
   }
   void rollback() noexcept override {
     PQclear(PQexec(m_conn.get(), "ROLLBACK"));
+  }
+
+  void ids_given(std::string_view table) override {
+    // The identity's next value follows the largest id, or stays where it
+    // is when it is already past it (ids are never given out twice, as
+    // with SQLite's AUTOINCREMENT).
+    const std::string t(table);
+    exec(("SELECT setval(s, GREATEST((SELECT max(id) FROM " + t
+          + "), coalesce(pg_sequence_last_value(s), 0), 1)) FROM (SELECT "
+            "CAST(pg_get_serial_sequence('"
+          + t + "', 'id') AS regclass) AS s) AS q")
+             .c_str(),
+         "cannot move the ids of " + t + " past the imported ones");
   }
 
   std::optional<core::Time> server_now() override {
