@@ -46,12 +46,17 @@ int busy_timeout_ms() {
 }
 
 // libpq's messages end with a newline and may span lines ("connection to
-// server ... failed: FATAL: ..."): taskq prints one line.
+// server ... failed: FATAL:  ...\n\tIs the server running ..."): taskq
+// prints one line, each run of spaces and tabs as one space.
 std::string one_line(const char* text) {
   std::string out;
   for (const char* p = text == nullptr ? "" : text; *p != '\0'; ++p) {
     if (*p == '\n') {
       out += "; ";
+    } else if (*p == ' ' || *p == '\t') {
+      if (!out.empty() && !out.ends_with(' ')) {
+        out += ' ';
+      }
     } else if (*p != '\r') {
       out += *p;
     }
