@@ -128,7 +128,9 @@ public:
                        "AND lease_token IS NULL AND state IN ('runnable', "
                        "'sleeping') AND blockers = 0 AND broadcast_until IS "
                        "NULL AND priority = ?2 AND run_at <= ?3 "
-                       "ORDER BY run_at, id")) {}
+                       "AND (run_at > ?4 OR (run_at = ?4 AND id > ?5)) "
+                       "ORDER BY run_at, id LIMIT "
+                           + std::to_string(k_page))) {}
 
   std::optional<Task> first(const std::string& queue,
                             const std::vector<core::LabelPattern>& m,
@@ -136,22 +138,39 @@ public:
                             const std::vector<int64_t>& skip, Time now) {
     m_walk.start(queue);
     while (const auto priority = m_walk.next()) {
-      m_due.bind(1, queue).bind(2, *priority).bind(3, to_unix_ms(now));
-      while (m_due.step()) {
-        Task t = read_task(m_due);
-        if ((!t.to_worker || *t.to_worker == worker)
-            && core::matches(t.labels, m)
-            && std::find(skip.begin(), skip.end(), t.id) == skip.end()) {
-          m_due.reset();
-          return t;
+      // Page by page, after the last row seen: SQLite would stop at the
+      // first row taken, but PostgreSQL sends a whole result, and a lease
+      // must not read every due task of a long queue.
+      int64_t after_run_at = std::numeric_limits<int64_t>::min();
+      int64_t after_id = 0;
+      for (int rows = k_page; rows == k_page;) {
+        m_due.bind(1, queue)
+            .bind(2, *priority)
+            .bind(3, to_unix_ms(now))
+            .bind(4, after_run_at)
+            .bind(5, after_id);
+        rows = 0;
+        while (m_due.step()) {
+          ++rows;
+          Task t = read_task(m_due);
+          if ((!t.to_worker || *t.to_worker == worker)
+              && core::matches(t.labels, m)
+              && std::find(skip.begin(), skip.end(), t.id) == skip.end()) {
+            m_due.reset();
+            return t;
+          }
+          after_run_at = to_unix_ms(t.run_at);
+          after_id = t.id;
         }
+        m_due.reset();
       }
-      m_due.reset();
     }
     return std::nullopt;
   }
 
 private:
+  // Rows read at a time; the first usually matches.
+  static constexpr int k_page = 16;
   PriorityWalk m_walk;
   Statement m_due;
 };
