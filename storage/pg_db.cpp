@@ -27,8 +27,12 @@ namespace {
 // time, as on SQLite: a rule that reads and then writes (--unique,
 // --max-running, a schedule's tick, a gate) holds under any concurrency,
 // and no two writers can deadlock or fail to serialise.
+// The server's time once the lock is held comes back in the same round
+// trip: the "now" of the transaction (server_now()).
 constexpr const char* k_begin_write =
-    "BEGIN; SELECT pg_advisory_xact_lock(1953721201)";
+    "BEGIN; SELECT pg_advisory_xact_lock(1953721201); "
+    "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
+    "BIGINT)";
 // Readers see one snapshot (export, list) and take no locks.
 constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
 // A committed write that changed rows wakes the waiting processes
@@ -464,8 +468,7 @@ private:
 class PgDb final : public Db {
 public:
   explicit PgDb(const std::string& url)
-      : Db(Backend::postgresql, redact_url(url)),
-        m_conn(PQconnectdb(url.c_str())) {
+      : Db(Backend::postgresql, redact_url(url)), m_conn(connect(url)) {
     if (m_conn == nullptr) {
       throw Error(ErrorKind::unavailable,
                   "cannot connect to database " + path() + ": out of memory");
@@ -476,13 +479,31 @@ public:
                       + connect_error(PQerrorMessage(m_conn.get()), url));
     }
     PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
-    // Times are integers taskq computes; the session settings only bound
-    // how long a writer waits for the write lock (as SQLite's busy timeout)
-    // and keep notices quiet.
-    const std::string setup =
-        "SET lock_timeout = " + std::to_string(busy_timeout_ms())
-        + "; SET client_min_messages = warning";
-    exec(setup.c_str(), "cannot configure the connection");
+    if (url.find("options=") != std::string::npos) {
+      // The URL sets options of its own, which connect() leaves alone.
+      exec(session_settings("SET ", "; ").c_str(),
+           "cannot configure the connection");
+    }
+  }
+
+  // The session settings: how long a writer waits for the write lock (as
+  // SQLite's busy timeout), and quiet notices.
+  static std::string session_settings(std::string_view set,
+                                      std::string_view sep) {
+    return std::string(set) + "lock_timeout="
+           + std::to_string(busy_timeout_ms()) + std::string(sep)
+           + std::string(set) + "client_min_messages=warning";
+  }
+
+  // Connects with the session settings sent in the startup packet (no round
+  // trip of their own), unless the URL has options of its own.
+  static PGconn* connect(const std::string& url) {
+    const std::string options = session_settings("-c ", " ");
+    const bool own = url.find("options=") != std::string::npos;
+    const char* keys[] = {"dbname", "fallback_application_name",
+                          own ? nullptr : "options", nullptr};
+    const char* values[] = {url.c_str(), "taskq", options.c_str(), nullptr};
+    return PQconnectdbParams(keys, values, 1);
   }
 
   PGconn* conn() const { return m_conn.get(); }
@@ -601,10 +622,21 @@ public:
   }
 
   void begin(TxKind kind) override {
-    exec(kind == TxKind::write ? k_begin_write : k_begin_read,
-         "cannot start a transaction");
     m_write = kind == TxKind::write;
+    const Result r =
+        check(PQexec(m_conn.get(), m_write ? k_begin_write : k_begin_read),
+              "cannot start a transaction");
+    m_lock_time.reset();
+    if (m_write) {
+      m_lock_time = parse_ms(PQgetvalue(r.get(), 0, 0));
+    }
     m_changed = false;
+  }
+
+  static core::Time parse_ms(std::string_view s) {
+    int64_t ms = 0;
+    std::from_chars(s.data(), s.data() + s.size(), ms);
+    return core::Time(core::Millis(ms));
   }
   void commit() override {
     const Result r = check(
@@ -633,16 +665,18 @@ public:
          "cannot move the ids of " + t + " past the imported ones");
   }
 
+  // In a write transaction: the time when it took the lock (the decisions
+  // of one transaction share one "now"); otherwise the time now.
   std::optional<core::Time> server_now() override {
+    if (m_lock_time && PQtransactionStatus(m_conn.get()) != PQTRANS_IDLE) {
+      return m_lock_time;
+    }
     const Result r =
         check(PQexec(m_conn.get(),
                      "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) "
                      "* 1000) AS BIGINT)"),
               "cannot read the server's clock");
-    int64_t ms = 0;
-    const std::string_view s(PQgetvalue(r.get(), 0, 0));
-    std::from_chars(s.data(), s.data() + s.size(), ms);
-    return core::Time(core::Millis(ms));
+    return parse_ms(PQgetvalue(r.get(), 0, 0));
   }
 
 private:
@@ -653,6 +687,7 @@ private:
   std::unordered_map<std::string, Prepared> m_prepared;
   int m_statements = 0;
   bool m_write = false;
+  std::optional<core::Time> m_lock_time; // see server_now()
   bool m_changed = false; // since begin(): a statement changed rows
 };
 
