@@ -30,16 +30,32 @@
 //     Runs CMD once (stdout and stderr captured) and prints one line:
 //     `wall_us=N cpu_us=N rss_kb=N rc=N out=FIRST-LINE-OF-STDOUT`.
 //
+// For bench/pg (PostgreSQL):
+//
+//   taskq_bench_harness pg-single --taskq T --psql P --tdb URL --bdb URL
+//       [--queue Q] [--reps N] [--warmup N] [--samples CSV]
+//     bench/pg's (a): as `single`, against psql running the equivalent
+//     statement (server clock, FOR UPDATE SKIP LOCKED) on a twin database.
+//     Series add_taskq, add_psql, lease_taskq, ... and floor_true.
+//
+//   taskq_bench_harness multi --n W --dir D -- CMD [ARG...]
+//     bench/pg's (c): starts W copies of CMD at once (stdout and stderr to
+//     D/out.K and D/err.K) and waits for all; prints `wall_us=N cpu_us=N
+//     failed=N`: wall time from the first spawn to the last exit, the CPU
+//     time of all, how many exited non-zero.
+//
 // For bench/wakeup (whose (e) and (f) are its own, not bench/run's):
 //
-//   taskq_bench_harness wakeup-latency --taskq T --sqlite3 S --tdb DB
-//       --bdb DB --probe-dir DIR [--queue Q] [--reps N] [--warmup N]
-//       [--timeout-ms N] [--samples CSV]
+//   taskq_bench_harness wakeup-latency --taskq T --sqlite3 S|--psql P
+//       --tdb DB --bdb DB --probe-dir DIR [--queue Q] [--reps N]
+//       [--warmup N] [--timeout-ms N] [--samples CSV]
 //     (e): a `taskq run Q -- <this> probe DIR/taskq.probe` waits on --tdb;
 //     per repetition, alternating, `taskq add Q --payload {"t":T0}` against
 //     the shell's INSERT of that row into --bdb followed by starting the
 //     probe directly. Prints `series wake_taskq|wake_sqlite3 n=N med_us=N
-//     p25_us=N p75_us=N p95_us=N max_us=N writer_med_us=N`.
+//     p25_us=N p75_us=N p95_us=N max_us=N writer_med_us=N`. With --psql
+//     (bench/pg's (d)) DB are PostgreSQL URLs and the baseline is psql's
+//     INSERT, series wake_psql.
 //
 //   taskq_bench_harness wakeup-idle --taskq T --db DB --probe-file F
 //       [--queue Q] [--seconds S]
@@ -544,6 +560,165 @@ int cmd_single(const Options& o) {
     }
   }
   series.print(o.has("samples") ? o.get("samples") : "");
+  return 0;
+}
+
+// --- PostgreSQL (bench/pg)
+// ----------------------------------------------------
+
+// The server's clock in ms, as taskq reads it on PostgreSQL.
+const char* const k_pg_now =
+    "CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS BIGINT)";
+
+// psql running one statement; its result row printed as JSON (-A -t: the
+// value alone), as taskq prints JSON.
+std::vector<std::string> psql(const std::string& psql_bin,
+                              const std::string& url,
+                              const std::string& statement) {
+  return {psql_bin,          "-X", "-q", "-A", "-t",     "-v",
+          "ON_ERROR_STOP=1", "-d", url,  "-c", statement};
+}
+
+std::string pg_add(const std::string& queue,
+                   const std::string& payload = kPayload) {
+  return std::string("WITH n AS (SELECT ") + k_pg_now
+         + " AS ms), r AS (INSERT INTO tasks(queue, state, payload, priority, "
+           "run_at, created_at, updated_at) SELECT "
+         + quote(queue) + ", 'runnable', " + quote(payload)
+         + ", 0, ms, ms, ms FROM n RETURNING id) SELECT row_to_json(r) FROM r";
+}
+
+std::string pg_lease(const std::string& queue) {
+  return std::string("WITH n AS (SELECT ") + k_pg_now
+         + " AS ms), c AS (SELECT id FROM tasks, n WHERE queue = "
+         + quote(queue)
+         + " AND lease_token IS NULL AND state IN ('runnable', 'sleeping') "
+           "AND blockers = 0 AND broadcast_until IS NULL AND run_at <= n.ms "
+           "ORDER BY priority DESC, run_at, id LIMIT 1 FOR UPDATE OF tasks "
+           "SKIP LOCKED), r AS (UPDATE tasks t SET lease_token = "
+           "md5(random()::text), lease_worker = 'bench:1', lease_expires = "
+           "n.ms + 300000, lease_for_ms = 300000, attempts = t.attempts + 1, "
+           "rev = t.rev + 1, updated_at = n.ms FROM c, n WHERE t.id = c.id "
+           "RETURNING t.*) SELECT row_to_json(r) FROM r";
+}
+
+std::string pg_done(int64_t id, const std::string& token) {
+  return std::string("WITH n AS (SELECT ") + k_pg_now
+         + " AS ms), r AS (UPDATE tasks t SET state = 'completed', rev = "
+           "t.rev + 1, updated_at = n.ms, lease_token = NULL, lease_worker = "
+           "NULL, lease_expires = NULL, lease_for_ms = NULL FROM n WHERE t.id "
+           "= "
+         + std::to_string(id) + " AND t.lease_token = " + quote(token)
+         + " AND t.lease_expires > n.ms RETURNING t.id) SELECT row_to_json(r) "
+           "FROM r";
+}
+
+int cmd_pg_single(const Options& o) {
+  const std::string taskq = o.get("taskq");
+  const std::string psql_bin = o.get("psql");
+  const std::string tdb = o.get("tdb");
+  const std::string bdb = o.get("bdb");
+  const std::string queue = o.get("queue", "bench");
+  const int reps = std::stoi(o.get("reps", "200"));
+  const int warmup = std::stoi(o.get("warmup", "5"));
+  const Budget budget(o);
+  Series series;
+
+  for (int rep = -warmup; rep < reps && !budget.over(rep); ++rep) {
+    const bool taskq_first = (rep & 1) == 0;
+    auto pair = [&](const std::string& op, const std::vector<std::string>& a,
+                    const std::vector<std::string>& b, Result& ra, Result& rb) {
+      if (taskq_first) {
+        ra = must(a);
+        rb = must(b);
+      } else {
+        rb = must(b);
+        ra = must(a);
+      }
+      if (rep >= 0) {
+        series.add(op + "_taskq", rep, ra);
+        series.add(op + "_psql", rep, rb);
+      }
+    };
+    Result ta, ba, tl, bl, td, bd;
+    const Result fl = must({"/bin/true"});
+    if (rep >= 0) {
+      series.add("floor_true", rep, fl);
+    }
+    pair("add", {taskq, "--db", tdb, "add", queue, "--payload", kPayload},
+         psql(psql_bin, bdb, pg_add(queue)), ta, ba);
+    if (json_int("\"id\":" + ta.out, "id") <= 0
+        || json_int(ba.out, "id") <= 0) {
+      fatal("add printed no id: [" + ta.out + "] [" + ba.out + "]");
+    }
+    const std::vector<std::string> tlease = {taskq, "--db",  tdb, "lease",
+                                             queue, "--for", "5m"};
+    pair("lease", tlease, psql(psql_bin, bdb, pg_lease(queue)), tl, bl);
+    const Leased lt = leased(tl, "token", tlease);
+    const Leased lb = leased(bl, "lease_token", {"psql lease"});
+    pair("done",
+         {taskq, "--db", tdb, "done", std::to_string(lt.id), "--lease",
+          lt.token},
+         psql(psql_bin, bdb, pg_done(lb.id, lb.token)), td, bd);
+    if (json_int(bd.out, "id") != lb.id) {
+      fatal("the psql done statement changed no row: " + bd.out);
+    }
+  }
+  series.print(o.has("samples") ? o.get("samples") : "");
+  return 0;
+}
+
+int cmd_multi(const Options& o) {
+  if (o.rest.empty()) {
+    fatal("multi: no command after --");
+  }
+  const int n = std::stoi(o.get("n"));
+  const std::string dir = o.get("dir");
+  std::vector<char*> args;
+  for (const auto& a : o.rest) {
+    args.push_back(const_cast<char*>(a.c_str()));
+  }
+  args.push_back(nullptr);
+  std::vector<pid_t> pids;
+  const int64_t t0 = now_ns();
+  for (int k = 0; k < n; ++k) {
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 0, "/dev/null", O_RDONLY, 0);
+    const std::string out = dir + "/out." + std::to_string(k);
+    const std::string err = dir + "/err." + std::to_string(k);
+    posix_spawn_file_actions_addopen(&fa, 1, out.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, 2, err.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = 0;
+    const int rc =
+        posix_spawnp(&pid, args[0], &fa, nullptr, args.data(), environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+      fatal("cannot run " + o.rest[0] + ": " + std::strerror(rc));
+    }
+    pids.push_back(pid);
+    g_background.push_back(pid);
+  }
+  int64_t cpu_us = 0;
+  int failed = 0;
+  for (const pid_t pid : pids) {
+    int status = 0;
+    rusage ru{};
+    while (wait4(pid, &status, 0, &ru) < 0) {
+      if (errno != EINTR) {
+        fatal(std::string("wait4: ") + std::strerror(errno));
+      }
+    }
+    cpu_us += tv_us(ru.ru_utime) + tv_us(ru.ru_stime);
+    failed += WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : 1;
+  }
+  g_background.clear();
+  const int64_t wall_us = (now_ns() - t0) / 1000;
+  std::printf("wall_us=%lld cpu_us=%lld failed=%d\n",
+              static_cast<long long>(wall_us), static_cast<long long>(cpu_us),
+              failed);
   return 0;
 }
 
@@ -1057,7 +1232,10 @@ void write_latency_samples(const Options& o,
 // before and is blocked waiting again.
 int cmd_wakeup_latency(const Options& o) {
   const std::string taskq = o.get("taskq");
-  const std::string sqlite3 = o.get("sqlite3");
+  // The baseline: the sqlite3 shell, or with --psql (PostgreSQL) psql.
+  const bool pg = o.has("psql");
+  const std::string sqlite3 = pg ? "" : o.get("sqlite3");
+  const std::string bname = pg ? "psql" : "sqlite3";
   const std::string tdb = o.get("tdb");
   const std::string bdb = o.get("bdb");
   const std::string queue = o.get("queue", "bench");
@@ -1068,7 +1246,7 @@ int cmd_wakeup_latency(const Options& o) {
   const std::string self = self_exe();
 
   ProbeFile tfile(dir + "/taskq.probe");
-  ProbeFile bfile(dir + "/sqlite3.probe");
+  ProbeFile bfile(dir + "/" + bname + ".probe");
   FolderWatch watch(dir);
 
   Bg worker = spawn_bg({taskq, "--db", tdb, "run", queue, "--verbose", "--",
@@ -1148,10 +1326,12 @@ int cmd_wakeup_latency(const Options& o) {
     watch.drain();
     const int64_t t0 = mono_ns();
     const std::string payload = "{\"t\":" + std::to_string(t0) + "}";
-    const Result ins = must(shell(sqlite3, bdb, sql_add(queue, payload)));
+    const Result ins =
+        must(pg ? psql(o.get("psql"), bdb, pg_add(queue, payload))
+                : shell(sqlite3, bdb, sql_add(queue, payload)));
     const int64_t id = json_int(ins.out, "id");
     if (id <= 0) {
-      fatal("the sqlite3 INSERT printed no id: " + ins.out);
+      fatal("the " + bname + " INSERT printed no id: " + ins.out);
     }
     Bg probe = spawn_bg(
         {self, "probe", bfile.path()},
@@ -1175,11 +1355,13 @@ int cmd_wakeup_latency(const Options& o) {
     if (status != 0 || got_id != std::to_string(id)) {
       fatal("the probe failed for row " + std::to_string(id));
     }
-    keep_wal_short(sqlite3, bdb); // as (a) does, untimed
+    if (!pg) {
+      keep_wal_short(sqlite3, bdb); // as (a) does, untimed
+    }
     if (rep >= 0) {
       b_lat.push_back(ns / 1000);
       b_writer.push_back(ins.wall_us);
-      rows.push_back("sqlite3," + std::to_string(rep) + ","
+      rows.push_back(bname + "," + std::to_string(rep) + ","
                      + std::to_string(ns / 1000) + ","
                      + std::to_string(ins.wall_us) + "," + std::to_string(id));
     }
@@ -1207,7 +1389,7 @@ int cmd_wakeup_latency(const Options& o) {
   }
 
   print_latency("wake_taskq", t_lat, t_writer);
-  print_latency("wake_sqlite3", b_lat, b_writer);
+  print_latency(pg ? "wake_psql" : "wake_sqlite3", b_lat, b_writer);
   const Quantiles ae = quantiles(t_after_exit);
   std::printf("series wake_after_add_exit n=%zu med_us=%lld p95_us=%lld "
               "before_exit=%lld\n",
@@ -1379,7 +1561,7 @@ int main(int argc, char** argv) {
         stderr,
         "usage: taskq_bench_harness "
         "single|lease-scale|lease-backlog|run|wakeup-latency|wakeup-idle|"
-        "follow-latency|"
+        "follow-latency|pg-single|multi|"
         "probe ...\n");
     return 2;
   }
@@ -1411,6 +1593,12 @@ int main(int argc, char** argv) {
   }
   if (cmd == "follow-latency") {
     return cmd_follow_latency(o);
+  }
+  if (cmd == "pg-single") {
+    return cmd_pg_single(o);
+  }
+  if (cmd == "multi") {
+    return cmd_multi(o);
   }
   fatal("unknown command: " + cmd);
 }
