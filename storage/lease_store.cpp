@@ -410,7 +410,7 @@ std::optional<Time> TaskStore::server_now() {
 }
 
 ChangeFeed TaskStore::changes() const {
-  return ChangeFeed(m_db->path());
+  return ChangeFeed(m_db->feed_source());
 }
 
 } // namespace taskq::storage

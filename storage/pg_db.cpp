@@ -461,7 +461,7 @@ private:
 class PgDb final : public Db {
 public:
   explicit PgDb(const std::string& url)
-      : Db(Backend::postgresql, redact_url(url)),
+      : Db(Backend::postgresql, redact_url(url)), m_url(url),
         m_conn(PQconnectdb(url.c_str())) {
     if (m_conn == nullptr) {
       throw Error(ErrorKind::unavailable,
@@ -617,6 +617,8 @@ public:
          "cannot move the ids of " + t + " past the imported ones");
   }
 
+  std::string feed_source() const override { return m_url; }
+
   std::optional<core::Time> server_now() override {
     const Result r =
         check(PQexec(m_conn.get(),
@@ -633,6 +635,7 @@ private:
   struct Finish {
     void operator()(PGconn* c) const { PQfinish(c); }
   };
+  std::string m_url; // with its password: for the change feed only
   std::unique_ptr<PGconn, Finish> m_conn;
   std::unordered_map<std::string, Prepared> m_prepared;
   int m_statements = 0;
