@@ -30,9 +30,14 @@ constexpr const char* k_begin_write =
     "BEGIN; SELECT pg_advisory_xact_lock(1953721201)";
 // Readers see one snapshot (export, list) and take no locks.
 constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
-// Every committed write wakes the waiting processes (ChangeFeed); NOTIFY is
-// delivered when, and only if, the transaction commits.
-constexpr const char* k_commit_write = "NOTIFY taskq; COMMIT";
+// Every committed write wakes the waiting processes (ChangeFeed); a
+// notification is delivered when, and only if, the transaction commits. A
+// write transaction that changed nothing (a lease that found no task) has
+// no transaction id and sends none, as on SQLite, where it leaves the WAL
+// untouched: idle workers do not wake each other.
+constexpr const char* k_commit_write =
+    "SELECT pg_notify('taskq', '') "
+    "WHERE txid_current_if_assigned() IS NOT NULL; COMMIT";
 
 int busy_timeout_ms() {
   if (const char* env = std::getenv("TASKQ_BUSY_TIMEOUT_MS")) {
