@@ -5,6 +5,7 @@
 #include "storage/change_feed.hpp"
 #include "storage/db.hpp"
 #include "storage/migrations.hpp"
+#include "storage/store_detail.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -30,14 +31,11 @@ constexpr const char* k_begin_write =
     "BEGIN; SELECT pg_advisory_xact_lock(1953721201)";
 // Readers see one snapshot (export, list) and take no locks.
 constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
-// Every committed write wakes the waiting processes (ChangeFeed); a
-// notification is delivered when, and only if, the transaction commits. A
-// write transaction that changed nothing (a lease that found no task) has
-// no transaction id and sends none, as on SQLite, where it leaves the WAL
-// untouched: idle workers do not wake each other.
-constexpr const char* k_commit_write =
-    "SELECT pg_notify('taskq', '') "
-    "WHERE txid_current_if_assigned() IS NOT NULL; COMMIT";
+// A committed write that changed rows wakes the waiting processes
+// (ChangeFeed); NOTIFY is delivered when, and only if, the transaction
+// commits. One that changed nothing (a lease that found no task) sends
+// none: idle workers would otherwise wake each other for ever.
+constexpr const char* k_commit_write = "NOTIFY taskq; COMMIT";
 
 int busy_timeout_ms() {
   if (const char* env = std::getenv("TASKQ_BUSY_TIMEOUT_MS")) {
@@ -557,6 +555,17 @@ public:
   // parsing.
   Result run(Prepared& p, const std::vector<const char*>& bound_values,
              const std::vector<Oid>& bound_types) {
+    Result r = run_once(p, bound_values, bound_types);
+    // INSERT, UPDATE and DELETE report the rows they changed.
+    const std::string_view status = PQcmdStatus(r.get());
+    if (!status.starts_with("SELECT") && std::atoll(PQcmdTuples(r.get())) > 0) {
+      m_changed = true;
+    }
+    return r;
+  }
+
+  Result run_once(Prepared& p, const std::vector<const char*>& bound_values,
+                  const std::vector<Oid>& bound_types) {
     std::vector<const char*> values;
     std::vector<Oid> types;
     for (size_t i = 0; i < p.sql.source.size(); ++i) {
@@ -588,17 +597,19 @@ public:
 
   void exec(const char* sql, std::string_view context) override {
     check(PQexec(m_conn.get(), sql), context);
+    m_changed = true; // migrations and the like: assume they changed rows
   }
 
   void begin(TxKind kind) override {
     exec(kind == TxKind::write ? k_begin_write : k_begin_read,
          "cannot start a transaction");
     m_write = kind == TxKind::write;
+    m_changed = false;
   }
   void commit() override {
-    const Result r =
-        check(PQexec(m_conn.get(), m_write ? k_commit_write : "COMMIT"),
-              "cannot commit");
+    const Result r = check(
+        PQexec(m_conn.get(), m_write && m_changed ? k_commit_write : "COMMIT"),
+        "cannot commit");
     if (std::string_view(PQcmdStatus(r.get())) != "COMMIT") {
       throw Error(ErrorKind::internal,
                   "cannot commit: the transaction was rolled back (database "
@@ -645,6 +656,7 @@ private:
   std::unordered_map<std::string, Prepared> m_prepared;
   int m_statements = 0;
   bool m_write = false;
+  bool m_changed = false; // since begin(): a statement changed rows
 };
 
 bool PgStatement::step() {
@@ -809,14 +821,15 @@ namespace {
 std::map<std::string, std::string> schema_objects(Db& db,
                                                   const std::string& schema) {
   Statement st(
-      db,
-      "SELECT 'column ' || table_name || '.' || column_name, data_type || "
-      "' ' || is_nullable || coalesce(' default ' || column_default, '') || "
-      "' ' || is_identity FROM information_schema.columns "
-      "WHERE table_schema = ?1 AND table_name <> 'taskq_schema' "
-      "UNION ALL SELECT 'index ' || indexname, replace(indexdef, "
-      "' ON ' || ?1 || '.', ' ON ') FROM pg_indexes "
-      "WHERE schemaname = ?1 AND tablename <> 'taskq_schema'");
+      db, "SELECT 'table ' || table_name, string_agg(column_name || ' ' || "
+          "data_type || ' ' || is_nullable || coalesce(' default ' || "
+          "column_default, '') || ' ' || is_identity, ', ' ORDER BY "
+          "ordinal_position) FROM information_schema.columns "
+          "WHERE table_schema = ?1 AND table_name <> 'taskq_schema' "
+          "GROUP BY table_name "
+          "UNION ALL SELECT 'index ' || indexname, replace(indexdef, "
+          "' ON ' || ?1 || '.', ' ON ') FROM pg_indexes "
+          "WHERE schemaname = ?1 AND tablename <> 'taskq_schema'");
   st.bind(1, schema);
   std::map<std::string, std::string> out;
   while (st.step()) {
@@ -847,21 +860,8 @@ std::vector<std::string> pg_schema_problems(Db& db) {
            + actual_schema)
               .c_str(),
           "cannot check the schema");
-  std::vector<std::string> problems;
-  for (const auto& [name, sql] : expected) {
-    const auto it = actual.find(name);
-    if (it == actual.end()) {
-      problems.push_back(name + " is missing");
-    } else if (it->second != sql) {
-      problems.push_back(name + " differs from taskq's");
-    }
-  }
-  for (const auto& [name, sql] : actual) {
-    if (!expected.contains(name)) {
-      problems.push_back(name + " is not taskq's");
-    }
-  }
-  return problems;
+  return detail::schema_differences(expected, actual,
+                                    static_cast<int>(pg_migrations().size()));
 }
 
 } // namespace taskq::storage

@@ -295,22 +295,7 @@ std::vector<std::string> schema_problems(Db& db) {
   apply_migrations(expected_db);
   const auto expected = schema_objects(expected_db);
   const auto actual = schema_objects(db);
-  std::vector<std::string> problems;
-  const std::string version = std::to_string(latest_schema_version());
-  for (const auto& [what, sql] : expected) {
-    const auto it = actual.find(what);
-    if (it == actual.end()) {
-      problems.push_back(what + " is missing from the schema");
-    } else if (it->second != sql) {
-      problems.push_back(what + " differs from schema version " + version);
-    }
-  }
-  for (const auto& [what, sql] : actual) {
-    if (!expected.contains(what)) {
-      problems.push_back(what + " is not part of taskq's schema");
-    }
-  }
-  return problems;
+  return schema_differences(expected, actual, latest_schema_version());
 }
 
 } // namespace
