@@ -101,6 +101,11 @@ public:
   // clocks disagree agree on leases); std::nullopt: use the local clock.
   virtual std::optional<core::Time> server_now() { return std::nullopt; }
 
+  // What a ChangeFeed on this database is given: the file's path on
+  // SQLite; on PostgreSQL the URL as given, password included (path()
+  // hides it), so that the feed's own connection can log in. Never shown.
+  virtual std::string feed_source() const { return m_path; }
+
   // Rows were inserted into `table` with explicit values of its `id`
   // column: the ids it generates next must be larger than all of them.
   // (SQLite's AUTOINCREMENT sees to it; PostgreSQL moves the identity's

@@ -29,7 +29,10 @@ void cover_gates(Db& db, const std::string& key, Time now) {
                          std::vector<std::string>>>
       touched;
   {
-    Statement st(db, "SELECT name, keys, covered FROM gates ORDER BY name");
+    // In byte order on both backends, so that the gates a trigger fills
+    // emit their tasks (and take their ids) in the same order.
+    Statement st(db, join("SELECT name, keys, covered FROM gates ORDER BY name",
+                          db.dialect().bytewise()));
     while (st.step()) {
       auto keys = strings_from_json(st.get_text(1));
       if (std::binary_search(keys.begin(), keys.end(), key)) {

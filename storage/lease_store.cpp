@@ -44,7 +44,8 @@ void reclaim_expired(Db& db, const std::string& queue, Time now) {
   std::vector<std::pair<int64_t, std::string>> expired;
   {
     Statement st(db, "SELECT id, lease_worker FROM tasks WHERE queue = ?1 AND "
-                     "lease_token IS NOT NULL AND lease_expires <= ?2");
+                     "lease_token IS NOT NULL AND lease_expires <= ?2 "
+                     "ORDER BY lease_expires, id");
     st.bind(1, queue).bind(2, to_unix_ms(now));
     while (st.step()) {
       expired.emplace_back(st.get_int(0), st.get_text(1));
@@ -428,7 +429,7 @@ std::optional<Time> TaskStore::server_now() {
 }
 
 ChangeFeed TaskStore::changes() const {
-  return ChangeFeed(m_db->path());
+  return ChangeFeed(m_db->feed_source());
 }
 
 } // namespace taskq::storage

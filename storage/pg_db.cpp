@@ -468,7 +468,8 @@ private:
 class PgDb final : public Db {
 public:
   explicit PgDb(const std::string& url)
-      : Db(Backend::postgresql, redact_url(url)), m_conn(connect(url)) {
+      : Db(Backend::postgresql, redact_url(url)), m_url(url),
+        m_conn(connect(url)) {
     if (m_conn == nullptr) {
       throw Error(ErrorKind::unavailable,
                   "cannot connect to database " + path() + ": out of memory");
@@ -665,6 +666,8 @@ public:
          "cannot move the ids of " + t + " past the imported ones");
   }
 
+  std::string feed_source() const override { return m_url; }
+
   // In a write transaction: the time when it took the lock (the decisions
   // of one transaction share one "now"); otherwise the time now.
   std::optional<core::Time> server_now() override {
@@ -683,6 +686,7 @@ private:
   struct Finish {
     void operator()(PGconn* c) const { PQfinish(c); }
   };
+  std::string m_url; // with its password: for the change feed only
   std::unique_ptr<PGconn, Finish> m_conn;
   std::unordered_map<std::string, Prepared> m_prepared;
   int m_statements = 0;
