@@ -161,6 +161,9 @@ private:
 // PostgreSQL (storage/pg_db.cpp). connect_postgres opens a connection:
 // unavailable when the server cannot be reached or refuses us.
 std::unique_ptr<Db> connect_postgres(const std::string& url);
+// The text PostgreSQL is sent for a statement written as SQLite reads it
+// (see translate() in pg_db.cpp), for tests and TASKQ_DEBUG_SQL.
+std::string pg_sql(std::string_view sqlite_sql);
 // The schema version recorded in table taskq_schema (0: none yet).
 int pg_schema_version(Db& db);
 // Applies the pending migrations/postgresql/ files under the write lock,

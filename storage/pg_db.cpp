@@ -213,13 +213,70 @@ bool several_args(std::string_view sql, size_t open) {
 // become `$N`; `INDEXED BY name` (a planner hint) is dropped; `INSERT OR
 // IGNORE` becomes INSERT ... ON CONFLICT DO NOTHING; the two-argument
 // scalar min()/max() become LEAST()/GREATEST(). Quoted text and comments
-// are left alone. Counts the parameters.
-std::string translate(std::string_view sql, int& params) {
+// are left alone.
+//
+// PostgreSQL types a parameter from where it is used, and an `$N IS NULL`
+// met before a typed use of $N leaves it untypable when its value is NULL.
+// So each `? IS [NOT] NULL` test reads a parameter of its own, a text copy
+// of the same value: `source` maps every server parameter (1-based
+// position - 1) to the bound parameter it copies, and `as_text` says which
+// are sent as text whatever was bound.
+struct Translation {
+  std::string text;
+  std::vector<int> source;
+  std::vector<bool> as_text;
+};
+
+std::string translate_markers(std::string_view sql, int& params,
+                              std::vector<bool>& typed);
+
+Translation translate(std::string_view sql) {
+  int params = 0;
+  std::vector<bool> typed;
+  const std::string marked = translate_markers(sql, params, typed);
+  Translation t;
+  for (int i = 1; i <= params; ++i) {
+    t.source.push_back(i);
+    t.as_text.push_back(!typed[static_cast<size_t>(i - 1)]);
+  }
+  std::vector<int> alias(static_cast<size_t>(params) + 1, 0);
+  for (size_t i = 0; i < marked.size(); ++i) {
+    if (marked[i] != '\x01') {
+      t.text += marked[i];
+      continue;
+    }
+    const bool null_test = marked[i + 1] == 'n';
+    const size_t end = marked.find('\x02', i);
+    int n = 0;
+    std::from_chars(marked.data() + i + 2, marked.data() + end, n);
+    int server = n;
+    if (null_test && typed[static_cast<size_t>(n - 1)]) {
+      auto& a = alias[static_cast<size_t>(n)];
+      if (a == 0) {
+        t.source.push_back(n);
+        t.as_text.push_back(true);
+        a = static_cast<int>(t.source.size());
+      }
+      server = a;
+    }
+    t.text += '$';
+    t.text += std::to_string(server);
+    i = end;
+  }
+  return t;
+}
+
+// translate()'s scan: parameters come out as markers \x01 KIND N \x02 (KIND
+// 'n' for an IS [NOT] NULL test, else 't'); counts them, and sets typed[i]
+// when parameter i + 1 has a use other than such a test.
+std::string translate_markers(std::string_view sql, int& params,
+                              std::vector<bool>& typed) {
   std::string out;
   out.reserve(sql.size() + 32);
   int bare = 0;
   bool ignore_conflicts = false;
   params = 0;
+  typed.clear();
   for (size_t i = 0; i < sql.size(); ++i) {
     const char c = sql[i];
     size_t n = 0;
@@ -245,8 +302,23 @@ std::string translate(std::string_view sql, int& params) {
         number = ++bare;
       }
       params = std::max(params, number);
-      out += '$';
+      if (typed.size() < static_cast<size_t>(number)) {
+        typed.resize(static_cast<size_t>(number), false);
+      }
+      // A use other than `? IS [NOT] NULL` gives the parameter a type.
+      size_t k = j;
+      while (k < sql.size() && sql[k] == ' ') {
+        ++k;
+      }
+      const bool null_test = match_words(sql, k, "is null") > 0
+                             || match_words(sql, k, "is not null") > 0;
+      if (!null_test) {
+        typed[static_cast<size_t>(number - 1)] = true;
+      }
+      out += '\x01';
+      out += null_test ? 'n' : 't';
       out += std::to_string(number);
+      out += '\x02';
       i = j - 1;
     } else if ((n = match_words(sql, i, "indexed by")) > 0) {
       size_t j = i + n;
@@ -256,6 +328,9 @@ std::string translate(std::string_view sql, int& params) {
       }
       while (j < sql.size() && ident_char(sql[j])) {
         ++j;
+      }
+      while (!out.empty() && out.back() == ' ') {
+        out.pop_back(); // the space before the hint; the one after stays
       }
       i = j - 1;
     } else if ((n = match_words(sql, i, "insert or ignore")) > 0) {
@@ -291,8 +366,9 @@ class PgDb;
 
 // A statement as PostgreSQL reads it, and its name once prepared.
 struct Prepared {
-  std::string text;
-  int params = 0;
+  Translation sql;
+  int params = 0;   // bound by the caller (sql.source may hold more)
+  int runs = 0;     // executions so far
   std::string name; // empty until prepared on the server
 };
 
@@ -458,67 +534,51 @@ public:
     auto it = m_prepared.find(std::string(sql));
     if (it == m_prepared.end()) {
       Prepared p;
-      p.text = translate(sql, p.params);
+      p.sql = translate(sql);
+      p.params = 0;
+      for (const int n : p.sql.source) {
+        p.params = std::max(p.params, n);
+      }
       it = m_prepared.emplace(std::string(sql), std::move(p)).first;
     }
     return std::make_unique<PgStatement>(*this, it->second);
   }
 
-  // Prepares `p` on the server at its first execution, with the types of
-  // the values bound then (bigint, text; a NULL's type is left to the
-  // server). A parameter nothing types (only ever NULL and tested with IS
-  // NULL) is sent as text, which is what SQLite would make of it too; the
-  // retry runs inside a savepoint, so that the failed attempt does not
-  // abort the caller's transaction.
-  void prepare_on_server(Prepared& p, const std::vector<Oid>& bound) {
-    if (!p.name.empty()) {
-      return;
+  // Runs `p` with `values` (NULL: nullptr) of the types bound (bigint,
+  // text, 0 for a NULL: the server infers it from where it is used; one
+  // that only an IS NULL test uses is sent as text). Its first run parses
+  // it with the values in one round trip; from its second run on it is
+  // prepared once on the server, so that loops (bulk add, run) skip the
+  // parsing.
+  Result run(Prepared& p, const std::vector<const char*>& bound_values,
+             const std::vector<Oid>& bound_types) {
+    std::vector<const char*> values;
+    std::vector<Oid> types;
+    for (size_t i = 0; i < p.sql.source.size(); ++i) {
+      const auto from = static_cast<size_t>(p.sql.source[i] - 1);
+      values.push_back(bound_values[from]);
+      types.push_back(p.sql.as_text[i] ? 25 : bound_types[from]);
     }
-    std::vector<Oid> types = bound;
-    const bool guess = std::find(types.begin(), types.end(), 0) != types.end();
-    const bool savepoint = guess && in_transaction();
-    std::string name = "s" + std::to_string(++m_statements);
-    if (savepoint) {
-      exec("SAVEPOINT taskq_prepare", "");
+    const int n = static_cast<int>(values.size());
+    const std::string& text = p.sql.text;
+    const std::string_view context = std::getenv("TASKQ_DEBUG_SQL") != nullptr
+                                         ? std::string_view(text)
+                                         : std::string_view();
+    if (++p.runs == 1) {
+      return check(PQexecParams(m_conn.get(), text.c_str(), n, types.data(),
+                                values.data(), nullptr, nullptr, 0),
+                   context);
     }
-    for (int attempt = 0;; ++attempt) {
-      Result r(PQprepare(m_conn.get(), name.c_str(), p.text.c_str(), p.params,
-                         types.data()));
-      if (PQresultStatus(r.get()) == PGRES_COMMAND_OK) {
-        break;
-      }
-      const char* state = PQresultErrorField(r.get(), PG_DIAG_SQLSTATE);
-      const char* why = PQresultErrorField(r.get(), PG_DIAG_MESSAGE_PRIMARY);
-      const std::string_view message = why == nullptr ? "" : why;
-      const size_t dollar = message.find('$');
-      int n = 0;
-      // 42P18, or 42P08 when two uses disagree: "could not determine data
-      // type of parameter $N".
-      if (state != nullptr
-          && (std::string_view(state) == "42P18"
-              || std::string_view(state) == "42P08")
-          && dollar != std::string_view::npos && attempt < p.params) {
-        std::from_chars(message.data() + dollar + 1,
-                        message.data() + message.size(), n);
-      }
-      if (n < 1 || n > p.params) {
-        fail(r.get(), std::getenv("TASKQ_DEBUG_SQL") != nullptr
-                          ? std::string_view(p.text)
-                          : std::string_view());
-      }
-      types[static_cast<size_t>(n - 1)] = 25; // text
-      if (savepoint) {
-        exec("ROLLBACK TO SAVEPOINT taskq_prepare", "");
-      }
+    if (p.name.empty()) {
+      std::string name = "s" + std::to_string(++m_statements);
+      check(
+          PQprepare(m_conn.get(), name.c_str(), text.c_str(), n, types.data()),
+          context);
+      p.name = std::move(name);
     }
-    if (savepoint) {
-      exec("RELEASE SAVEPOINT taskq_prepare", "");
-    }
-    p.name = std::move(name);
-  }
-
-  bool in_transaction() const {
-    return PQtransactionStatus(m_conn.get()) != PQTRANS_IDLE;
+    return check(PQexecPrepared(m_conn.get(), p.name.c_str(), n, values.data(),
+                                nullptr, nullptr, 0),
+                 context);
   }
 
   void exec(const char* sql, std::string_view context) override {
@@ -585,12 +645,7 @@ bool PgStatement::step() {
     for (size_t i = 0; i < m_values.size(); ++i) {
       values[i] = m_set[i] ? m_values[i].c_str() : nullptr;
     }
-    m_db->prepare_on_server(*m_prepared, m_types);
-    m_result =
-        m_db->check(PQexecPrepared(m_db->conn(), m_prepared->name.c_str(),
-                                   static_cast<int>(values.size()),
-                                   values.data(), nullptr, nullptr, 0),
-                    "");
+    m_result = m_db->run(*m_prepared, values, m_types);
     m_row = -1;
     const char* tuples = PQcmdTuples(m_result.get());
     m_changes = tuples[0] == '\0' ? 0 : std::atoll(tuples);
@@ -603,6 +658,10 @@ bool PgStatement::step() {
 }
 
 } // namespace
+
+std::string pg_sql(std::string_view sqlite_sql) {
+  return translate(sqlite_sql).text;
+}
 
 std::unique_ptr<Db> connect_postgres(const std::string& url) {
   return std::make_unique<PgDb>(url);

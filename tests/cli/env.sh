@@ -140,26 +140,29 @@ expect_exit 0 env TASKQ_NOW=2030-01-02T04:04:05+01:00 "$TASKQ" add clock
 expect_time "$(field "$out" .created_at)" 2030-01-02T03:04:05Z \
   "created_at from a TASKQ_NOW with an offset"
 
-section "the default database is \$XDG_DATA_HOME/taskq/taskq.db, mode 0600"
-(
-  unset TASKQ_DB
-  expect_exit 0 "$TASKQ" db path
-  expect_out "$XDG_DATA_HOME/taskq/taskq.db"
-  check "no default database before the first write" \
-    test ! -e "$XDG_DATA_HOME/taskq/taskq.db"
-  expect_exit 0 "$TASKQ" add q
-  check "default database created" test -f "$XDG_DATA_HOME/taskq/taskq.db"
-  expect_eq "$(stat -c %a "$XDG_DATA_HOME/taskq/taskq.db")" 600 "its mode"
-  expect_exit 0 "$TASKQ" list -o id
-  expect_eq "$(grep -c . <<<"$out")" 1 "tasks in the default database"
-)
+# The default database is an SQLite file: its path and mode.
+if sqlite_only; then
+  section "the default database is \$XDG_DATA_HOME/taskq/taskq.db, mode 0600"
+  (
+    unset TASKQ_DB
+    expect_exit 0 "$TASKQ" db path
+    expect_out "$XDG_DATA_HOME/taskq/taskq.db"
+    check "no default database before the first write" \
+      test ! -e "$XDG_DATA_HOME/taskq/taskq.db"
+    expect_exit 0 "$TASKQ" add q
+    check "default database created" test -f "$XDG_DATA_HOME/taskq/taskq.db"
+    expect_eq "$(stat -c %a "$XDG_DATA_HOME/taskq/taskq.db")" 600 "its mode"
+    expect_exit 0 "$TASKQ" list -o id
+    expect_eq "$(grep -c . <<<"$out")" 1 "tasks in the default database"
+  )
 
-section "without XDG_DATA_HOME it is ~/.local/share/taskq/taskq.db"
-(
-  unset TASKQ_DB XDG_DATA_HOME
-  expect_exit 0 "$TASKQ" db path
-  expect_out "$HOME/.local/share/taskq/taskq.db"
-  expect_exit 0 "$TASKQ" add q
-  check "fallback database created" test -f "$HOME/.local/share/taskq/taskq.db"
-  expect_eq "$(stat -c %a "$HOME/.local/share/taskq/taskq.db")" 600 "its mode"
-)
+  section "without XDG_DATA_HOME it is ~/.local/share/taskq/taskq.db"
+  (
+    unset TASKQ_DB XDG_DATA_HOME
+    expect_exit 0 "$TASKQ" db path
+    expect_out "$HOME/.local/share/taskq/taskq.db"
+    expect_exit 0 "$TASKQ" add q
+    check "fallback database created" test -f "$HOME/.local/share/taskq/taskq.db"
+    expect_eq "$(stat -c %a "$HOME/.local/share/taskq/taskq.db")" 600 "its mode"
+  )
+fi

@@ -141,7 +141,10 @@ expect_exit 2 "$TASKQ" gate add g gq --keys a --payload 1 --text x
 expect_exit 2 "$TASKQ" gate add g gq --keys a --label nope
 expect_exit 2 "$TASKQ" gate add g gq --keys a -o env
 expect_exit 2 "$TASKQ" gate
-check "no database was created by refused adds" test ! -e "$TASKQ_DB"
+# A file that is not there (the harness made the PostgreSQL database already).
+if sqlite_only; then
+  check "no database was created by refused adds" test ! -e "$TASKQ_DB"
+fi
 
 section "not found and duplicate names"
 tq gate add dup gq --keys a >/dev/null

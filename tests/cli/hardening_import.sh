@@ -3,7 +3,7 @@
 # and db check accepts. A refused import names the line and changes nothing.
 
 # db_digest: the whole database as SQL text, hashed.
-db_digest() { sqlite3 "$TASKQ_DB" .dump | sha256sum; }
+db_digest() { db_dump | sha256sum; }
 
 k_min=-62167219200000 # 0000-01-01T00:00:00.000Z
 k_max=253402300799999 # 9999-12-31T23:59:59.999Z

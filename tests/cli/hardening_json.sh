@@ -9,7 +9,7 @@ set_now 2026-11-21T08:00:00Z
 
 # db_digest: the whole database as SQL text, hashed, to prove a refused
 # input changed nothing.
-db_digest() { sqlite3 "$TASKQ_DB" .dump | sha256sum; }
+db_digest() { db_dump | sha256sum; }
 
 # payload_of ID: the payload's exact text in `show -o json` (jq would round
 # big numbers). The payload is the fifth field and followed by "labels".

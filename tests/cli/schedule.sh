@@ -159,7 +159,10 @@ expect_exit 2 "$TASKQ" schedule add bad q --every hour --priority high
 expect_exit 2 "$TASKQ" schedule add bad q --every hour -o id
 expect_exit 2 "$TASKQ" schedule add bad
 expect_exit 2 "$TASKQ" schedule
-check "no database was created by refused adds" test ! -e "$TASKQ_DB"
+# A file that is not there (the harness made the PostgreSQL database already).
+if sqlite_only; then
+  check "no database was created by refused adds" test ! -e "$TASKQ_DB"
+fi
 expect_exit 0 "$TASKQ" schedule list -o id
 expect_out_empty
 

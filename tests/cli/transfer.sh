@@ -3,7 +3,7 @@
 # gives the same bytes.
 
 # db_digest: the whole database as SQL text, hashed.
-db_digest() { sqlite3 "$TASKQ_DB" .dump | sha256sum; }
+db_digest() { db_dump | sha256sum; }
 
 section "a database with a task in every state and every kind of history"
 fresh_db source
@@ -56,6 +56,7 @@ expect_eq "$(jq -r "select(.id == $bc) | .deliveries[0].worker" first.jsonl)" w4
 
 section "export -> import into an empty database -> export: identical"
 fresh_db copy
+copy=$TASKQ_DB
 expect_exit 0 "$TASKQ" import "$scratch/first.jsonl"
 expect_out "imported $n tasks"
 "$TASKQ" export >second.jsonl
@@ -80,7 +81,7 @@ printf '%s\n' "$out" >q.jsonl
 fresh_db
 expect_eq "$(jq -r .queue q.jsonl | sort -u)" q "only queue q"
 expect_exit 0 bash -c '"$TASKQ" import - <q.jsonl' 
-expect_eq "$(TASKQ_DB=$scratch/copy.db "$TASKQ" export --queue q | grep -c .)" \
+expect_eq "$(TASKQ_DB=$copy "$TASKQ" export --queue q | grep -c .)" \
   "$(wc -l <q.jsonl)" "every task of q"
 "$TASKQ" export >x.jsonl
 check "the queue's tasks round-trip too" cmp -s q.jsonl x.jsonl

@@ -4,7 +4,7 @@
 
 # db_digest: the whole database as SQL text, hashed, to prove a refused
 # document changed nothing at all.
-db_digest() { sqlite3 "$TASKQ_DB" .dump | sha256sum; }
+db_digest() { db_dump | sha256sum; }
 
 # tx_doc JSON: runs taskq tx with JSON on stdin (for expect_exit).
 tx_doc() { "$TASKQ" tx <<<"$1"; }

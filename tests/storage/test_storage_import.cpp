@@ -4,7 +4,6 @@
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>
-#include <sqlite3.h>
 
 #include <cstdint>
 #include <string>
@@ -68,15 +67,6 @@ int64_t task_count(TaskStore& store) {
   int64_t n = 0;
   store.export_tasks(std::nullopt, [&](const storage::TaskImage&) { ++n; });
   return n;
-}
-
-void exec(const std::string& path, const char* sql) {
-  sqlite3* raw = nullptr;
-  REQUIRE(sqlite3_open_v2(path.c_str(), &raw, SQLITE_OPEN_READWRITE, nullptr)
-          == SQLITE_OK);
-  const int rc = sqlite3_exec(raw, sql, nullptr, nullptr, nullptr);
-  sqlite3_close(raw);
-  REQUIRE(rc == SQLITE_OK);
 }
 
 } // namespace
@@ -171,9 +161,9 @@ TEST_CASE("check counts each broken rule as before") {
       add_task(store, "q");
     }
   }
-  exec(db.path(), "UPDATE tasks SET state = 'fault' WHERE id <= 2; "
+  REQUIRE(db.exec("UPDATE tasks SET state = 'fault' WHERE id <= 2; "
                   "UPDATE tasks SET state = 'paused', lease_token = 't', "
-                  "lease_worker = 'w', lease_expires = 1 WHERE id = 3;");
+                  "lease_worker = 'w', lease_expires = 1 WHERE id = 3;"));
   TaskStore store(db.path(), OpenMode::read);
   const auto report = store.check();
   CHECK_FALSE(report.ok);
