@@ -796,21 +796,21 @@ namespace taskq::storage {
 
 namespace {
 
-// Every column and index of `schema`, as name -> definition, with the
-// schema's name taken out of the definitions.
-std::map<std::string, std::string> schema_objects(Db& db,
-                                                  const std::string& schema) {
+// Every table and index of `schema`, as "table NAME" / "index NAME" ->
+// definition, with the schema's name taken out of the definitions.
+SchemaObjects schema_objects(Db& db, const std::string& schema) {
   Statement st(
-      db,
-      "SELECT 'column ' || table_name || '.' || column_name, data_type || "
-      "' ' || is_nullable || coalesce(' default ' || column_default, '') || "
-      "' ' || is_identity FROM information_schema.columns "
-      "WHERE table_schema = ?1 AND table_name <> 'taskq_schema' "
-      "UNION ALL SELECT 'index ' || indexname, replace(indexdef, "
-      "' ON ' || ?1 || '.', ' ON ') FROM pg_indexes "
-      "WHERE schemaname = ?1 AND tablename <> 'taskq_schema'");
+      db, "SELECT 'table ' || table_name, string_agg(column_name || ' ' || "
+          "data_type || ' ' || is_nullable || coalesce(' default ' || "
+          "column_default, '') || ' ' || is_identity, ', ' "
+          "ORDER BY ordinal_position) FROM information_schema.columns "
+          "WHERE table_schema = ?1 AND table_name <> 'taskq_schema' "
+          "GROUP BY table_name "
+          "UNION ALL SELECT 'index ' || indexname, replace(indexdef, "
+          "' ON ' || ?1 || '.', ' ON ') FROM pg_indexes "
+          "WHERE schemaname = ?1 AND tablename <> 'taskq_schema'");
   st.bind(1, schema);
-  std::map<std::string, std::string> out;
+  SchemaObjects out;
   while (st.step()) {
     out[st.get_text(0)] = st.get_text(1);
   }
@@ -819,11 +819,11 @@ std::map<std::string, std::string> schema_objects(Db& db,
 
 } // namespace
 
-std::vector<std::string> pg_schema_problems(Db& db) {
+std::pair<SchemaObjects, SchemaObjects> pg_schema_objects(Db& db) {
   Statement current(db, "SELECT current_schema()");
   current.step();
   const std::string actual_schema = current.get_text(0);
-  const auto actual = schema_objects(db, actual_schema);
+  auto actual = schema_objects(db, actual_schema);
   // The migrations, applied to a scratch schema that the caller's
   // transaction rolls back.
   const std::string scratch = "taskq_check_" + std::to_string(::getpid());
@@ -834,26 +834,12 @@ std::vector<std::string> pg_schema_problems(Db& db) {
   for (const Migration& m : pg_migrations()) {
     db.exec(std::string(m.sql).c_str(), "cannot check the schema");
   }
-  const auto expected = schema_objects(db, scratch);
+  auto expected = schema_objects(db, scratch);
   db.exec(("ROLLBACK TO SAVEPOINT taskq_check; SET LOCAL search_path TO "
            + actual_schema)
               .c_str(),
           "cannot check the schema");
-  std::vector<std::string> problems;
-  for (const auto& [name, sql] : expected) {
-    const auto it = actual.find(name);
-    if (it == actual.end()) {
-      problems.push_back(name + " is missing");
-    } else if (it->second != sql) {
-      problems.push_back(name + " differs from taskq's");
-    }
-  }
-  for (const auto& [name, sql] : actual) {
-    if (!expected.contains(name)) {
-      problems.push_back(name + " is not taskq's");
-    }
-  }
-  return problems;
+  return {std::move(actual), std::move(expected)};
 }
 
 } // namespace taskq::storage

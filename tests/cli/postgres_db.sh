@@ -98,7 +98,7 @@ sql 'DROP INDEX tasks_ready'
 expect_exit 5 "$TASKQ" --db "$url" db check
 one_line_error
 no_secret
-expect_err_contains "index tasks_ready is missing"
+expect_err_contains "index tasks_ready is missing from the schema"
 expect_exit 0 "$TASKQ" db migrate # migrate does not repair by hand-made changes
 expect_exit 5 "$TASKQ" db check
 fresh_db
@@ -106,7 +106,7 @@ id=$(add_task q)
 sql 'ALTER TABLE tasks ADD COLUMN colour TEXT'
 expect_exit 5 "$TASKQ" db check
 one_line_error
-expect_err_contains "column tasks.colour is not taskq's"
+expect_err_contains "table tasks differs from schema version $latest"
 fresh_db
 id=$(add_task q)
 sql "UPDATE tasks SET state = 'fault' WHERE id = $id"
