@@ -506,13 +506,6 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
   RowWriter deps(*m_db, "task_deps", "deps");
   RowWriter deliveries(*m_db, "deliveries", "deliveries");
   Statement exists(*m_db, "SELECT 1 FROM tasks WHERE id = ?1");
-  // The label index holds the labels of unfinished tasks.
-  Statement index(*m_db,
-                  "INSERT OR IGNORE INTO task_labels (key, value, "
-                  "task_id) SELECT j.key, j.value, t.id FROM tasks t, "
-                      + m_db->dialect().json_object_rows("t.labels")
-                      + " j WHERE t.id = ?1 "
-                        "AND t.state NOT IN ('completed', 'failed', 'killed')");
   // Where each imported task came from, for errors found after the last
   // row: its index in `lines` by id.
   std::vector<int64_t> lines;
@@ -526,9 +519,6 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
     try {
       const int64_t id =
           import_one(image, exists, tasks, errors, events, deps, deliveries);
-      index.bind(1, id);
-      index.run();
-      index.reset();
       place.emplace(id, lines.size());
       lines.push_back(image.line);
       ids += (lines.size() == 1 ? "" : ",") + std::to_string(id);
@@ -537,12 +527,25 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
     }
     image = TaskImage();
   }
+  ids += "]";
+  // The label index holds the labels of unfinished tasks: those imported,
+  // in one statement.
+  Statement(*m_db, "INSERT OR IGNORE INTO task_labels (key, value, task_id) "
+                   "SELECT j.key, j.value, t.id FROM tasks t, "
+                       + m_db->dialect().json_object_rows("t.labels")
+                       + " j WHERE t.id IN (SELECT CAST(i.value AS BIGINT) "
+                         "FROM "
+                       + m_db->dialect().json_array_rows("?1")
+                       + " i) AND t.state NOT IN ('completed', 'failed', "
+                         "'killed')")
+      .bind(1, ids)
+      .run();
   // The rules db check verifies, on the imported tasks (they may depend on
   // each other in any order, so only now): the first offender in the input
   // names its line.
   std::optional<std::pair<size_t, int64_t>> first; // (place, id)
   std::string_view problem;
-  find_violations(*m_db, ids + "]", [&](const Invariant& rule, int64_t id) {
+  find_violations(*m_db, ids, [&](const Invariant& rule, int64_t id) {
     const size_t p = place.at(id);
     if (!first || p < first->first) {
       first = std::pair(p, id);
