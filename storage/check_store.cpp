@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -113,6 +114,28 @@ const Rule k_rules[] = {
 };
 
 } // namespace
+
+std::vector<std::string>
+schema_differences(const std::map<std::string, std::string>& expected,
+                   const std::map<std::string, std::string>& actual,
+                   int version) {
+  std::vector<std::string> problems;
+  for (const auto& [what, sql] : expected) {
+    const auto it = actual.find(what);
+    if (it == actual.end()) {
+      problems.push_back(what + " is missing from the schema");
+    } else if (it->second != sql) {
+      problems.push_back(what + " differs from schema version "
+                         + std::to_string(version));
+    }
+  }
+  for (const auto& [what, sql] : actual) {
+    if (!expected.contains(what)) {
+      problems.push_back(what + " is not part of taskq's schema");
+    }
+  }
+  return problems;
+}
 
 void find_violations(
     Db& db, const std::optional<std::string>& scope,

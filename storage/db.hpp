@@ -4,12 +4,10 @@
 #include "storage/task_store.hpp"
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
-#include <utility>
 #include <vector>
 
 struct sqlite3;
@@ -172,13 +170,10 @@ int pg_schema_version(Db& db);
 // recording each in taskq_schema; unavailable when the database's schema
 // is newer than this binary. Returns the version.
 int pg_migrate(Db& db);
-// The database's tables and indexes (first) and those the migrations make
-// (second; applied to a scratch schema that the caller's transaction, which
-// must be open, rolls back), by "table NAME" or "index NAME": a table's
-// columns with their types, nullability and defaults, an index's CREATE
-// statement. `db check` compares them as it compares SQLite's.
-using SchemaObjects = std::map<std::string, std::string>;
-std::pair<SchemaObjects, SchemaObjects> pg_schema_objects(Db& db);
+// How the database's tables and indexes differ from what the migrations
+// make (applied to a scratch schema, rolled back with the caller's
+// transaction, which must be open); empty when they agree.
+std::vector<std::string> pg_schema_problems(Db& db);
 
 // A prepared statement of either backend.
 class Statement {

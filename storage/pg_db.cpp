@@ -5,6 +5,7 @@
 #include "storage/change_feed.hpp"
 #include "storage/db.hpp"
 #include "storage/migrations.hpp"
+#include "storage/store_detail.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -30,8 +31,10 @@ constexpr const char* k_begin_write =
     "BEGIN; SELECT pg_advisory_xact_lock(1953721201)";
 // Readers see one snapshot (export, list) and take no locks.
 constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
-// Every committed write wakes the waiting processes (ChangeFeed); NOTIFY is
-// delivered when, and only if, the transaction commits.
+// A committed write that changed rows wakes the waiting processes
+// (ChangeFeed); NOTIFY is delivered when, and only if, the transaction
+// commits. One that changed nothing (a lease that found no task) sends
+// none: idle workers would otherwise wake each other for ever.
 constexpr const char* k_commit_write = "NOTIFY taskq; COMMIT";
 
 int busy_timeout_ms() {
@@ -552,6 +555,17 @@ public:
   // parsing.
   Result run(Prepared& p, const std::vector<const char*>& bound_values,
              const std::vector<Oid>& bound_types) {
+    Result r = run_once(p, bound_values, bound_types);
+    // INSERT, UPDATE and DELETE report the rows they changed.
+    const std::string_view status = PQcmdStatus(r.get());
+    if (!status.starts_with("SELECT") && std::atoll(PQcmdTuples(r.get())) > 0) {
+      m_changed = true;
+    }
+    return r;
+  }
+
+  Result run_once(Prepared& p, const std::vector<const char*>& bound_values,
+                  const std::vector<Oid>& bound_types) {
     std::vector<const char*> values;
     std::vector<Oid> types;
     for (size_t i = 0; i < p.sql.source.size(); ++i) {
@@ -583,17 +597,19 @@ public:
 
   void exec(const char* sql, std::string_view context) override {
     check(PQexec(m_conn.get(), sql), context);
+    m_changed = true; // migrations and the like: assume they changed rows
   }
 
   void begin(TxKind kind) override {
     exec(kind == TxKind::write ? k_begin_write : k_begin_read,
          "cannot start a transaction");
     m_write = kind == TxKind::write;
+    m_changed = false;
   }
   void commit() override {
-    const Result r =
-        check(PQexec(m_conn.get(), m_write ? k_commit_write : "COMMIT"),
-              "cannot commit");
+    const Result r = check(
+        PQexec(m_conn.get(), m_write && m_changed ? k_commit_write : "COMMIT"),
+        "cannot commit");
     if (std::string_view(PQcmdStatus(r.get())) != "COMMIT") {
       throw Error(ErrorKind::internal,
                   "cannot commit: the transaction was rolled back (database "
@@ -637,6 +653,7 @@ private:
   std::unordered_map<std::string, Prepared> m_prepared;
   int m_statements = 0;
   bool m_write = false;
+  bool m_changed = false; // since begin(): a statement changed rows
 };
 
 bool PgStatement::step() {
@@ -796,21 +813,22 @@ namespace taskq::storage {
 
 namespace {
 
-// Every table and index of `schema`, as "table NAME" / "index NAME" ->
-// definition, with the schema's name taken out of the definitions.
-SchemaObjects schema_objects(Db& db, const std::string& schema) {
+// Every column and index of `schema`, as name -> definition, with the
+// schema's name taken out of the definitions.
+std::map<std::string, std::string> schema_objects(Db& db,
+                                                  const std::string& schema) {
   Statement st(
       db, "SELECT 'table ' || table_name, string_agg(column_name || ' ' || "
           "data_type || ' ' || is_nullable || coalesce(' default ' || "
-          "column_default, '') || ' ' || is_identity, ', ' "
-          "ORDER BY ordinal_position) FROM information_schema.columns "
+          "column_default, '') || ' ' || is_identity, ', ' ORDER BY "
+          "ordinal_position) FROM information_schema.columns "
           "WHERE table_schema = ?1 AND table_name <> 'taskq_schema' "
           "GROUP BY table_name "
           "UNION ALL SELECT 'index ' || indexname, replace(indexdef, "
           "' ON ' || ?1 || '.', ' ON ') FROM pg_indexes "
           "WHERE schemaname = ?1 AND tablename <> 'taskq_schema'");
   st.bind(1, schema);
-  SchemaObjects out;
+  std::map<std::string, std::string> out;
   while (st.step()) {
     out[st.get_text(0)] = st.get_text(1);
   }
@@ -819,11 +837,11 @@ SchemaObjects schema_objects(Db& db, const std::string& schema) {
 
 } // namespace
 
-std::pair<SchemaObjects, SchemaObjects> pg_schema_objects(Db& db) {
+std::vector<std::string> pg_schema_problems(Db& db) {
   Statement current(db, "SELECT current_schema()");
   current.step();
   const std::string actual_schema = current.get_text(0);
-  auto actual = schema_objects(db, actual_schema);
+  const auto actual = schema_objects(db, actual_schema);
   // The migrations, applied to a scratch schema that the caller's
   // transaction rolls back.
   const std::string scratch = "taskq_check_" + std::to_string(::getpid());
@@ -834,12 +852,13 @@ std::pair<SchemaObjects, SchemaObjects> pg_schema_objects(Db& db) {
   for (const Migration& m : pg_migrations()) {
     db.exec(std::string(m.sql).c_str(), "cannot check the schema");
   }
-  auto expected = schema_objects(db, scratch);
+  const auto expected = schema_objects(db, scratch);
   db.exec(("ROLLBACK TO SAVEPOINT taskq_check; SET LOCAL search_path TO "
            + actual_schema)
               .c_str(),
           "cannot check the schema");
-  return {std::move(actual), std::move(expected)};
+  return detail::schema_differences(expected, actual,
+                                    static_cast<int>(pg_migrations().size()));
 }
 
 } // namespace taskq::storage

@@ -278,7 +278,7 @@ namespace {
 // Every schema object (table, index, trigger, view) by "type name", with
 // the SQL that made it (empty for SQLite's automatic indexes). The
 // statistics tables of ANALYZE are the planner's, not the schema.
-SchemaObjects schema_objects(Db& db) {
+std::map<std::string, std::string> schema_objects(Db& db) {
   Statement st(db, "SELECT type, name, coalesce(sql, '') FROM sqlite_schema "
                    "WHERE name NOT LIKE 'sqlite!_stat%' ESCAPE '!'");
   std::map<std::string, std::string> out;
@@ -288,40 +288,14 @@ SchemaObjects schema_objects(Db& db) {
   return out;
 }
 
-// How a schema (`actual`) differs from what the migrations make
-// (`expected`): one line per missing, unexpected or changed object (a
-// table and its columns, an index, a trigger), worded alike for both
-// backends.
-std::vector<std::string> schema_problems(const SchemaObjects& actual,
-                                         const SchemaObjects& expected,
-                                         int version) {
-  std::vector<std::string> problems;
-  for (const auto& [what, sql] : expected) {
-    const auto it = actual.find(what);
-    if (it == actual.end()) {
-      problems.push_back(what + " is missing from the schema");
-    } else if (it->second != sql) {
-      problems.push_back(what + " differs from schema version "
-                         + std::to_string(version));
-    }
-  }
-  for (const auto& [what, sql] : actual) {
-    if (!expected.contains(what)) {
-      problems.push_back(what + " is not part of taskq's schema");
-    }
-  }
-  return problems;
-}
-
+// How the schema of `db` differs from what the migrations make: one line
+// per missing, unexpected or changed table, column set, index or trigger.
 std::vector<std::string> schema_problems(Db& db) {
-  if (db.backend() == Backend::postgresql) {
-    const auto [actual, expected] = pg_schema_objects(db);
-    return schema_problems(actual, expected, latest_schema_version());
-  }
   SqliteDb expected_db(":memory:", true);
   apply_migrations(expected_db);
-  return schema_problems(schema_objects(db), schema_objects(expected_db),
-                         latest_schema_version());
+  const auto expected = schema_objects(expected_db);
+  const auto actual = schema_objects(db);
+  return schema_differences(expected, actual, latest_schema_version());
 }
 
 } // namespace
@@ -334,7 +308,7 @@ bool check_file(Db& db, CheckReport& report) {
     // The server keeps its own pages consistent; the schema is compared
     // with what the migrations make, applied in a scratch schema.
     report.schema_version = pg_schema_version(db);
-    const auto schema = schema_problems(db);
+    const auto schema = pg_schema_problems(db);
     report.problems.insert(report.problems.end(), schema.begin(), schema.end());
     return schema.empty();
   }

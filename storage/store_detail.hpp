@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -149,6 +150,14 @@ core::Schedule stored_schedule(const std::optional<std::string>& every,
 // the new task ids.
 std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
                                     core::Time now);
+
+// How a schema differs from the one the migrations make, both given as
+// "KIND NAME" (table, index, trigger) -> its definition: one line per
+// missing, changed or foreign object, in the same words on both backends.
+std::vector<std::string>
+schema_differences(const std::map<std::string, std::string>& expected,
+                   const std::map<std::string, std::string>& actual,
+                   int version);
 
 // The rules of the stored data that leasing and the state machine trust:
 // `db check` counts what breaks them, and `import` refuses rows that do.

@@ -5,8 +5,7 @@
 #
 # Needs both backends: it runs only with TASKQ_TEST_BACKEND=postgresql
 # (the PostgreSQL databases come from fresh_db; the SQLite ones are files
-# in the scratch folder, named with --db or TASKQ_DB). Not named pg_*.sh:
-# ctest names a suite cli_<suite> and, on PostgreSQL, cli_pg_<suite>.
+# in the scratch folder, named with --db or TASKQ_DB).
 
 if [[ $backend != postgresql ]]; then
   section "skipped"
