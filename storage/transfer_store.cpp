@@ -239,21 +239,36 @@ std::string select_columns(Db& db, const std::string& table) {
   return "SELECT " + names + " FROM " + table;
 }
 
-// The rows beside a task, table by table: one statement each, prepared
-// once per export.
+// The rows beside the exported tasks, table by table: one query each for
+// the whole export, in task order, read alongside the tasks (a round trip
+// per task and table would dominate on a server).
 class SideRows {
 public:
-  SideRows(Db& db, std::string table, std::string_view order)
+  // `tasks`: the exported tasks' ids, as a subquery with parameter ?1.
+  SideRows(Db& db, std::string table, std::string_view order,
+           std::string_view tasks, const std::optional<std::string>& queue)
       : m_table(std::move(table)),
-        m_st(db, select_columns(db, m_table) + " WHERE task_id = ?1 ORDER BY "
-                     + std::string(order)) {}
+        m_st(db, select_columns(db, m_table) + " WHERE task_id IN ("
+                     + std::string(tasks) + ") ORDER BY task_id, "
+                     + std::string(order)) {
+    m_st.bind(1, queue);
+    m_more = m_st.step();
+    // (Columns are known once a row is: on PostgreSQL, with the result.)
+    for (int c = 0; m_more && c < m_st.column_count(); ++c) {
+      if (m_st.column_name(c) == "task_id") {
+        m_task_column = c;
+      }
+    }
+  }
 
+  // The rows of task `id`; ids must come in increasing order.
   std::vector<ImageRow> of(int64_t id) {
-    m_st.reset();
-    m_st.bind(1, id);
     std::vector<ImageRow> rows;
-    while (m_st.step()) {
-      rows.push_back(image_row(m_st, m_table));
+    while (m_more && m_st.get_int(m_task_column) <= id) {
+      if (m_st.get_int(m_task_column) == id) {
+        rows.push_back(image_row(m_st, m_table));
+      }
+      m_more = m_st.step();
     }
     return rows;
   }
@@ -261,6 +276,8 @@ public:
 private:
   std::string m_table;
   Statement m_st;
+  int m_task_column = 0;
+  bool m_more = false;
 };
 
 // The value of `column` in `row`, if it has one.
@@ -458,14 +475,17 @@ void TaskStore::export_tasks(
     const std::optional<std::string>& queue,
     const std::function<void(const TaskImage&)>& each) {
   Transaction tx(*m_db, Transaction::Kind::read);
-  Statement st(*m_db, select_columns(*m_db, "tasks")
-                          + " WHERE ?1 IS NULL OR queue = ?1 ORDER BY id");
+  const std::string_view which = " WHERE ?1 IS NULL OR queue = ?1";
+  Statement st(*m_db, select_columns(*m_db, "tasks") + std::string(which)
+                          + " ORDER BY id");
   st.bind(1, queue);
-  SideRows errors(*m_db, "task_errors", "rowid");
-  SideRows events(*m_db, "events", "id");
-  SideRows deps(*m_db, "task_deps", "dep_id");
+  const std::string ids = "SELECT id FROM tasks" + std::string(which);
+  SideRows errors(*m_db, "task_errors", "rowid", ids, queue);
+  SideRows events(*m_db, "events", "id", ids, queue);
+  SideRows deps(*m_db, "task_deps", "dep_id", ids, queue);
   SideRows deliveries(*m_db, "deliveries",
-                      "worker" + std::string(m_db->dialect().bytewise()));
+                      "worker" + std::string(m_db->dialect().bytewise()), ids,
+                      queue);
   while (st.step()) {
     TaskImage image;
     image.task = image_row(st, "tasks");
@@ -486,13 +506,6 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
   RowWriter deps(*m_db, "task_deps", "deps");
   RowWriter deliveries(*m_db, "deliveries", "deliveries");
   Statement exists(*m_db, "SELECT 1 FROM tasks WHERE id = ?1");
-  // The label index holds the labels of unfinished tasks.
-  Statement index(*m_db,
-                  "INSERT OR IGNORE INTO task_labels (key, value, "
-                  "task_id) SELECT j.key, j.value, t.id FROM tasks t, "
-                      + m_db->dialect().json_object_rows("t.labels")
-                      + " j WHERE t.id = ?1 "
-                        "AND t.state NOT IN ('completed', 'failed', 'killed')");
   // Where each imported task came from, for errors found after the last
   // row: its index in `lines` by id.
   std::vector<int64_t> lines;
@@ -506,9 +519,6 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
     try {
       const int64_t id =
           import_one(image, exists, tasks, errors, events, deps, deliveries);
-      index.bind(1, id);
-      index.run();
-      index.reset();
       place.emplace(id, lines.size());
       lines.push_back(image.line);
       ids += (lines.size() == 1 ? "" : ",") + std::to_string(id);
@@ -517,12 +527,25 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
     }
     image = TaskImage();
   }
+  ids += "]";
+  // The label index holds the labels of unfinished tasks: those imported,
+  // in one statement.
+  Statement(*m_db, "INSERT OR IGNORE INTO task_labels (key, value, task_id) "
+                   "SELECT j.key, j.value, t.id FROM tasks t, "
+                       + m_db->dialect().json_object_rows("t.labels")
+                       + " j WHERE t.id IN (SELECT CAST(i.value AS BIGINT) "
+                         "FROM "
+                       + m_db->dialect().json_array_rows("?1")
+                       + " i) AND t.state NOT IN ('completed', 'failed', "
+                         "'killed')")
+      .bind(1, ids)
+      .run();
   // The rules db check verifies, on the imported tasks (they may depend on
   // each other in any order, so only now): the first offender in the input
   // names its line.
   std::optional<std::pair<size_t, int64_t>> first; // (place, id)
   std::string_view problem;
-  find_violations(*m_db, ids + "]", [&](const Invariant& rule, int64_t id) {
+  find_violations(*m_db, ids, [&](const Invariant& rule, int64_t id) {
     const size_t p = place.at(id);
     if (!first || p < first->first) {
       first = std::pair(p, id);

@@ -13,8 +13,6 @@ if [[ $backend != postgresql ]]; then
   return 0
 fi
 
-pg_first=$TASKQ_DB # the harness's first PostgreSQL database
-
 # scene: on the database TASKQ_DB names, a queue of every kind of task and
 # history: labels, payloads with every digit and escape, an error history,
 # dependencies, a schedule's and a gate's tasks, a leased task, a broadcast
