@@ -320,6 +320,27 @@ std::string_view Db::Dialect::greatest() const {
   return backend == Backend::postgresql ? "GREATEST" : "max";
 }
 
+std::string_view Db::Dialect::table_columns() const {
+  if (backend == Backend::postgresql) {
+    return "SELECT column_name, "
+           "CAST(data_type IN ('bigint', 'integer', 'smallint') AS INTEGER), "
+           "CAST(is_nullable = 'NO' AS INTEGER), "
+           "CAST(is_nullable = 'NO' AND column_default IS NULL "
+           "AND is_identity = 'NO' AS INTEGER) "
+           "FROM information_schema.columns "
+           "WHERE table_schema = current_schema() AND table_name = ?1 "
+           "AND coalesce(identity_generation, '') <> 'ALWAYS' "
+           "ORDER BY ordinal_position";
+  }
+  return "SELECT name, type = 'INTEGER', \"notnull\", "
+         "\"notnull\" AND dflt_value IS NULL FROM pragma_table_info(?1) "
+         "ORDER BY cid";
+}
+
+std::string_view Db::Dialect::bytewise() const {
+  return backend == Backend::postgresql ? " COLLATE \"C\"" : "";
+}
+
 bool is_postgres_url(std::string_view path) {
   return path.starts_with("postgresql://") || path.starts_with("postgres://");
 }

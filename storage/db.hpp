@@ -65,6 +65,14 @@ public:
     // The smaller and the larger of two values: min(a, b) / LEAST(a, b).
     std::string_view least() const;
     std::string_view greatest() const;
+    // A query of the columns of table ?1 in their order: name, then 1 or 0
+    // for "holds integers", "NOT NULL" and "NOT NULL without a default".
+    // Columns the database always fills itself are left out (PostgreSQL's
+    // task_errors.rowid, like SQLite's hidden rowid).
+    std::string_view table_columns() const;
+    // Follows a text expression in ORDER BY: byte order on both backends
+    // (SQLite's BINARY; PostgreSQL's "C", whatever the database's locale).
+    std::string_view bytewise() const;
   };
 
   virtual ~Db() = default;
@@ -92,6 +100,12 @@ public:
   // The database's clock (PostgreSQL: the server's, so that hosts whose
   // clocks disagree agree on leases); std::nullopt: use the local clock.
   virtual std::optional<core::Time> server_now() { return std::nullopt; }
+
+  // Rows were inserted into `table` with explicit values of its `id`
+  // column: the ids it generates next must be larger than all of them.
+  // (SQLite's AUTOINCREMENT sees to it; PostgreSQL moves the identity's
+  // sequence, never backwards.)
+  virtual void ids_given(std::string_view /*table*/) {}
 
 protected:
   Db(Backend backend, std::string path)
@@ -147,6 +161,9 @@ private:
 // PostgreSQL (storage/pg_db.cpp). connect_postgres opens a connection:
 // unavailable when the server cannot be reached or refuses us.
 std::unique_ptr<Db> connect_postgres(const std::string& url);
+// The text PostgreSQL is sent for a statement written as SQLite reads it
+// (see translate() in pg_db.cpp), for tests and TASKQ_DEBUG_SQL.
+std::string pg_sql(std::string_view sqlite_sql);
 // The schema version recorded in table taskq_schema (0: none yet).
 int pg_schema_version(Db& db);
 // Applies the pending migrations/postgresql/ files under the write lock,

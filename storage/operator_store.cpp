@@ -83,8 +83,8 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
       // Resuming starts afresh: attempts reset (rescue's Cycles), and a
       // sleeper is due at once.
       Statement(*m_db,
-                "UPDATE tasks SET reason = NULL, attempts = CASE WHEN ?2 "
-                "THEN 0 ELSE attempts END, run_at = CASE WHEN ?3 THEN "
+                "UPDATE tasks SET reason = NULL, attempts = CASE WHEN ?2 = 1 "
+                "THEN 0 ELSE attempts END, run_at = CASE WHEN ?3 = 1 THEN "
                 "min(run_at, ?4) ELSE run_at END WHERE id = ?1")
           .bind(1, task.id)
           .bind(2, int64_t{task.state == TaskState::paused})
@@ -237,7 +237,7 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
                         + ": the next lease from " + t.queue + " completes it");
       return reasons;
     }
-    Statement st(*m_db, "SELECT count(*), coalesce(sum(worker = ?2), 0) "
+    Statement st(*m_db, "SELECT count(*), count(*) FILTER (WHERE worker = ?2) "
                         "FROM deliveries WHERE task_id = ?1");
     st.bind(1, id).bind(2, worker);
     st.step();
@@ -318,13 +318,13 @@ void TaskStore::set_queue(const std::string& queue, const QueueSettings& s) {
             "INSERT INTO queues (name, max_running, max_attempts, max_errors, "
             "error_window_ms, retry_delay_ms, backoff, max_delay_ms) VALUES "
             "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (name) DO UPDATE SET "
-            "max_running = coalesce(?2, max_running), "
-            "max_attempts = coalesce(?3, max_attempts), "
-            "max_errors = coalesce(?4, max_errors), "
-            "error_window_ms = coalesce(?5, error_window_ms), "
-            "retry_delay_ms = coalesce(?6, retry_delay_ms), "
-            "backoff = coalesce(?7, backoff), "
-            "max_delay_ms = coalesce(?8, max_delay_ms)")
+            "max_running = coalesce(?2, queues.max_running), "
+            "max_attempts = coalesce(?3, queues.max_attempts), "
+            "max_errors = coalesce(?4, queues.max_errors), "
+            "error_window_ms = coalesce(?5, queues.error_window_ms), "
+            "retry_delay_ms = coalesce(?6, queues.retry_delay_ms), "
+            "backoff = coalesce(?7, queues.backoff), "
+            "max_delay_ms = coalesce(?8, queues.max_delay_ms)")
       .bind(1, queue)
       .bind(2, s.max_running)
       .bind(3, s.max_attempts)

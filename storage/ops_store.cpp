@@ -97,11 +97,12 @@ int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
              "(id INTEGER PRIMARY KEY, state TEXT NOT NULL)",
              "cannot purge");
   m_db->exec("DELETE FROM purge_ids", "cannot purge");
-  Statement pick(*m_db, "INSERT INTO purge_ids (id, state) SELECT id, state "
-                        "FROM tasks WHERE state IN ("
-                            + in_states
-                            + ") AND (?1 IS NULL OR queue = ?1) "
-                              "AND (?2 IS NULL OR updated_at <= ?2)");
+  Statement pick(*m_db,
+                 "INSERT INTO purge_ids (id, state) SELECT id, state "
+                 "FROM tasks WHERE state IN ("
+                     + in_states
+                     + ") AND (?1 IS NULL OR queue = ?1) "
+                       "AND (CAST(?2 AS BIGINT) IS NULL OR updated_at <= ?2)");
   pick.bind(1, req.queue);
   pick.bind(2, req.older_than ? std::optional(to_unix_ms(now - *req.older_than))
                               : std::nullopt);
@@ -185,6 +186,15 @@ std::vector<StreamEvent>
 TaskStore::events(const std::optional<std::string>& queue,
                   std::optional<Time> since, EventCursor& cursor,
                   int64_t limit) {
+  // The cursor is two ids, and each query reads the rows past one of them:
+  // correct only if a row that becomes visible later never has a smaller id
+  // than one already read. It holds on both backends because writers run
+  // one at a time (SQLite's single writer; on PostgreSQL the advisory lock
+  // every write transaction takes in PgDb::begin before it inserts): ids
+  // come from identity sequences (cache 1) when a row is inserted, so every
+  // id a committed writer took is smaller than any the writer in progress
+  // (at most one) takes, and a snapshot always sees a prefix of the ids. A
+  // rolled-back writer leaves a gap, which the cursor skips harmlessly.
   Transaction tx(*m_db, Transaction::Kind::read);
   // Unset filters bind as NULL (`?2 IS NULL OR ...`).
   const auto bind_filters = [&](Statement& st) {
@@ -200,7 +210,7 @@ TaskStore::events(const std::optional<std::string>& queue,
     // Creations live on the task rows (a bulk add writes no event rows).
     Statement st(*m_db, "SELECT id, created_at, created_by, queue, retry_of "
                         "FROM tasks WHERE id > ?1 "
-                        "AND (?2 IS NULL OR created_at >= ?2) "
+                        "AND (CAST(?2 AS BIGINT) IS NULL OR created_at >= ?2) "
                         "AND (?3 IS NULL OR queue = ?3) ORDER BY id LIMIT ?4");
     st.bind(1, cursor.task_id);
     bind_filters(st);
@@ -213,12 +223,14 @@ TaskStore::events(const std::optional<std::string>& queue,
   }
   std::vector<StreamEvent> logged;
   {
-    Statement st(*m_db, "SELECT e.id, e.task_id, e.time, e.message, "
-                        "e.from_state, e.to_state, e.actor, e.detail, t.queue "
-                        "FROM events e JOIN tasks t ON t.id = e.task_id "
-                        "WHERE e.id > ?1 AND (?2 IS NULL OR e.time >= ?2) "
-                        "AND (?3 IS NULL OR t.queue = ?3) "
-                        "ORDER BY e.id LIMIT ?4");
+    Statement st(
+        *m_db,
+        "SELECT e.id, e.task_id, e.time, e.message, "
+        "e.from_state, e.to_state, e.actor, e.detail, t.queue "
+        "FROM events e JOIN tasks t ON t.id = e.task_id "
+        "WHERE e.id > ?1 AND (CAST(?2 AS BIGINT) IS NULL OR e.time >= ?2) "
+        "AND (?3 IS NULL OR t.queue = ?3) "
+        "ORDER BY e.id LIMIT ?4");
     st.bind(1, cursor.event_id);
     bind_filters(st);
     while (st.step()) {

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <libpq-fe.h>
 #include <map>
+#include <optional>
 #include <unistd.h>
 #include <unordered_map>
 #include <vector>
@@ -45,18 +46,99 @@ int busy_timeout_ms() {
 }
 
 // libpq's messages end with a newline and may span lines ("connection to
-// server ... failed: FATAL: ..."): taskq prints one line.
+// server ... failed: FATAL:  ...\n\tIs the server running ..."): taskq
+// prints one line, each run of spaces and tabs as one space.
 std::string one_line(const char* text) {
   std::string out;
   for (const char* p = text == nullptr ? "" : text; *p != '\0'; ++p) {
     if (*p == '\n') {
       out += "; ";
+    } else if (*p == ' ' || *p == '\t') {
+      if (!out.empty() && !out.ends_with(' ')) {
+        out += ' ';
+      }
     } else if (*p != '\r') {
       out += *p;
     }
   }
   while (out.ends_with("; ") || out.ends_with(' ')) {
     out.erase(out.size() - (out.ends_with("; ") ? 2 : 1));
+  }
+  return out;
+}
+
+// libpq's message about a connection to `url`, on one line and without
+// the URL's passwords: libpq quotes a malformed URL back in full ("...
+// in URI: \"postgresql://user:secret@[::1/db\"").
+std::string connect_error(const char* message, const std::string& url) {
+  std::string out = one_line(message);
+  const std::string redacted = redact_url(url);
+  for (size_t p = out.find(url); p != std::string::npos;
+       p = out.find(url, p + redacted.size())) {
+    out.replace(p, url.size(), redacted);
+  }
+  // What may be left of a password (user:PASSWORD@, password=PASSWORD)
+  // inside the quoted parts of the message, where libpq echoes the URL.
+  std::vector<std::string_view> secrets;
+  const std::string_view u(url);
+  const size_t scheme = u.find("://");
+  if (scheme != std::string_view::npos) {
+    const size_t start = scheme + 3;
+    const size_t end = std::min(u.find_first_of("/?", start), u.size());
+    const size_t at = u.rfind('@', end);
+    const size_t colon = u.find(':', start);
+    if (at != std::string_view::npos && at > start
+        && colon != std::string_view::npos && colon < at) {
+      secrets.push_back(u.substr(colon + 1, at - colon - 1));
+    }
+  }
+  for (size_t p = u.find("password="); p != std::string_view::npos;
+       p = u.find("password=", p + 1)) {
+    const size_t value = p + 9;
+    secrets.push_back(
+        u.substr(value, std::min(u.find('&', value), u.size()) - value));
+  }
+  for (size_t open = out.find('"'); open != std::string::npos;) {
+    size_t close = out.find('"', open + 1);
+    if (close == std::string::npos) {
+      close = out.size();
+    }
+    for (const std::string_view secret : secrets) {
+      for (size_t p = secret.empty() ? std::string::npos
+                                     : out.find(secret, open + 1);
+           p != std::string::npos && p + secret.size() <= close;
+           p = out.find(secret, p + 3)) {
+        out.replace(p, secret.size(), "***");
+        close = close + 3 - secret.size();
+      }
+    }
+    open =
+        close + 1 < out.size() ? out.find('"', close + 1) : std::string::npos;
+  }
+  return out;
+}
+
+// A unique violation, said as SQLite says it ("UNIQUE constraint failed:
+// deliveries.task_id, deliveries.worker"), so that both backends give the
+// same message; from the table and the detail "Key (task_id, worker)=...".
+std::optional<std::string> unique_violation(const PGresult* r) {
+  const char* table = PQresultErrorField(r, PG_DIAG_TABLE_NAME);
+  const char* detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
+  if (table == nullptr || detail == nullptr) {
+    return std::nullopt;
+  }
+  const std::string_view d(detail);
+  const size_t end = d.find(")=(");
+  if (!d.starts_with("Key (") || end == std::string_view::npos) {
+    return std::nullopt;
+  }
+  std::string out = "UNIQUE constraint failed: ";
+  const std::string_view columns = d.substr(5, end - 5);
+  for (size_t at = 0; at <= columns.size();) {
+    const size_t comma = std::min(columns.find(", ", at), columns.size());
+    out += (at == 0 ? "" : ", ") + std::string(table) + "."
+           + std::string(columns.substr(at, comma - at));
+    at = comma + 2;
   }
   return out;
 }
@@ -247,6 +329,9 @@ std::string translate_markers(std::string_view sql, int& params,
       while (j < sql.size() && ident_char(sql[j])) {
         ++j;
       }
+      while (!out.empty() && out.back() == ' ') {
+        out.pop_back(); // the space before the hint; the one after stays
+      }
       i = j - 1;
     } else if ((n = match_words(sql, i, "insert or ignore")) > 0) {
       out += "INSERT";
@@ -282,9 +367,9 @@ class PgDb;
 // A statement as PostgreSQL reads it, and its name once prepared.
 struct Prepared {
   Translation sql;
-  int params = 0; // bound by the caller (sql.source may hold more)
-  int runs = 0;   // executions so far
-  std::string name;        // empty until prepared on the server
+  int params = 0;   // bound by the caller (sql.source may hold more)
+  int runs = 0;     // executions so far
+  std::string name; // empty until prepared on the server
 };
 
 class PgStatement final : public StatementImpl {
@@ -385,7 +470,7 @@ public:
     if (PQstatus(m_conn.get()) != CONNECTION_OK) {
       throw Error(ErrorKind::unavailable,
                   "cannot connect to database " + path() + ": "
-                      + one_line(PQerrorMessage(m_conn.get())));
+                      + connect_error(PQerrorMessage(m_conn.get()), url));
     }
     PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     // Times are integers taskq computes; the session settings only bound
@@ -434,6 +519,9 @@ public:
     if (state == "55P03") {
       why = "database is locked past the busy timeout";
     }
+    if (state == "23505") {
+      why = unique_violation(r).value_or(why);
+    }
     std::string message(context.empty() ? "database error" : context);
     message += ": " + why;
     if (context.find(path()) == std::string_view::npos) {
@@ -473,9 +561,9 @@ public:
     }
     const int n = static_cast<int>(values.size());
     const std::string& text = p.sql.text;
-    const std::string_view context =
-        std::getenv("TASKQ_DEBUG_SQL") != nullptr ? std::string_view(text)
-                                                  : std::string_view();
+    const std::string_view context = std::getenv("TASKQ_DEBUG_SQL") != nullptr
+                                         ? std::string_view(text)
+                                         : std::string_view();
     if (++p.runs == 1) {
       return check(PQexecParams(m_conn.get(), text.c_str(), n, types.data(),
                                 values.data(), nullptr, nullptr, 0),
@@ -483,16 +571,15 @@ public:
     }
     if (p.name.empty()) {
       std::string name = "s" + std::to_string(++m_statements);
-      check(PQprepare(m_conn.get(), name.c_str(), text.c_str(), n,
-                      types.data()),
-            context);
+      check(
+          PQprepare(m_conn.get(), name.c_str(), text.c_str(), n, types.data()),
+          context);
       p.name = std::move(name);
     }
-    return check(PQexecPrepared(m_conn.get(), p.name.c_str(), n,
-                                values.data(), nullptr, nullptr, 0),
+    return check(PQexecPrepared(m_conn.get(), p.name.c_str(), n, values.data(),
+                                nullptr, nullptr, 0),
                  context);
   }
-
 
   void exec(const char* sql, std::string_view context) override {
     check(PQexec(m_conn.get(), sql), context);
@@ -515,6 +602,19 @@ public:
   }
   void rollback() noexcept override {
     PQclear(PQexec(m_conn.get(), "ROLLBACK"));
+  }
+
+  void ids_given(std::string_view table) override {
+    // The identity's next value follows the largest id, or stays where it
+    // is when it is already past it (ids are never given out twice, as
+    // with SQLite's AUTOINCREMENT).
+    const std::string t(table);
+    exec(("SELECT setval(s, GREATEST((SELECT max(id) FROM " + t
+          + "), coalesce(pg_sequence_last_value(s), 0), 1)) FROM (SELECT "
+            "CAST(pg_get_serial_sequence('"
+          + t + "', 'id') AS regclass) AS s) AS q")
+             .c_str(),
+         "cannot move the ids of " + t + " past the imported ones");
   }
 
   std::optional<core::Time> server_now() override {
@@ -559,6 +659,10 @@ bool PgStatement::step() {
 
 } // namespace
 
+std::string pg_sql(std::string_view sqlite_sql) {
+  return translate(sqlite_sql).text;
+}
+
 std::unique_ptr<Db> connect_postgres(const std::string& url) {
   return std::make_unique<PgDb>(url);
 }
@@ -584,14 +688,15 @@ PgListener::PgListener(const std::string& url)
     throw Error(
         ErrorKind::unavailable,
         "cannot connect to database " + redact_url(url) + ": "
-            + one_line(c == nullptr ? "out of memory" : PQerrorMessage(c)));
+            + connect_error(c == nullptr ? "out of memory" : PQerrorMessage(c),
+                            url));
   }
   PQsetNoticeProcessor(c, no_notices, nullptr);
   Result r(PQexec(c, "LISTEN taskq"));
   if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
-    throw Error(ErrorKind::unavailable, "cannot listen for changes of database "
-                                            + redact_url(url) + ": "
-                                            + one_line(PQerrorMessage(c)));
+    throw Error(ErrorKind::unavailable,
+                "cannot listen for changes of database " + redact_url(url)
+                    + ": " + connect_error(PQerrorMessage(c), url));
   }
   PQsetnonblocking(c, 1);
 }

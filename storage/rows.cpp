@@ -204,10 +204,11 @@ void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
   const char* sql =
       c == QueueCounter::errors
           ? "INSERT INTO queues (name, errors_total) VALUES (?1, ?2) "
-            "ON CONFLICT (name) DO UPDATE SET errors_total = errors_total + ?2"
+            "ON CONFLICT (name) DO UPDATE SET "
+            "errors_total = queues.errors_total + ?2"
           : "INSERT INTO queues (name, leases_expired_total) VALUES (?1, ?2) "
             "ON CONFLICT (name) DO UPDATE SET "
-            "leases_expired_total = leases_expired_total + ?2";
+            "leases_expired_total = queues.leases_expired_total + ?2";
   Statement(db, sql).bind(1, queue).bind(2, by).run();
 }
 

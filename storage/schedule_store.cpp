@@ -216,7 +216,7 @@ void TaskStore::set_schedule_paused(const std::string& name, bool paused,
   if (info.paused != paused) {
     // Resuming starts from the next tick: what was missed stays missed.
     Statement(*m_db, "UPDATE schedules SET paused = ?2, "
-                     "due_at = CASE WHEN ?2 THEN due_at ELSE ?3 END "
+                     "due_at = CASE WHEN ?2 = 1 THEN due_at ELSE ?3 END "
                      "WHERE name = ?1")
         .bind(1, name)
         .bind(2, paused ? 1 : 0)

@@ -210,38 +210,58 @@ ImageRow image_row(const Statement& st, std::string_view table) {
   return row;
 }
 
-std::vector<ImageRow> side_rows(Db& db, const char* table, const char* order,
-                                int64_t id) {
-  Statement st(db, std::string("SELECT * FROM ") + table
-                       + " WHERE task_id = ?1 ORDER BY " + order);
-  st.bind(1, id);
-  std::vector<ImageRow> rows;
-  while (st.step()) {
-    rows.push_back(image_row(st, table));
-  }
-  return rows;
-}
-
 struct Column {
+  std::string name;
   bool integer = false;
   bool not_null = false;
   bool required = false; // NOT NULL without a default
 };
 
-// A table's columns by name, from the schema itself.
-std::map<std::string, Column, std::less<>>
-columns_of(Db& db, const std::string& table) {
-  std::map<std::string, Column, std::less<>> out;
-  Statement st(db, "SELECT name, type, \"notnull\", dflt_value IS NULL "
-                   "FROM pragma_table_info(?1)");
+// A table's columns in their order, from the schema itself.
+std::vector<Column> columns_of(Db& db, const std::string& table) {
+  std::vector<Column> out;
+  Statement st(db, db.dialect().table_columns());
   st.bind(1, table);
   while (st.step()) {
-    const bool not_null = st.get_int(2) != 0;
-    out[st.get_text(0)] = {st.get_text(1) == "INTEGER", not_null,
-                           not_null && st.get_int(3) != 0};
+    out.push_back({st.get_text(0), st.get_int(1) != 0, st.get_int(2) != 0,
+                   st.get_int(3) != 0});
   }
   return out;
 }
+
+// SELECT of `table`'s columns, named one by one in the schema's order, so
+// that both backends export the same keys in the same order.
+std::string select_columns(Db& db, const std::string& table) {
+  std::string names;
+  for (const Column& c : columns_of(db, table)) {
+    names += (names.empty() ? "\"" : ", \"") + c.name + "\"";
+  }
+  return "SELECT " + names + " FROM " + table;
+}
+
+// The rows beside a task, table by table: one statement each, prepared
+// once per export.
+class SideRows {
+public:
+  SideRows(Db& db, std::string table, std::string_view order)
+      : m_table(std::move(table)),
+        m_st(db, select_columns(db, m_table) + " WHERE task_id = ?1 ORDER BY "
+                     + std::string(order)) {}
+
+  std::vector<ImageRow> of(int64_t id) {
+    m_st.reset();
+    m_st.bind(1, id);
+    std::vector<ImageRow> rows;
+    while (m_st.step()) {
+      rows.push_back(image_row(m_st, m_table));
+    }
+    return rows;
+  }
+
+private:
+  std::string m_table;
+  Statement m_st;
+};
 
 // The value of `column` in `row`, if it has one.
 const std::string* cell(const ImageRow& row, std::string_view column) {
@@ -260,7 +280,7 @@ public:
   // `list` names the table's rows in errors (as export lines do).
   RowWriter(Db& db, std::string table, std::string list)
       : m_db(db), m_table(std::move(table)), m_list(std::move(list)),
-        m_columns(columns_of(db, m_table)) {}
+        m_columns(by_name(columns_of(db, m_table))) {}
 
   void write(const ImageRow& row, std::optional<int64_t> task_id) {
     std::string names;
@@ -313,6 +333,16 @@ public:
   }
 
 private:
+  static std::map<std::string, Column, std::less<>>
+  by_name(std::vector<Column> columns) {
+    std::map<std::string, Column, std::less<>> out;
+    for (Column& c : columns) {
+      std::string name = c.name;
+      out.emplace(std::move(name), std::move(c));
+    }
+    return out;
+  }
+
   std::string where() const {
     return m_list.empty() ? std::string() : m_list + ": ";
   }
@@ -428,17 +458,22 @@ void TaskStore::export_tasks(
     const std::optional<std::string>& queue,
     const std::function<void(const TaskImage&)>& each) {
   Transaction tx(*m_db, Transaction::Kind::read);
-  Statement st(*m_db, "SELECT * FROM tasks WHERE ?1 IS NULL OR queue = ?1 "
-                      "ORDER BY id");
+  Statement st(*m_db, select_columns(*m_db, "tasks")
+                          + " WHERE ?1 IS NULL OR queue = ?1 ORDER BY id");
   st.bind(1, queue);
+  SideRows errors(*m_db, "task_errors", "rowid");
+  SideRows events(*m_db, "events", "id");
+  SideRows deps(*m_db, "task_deps", "dep_id");
+  SideRows deliveries(*m_db, "deliveries",
+                      "worker" + std::string(m_db->dialect().bytewise()));
   while (st.step()) {
     TaskImage image;
     image.task = image_row(st, "tasks");
-    const int64_t id = st.get_int(0);
-    image.errors = side_rows(*m_db, "task_errors", "rowid", id);
-    image.events = side_rows(*m_db, "events", "id", id);
-    image.deps = side_rows(*m_db, "task_deps", "dep_id", id);
-    image.deliveries = side_rows(*m_db, "deliveries", "worker", id);
+    const int64_t id = st.get_int(0); // the first column
+    image.errors = errors.of(id);
+    image.events = events.of(id);
+    image.deps = deps.of(id);
+    image.deliveries = deliveries.of(id);
     each(image);
   }
 }
@@ -498,6 +533,9 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
     throw Error(ErrorKind::usage, at(lines[first->first])
                                       + task_ref(first->second) + ": "
                                       + std::string(problem));
+  }
+  if (!lines.empty()) {
+    m_db->ids_given("tasks");
   }
   tx.commit();
   return static_cast<int64_t>(lines.size());

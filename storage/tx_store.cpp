@@ -103,7 +103,7 @@ std::string changed_fields(const TxUpdate& u) {
 void update_task(Db& db, const Task& t, const TxUpdate& u, Time now,
                  const std::string& actor) {
   Statement st(db, "UPDATE tasks SET payload = coalesce(?2, payload), "
-                   "labels = CASE WHEN ?3 THEN ?4 ELSE labels END, "
+                   "labels = CASE WHEN ?3 = 1 THEN ?4 ELSE labels END, "
                    "queue = coalesce(?5, queue), "
                    "run_at = coalesce(?6, run_at), "
                    "priority = coalesce(?7, priority), "

@@ -112,11 +112,8 @@ expect_contains "$(field "$waiter" .reason)" "dependency $dep" "with the reason"
 section "db vacuum"
 expect_exit 0 "$TASKQ" db vacuum
 expect_exit 0 "$TASKQ" db check
-# A missing file: SQLite only.
-if sqlite_only; then
-  expect_exit 5 "$TASKQ" --db "$scratch/missing.db" db vacuum
-  check "vacuum of a missing database creates nothing" test ! -e "$scratch/missing.db"
-fi
+expect_exit 5 "$TASKQ" --db "$scratch/missing.db" db vacuum
+check "vacuum of a missing database creates nothing" test ! -e "$scratch/missing.db"
 
 section "--max-running 2 holds across 6 concurrent workers (from the event log)"
 unset TASKQ_NOW # workers run on the real clock
@@ -148,7 +145,7 @@ check "the limit was reached (saw $most)" test "$most" -ge 1
 expect_eq "$(jout 'select(.message == "lease") | .task' | sort -u | wc -l)" 12 \
   "each task leased once"
 
-# db backup writes an SQLite file (on PostgreSQL: pg_dump).
+# db backup copies SQLite files; on PostgreSQL it points to pg_dump.
 if sqlite_only; then
   section "db backup during a 4-worker run opens and passes db check"
   fresh_db
@@ -168,4 +165,9 @@ if sqlite_only; then
   total=$(tq --db "$scratch/backup.db" list --queue bk -o id | wc -l)
   expect_eq "$total" 40 "the backup holds every task"
   expect_eq "$(completed_in bk)" 40 "the run completed every task"
+else
+  section "db backup on PostgreSQL points to pg_dump"
+  expect_exit 2 "$TASKQ" db backup "$scratch/backup.db"
+  expect_err_contains pg_dump
+  check "db backup writes no file" test ! -e "$scratch/backup.db"
 fi
