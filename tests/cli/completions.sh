@@ -4,6 +4,14 @@
 # run's -- a command and its arguments as the shell would; `taskq completion
 # SHELL` prints exactly the scripts in completions/.
 
+# Its databases are SQLite files named with --db (completion never reads
+# $TASKQ_DB), so a PostgreSQL run would repeat the SQLite run word for word.
+if ! sqlite_only; then
+  section "skipped"
+  check "skipped: completions read the SQLite files named with --db, never TASKQ_DB" true
+  return 0
+fi
+
 completions=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../completions" && pwd)
 
 # bash complete.bash WANT WORD...: completes the command line WORD... (the
