@@ -720,9 +720,12 @@ private:
 
   const RunOptions& m_o;
   Context& m_ctx;
+  // Before the store: opening it may wait (a PostgreSQL server's connect,
+  // LISTEN), and a SIGTERM meanwhile must end the run as it would later,
+  // not kill it.
+  SignalFeed m_signals;
   storage::TaskStore& m_store;
   storage::ChangeFeed m_feed;
-  SignalFeed m_signals;
   std::string m_db_path;
   std::string m_worker;
   storage::LeaseRequest m_request;
