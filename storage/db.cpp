@@ -10,9 +10,10 @@
 #include <thread>
 
 namespace taskq::storage {
-namespace {
 
+namespace {
 constexpr int k_default_busy_timeout_ms = 30000;
+} // namespace
 
 int busy_timeout_ms() {
   // TASKQ_BUSY_TIMEOUT (milliseconds) exists for tests of the "locked"
@@ -26,8 +27,6 @@ int busy_timeout_ms() {
   }
   return k_default_busy_timeout_ms;
 }
-
-} // namespace
 
 // SQLite's default busy handler sleeps up to 100 ms at a time; under
 // contention between many short transactions that wastes most of the

@@ -16,6 +16,10 @@ namespace taskq::storage {
 
 enum class Backend { sqlite, postgresql };
 
+// How long a writer waits for another to finish (SQLite's busy timeout,
+// PostgreSQL's lock_timeout): 30 s, or TASKQ_BUSY_TIMEOUT_MS.
+int busy_timeout_ms();
+
 // What one backend's prepared statement does; Statement wraps it. Bind
 // indexes are 1-based, column indexes 0-based.
 class StatementImpl {

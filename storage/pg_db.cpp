@@ -41,17 +41,6 @@ constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
 // none: idle workers would otherwise wake each other for ever.
 constexpr const char* k_commit_write = "NOTIFY taskq; COMMIT";
 
-int busy_timeout_ms() {
-  if (const char* env = std::getenv("TASKQ_BUSY_TIMEOUT_MS")) {
-    char* end = nullptr;
-    const long value = std::strtol(env, &end, 10);
-    if (end != env && *end == '\0' && value >= 0) {
-      return static_cast<int>(value);
-    }
-  }
-  return 30000;
-}
-
 // libpq's messages end with a newline and may span lines ("connection to
 // server ... failed: FATAL:  ...\n\tIs the server running ..."): taskq
 // prints one line, each run of spaces and tabs as one space.
