@@ -288,14 +288,6 @@ void SqliteDb::rollback() noexcept {
 
 // --- what the backends spell differently -----------------------------------
 
-std::string_view Db::Dialect::for_update() const {
-  return backend == Backend::postgresql ? " FOR UPDATE" : "";
-}
-
-std::string_view Db::Dialect::skip_locked() const {
-  return backend == Backend::postgresql ? " FOR UPDATE SKIP LOCKED" : "";
-}
-
 std::string Db::Dialect::json_object_rows(std::string_view expr) const {
   if (backend == Backend::postgresql) {
     return "jsonb_each_text(CAST(" + std::string(expr) + " AS jsonb))";
@@ -309,14 +301,6 @@ std::string Db::Dialect::json_array_rows(std::string_view expr) const {
            + " AS jsonb))";
   }
   return "json_each(" + std::string(expr) + ")";
-}
-
-std::string_view Db::Dialect::least() const {
-  return backend == Backend::postgresql ? "LEAST" : "min";
-}
-
-std::string_view Db::Dialect::greatest() const {
-  return backend == Backend::postgresql ? "GREATEST" : "max";
 }
 
 std::string_view Db::Dialect::table_columns() const {

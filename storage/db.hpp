@@ -53,22 +53,12 @@ public:
   // The spellings that differ between the backends' SQL (storage/db.cpp).
   struct Dialect {
     Backend backend;
-    // Appended to a SELECT of rows the transaction is about to change, so
-    // that concurrent writers of one row wait for each other ("" where a
-    // write transaction already excludes every other writer).
-    std::string_view for_update() const;
-    // Appended to the lease's candidate query: concurrent leases take
-    // different tasks instead of waiting for each other.
-    std::string_view skip_locked() const;
     // A FROM item: the (key, value) rows of the JSON object held as text
     // by SQL expression `expr`, values as text.
     std::string json_object_rows(std::string_view expr) const;
     // A FROM item: the (value) rows of the JSON array held as text by
     // `expr`, values as text.
     std::string json_array_rows(std::string_view expr) const;
-    // The smaller and the larger of two values: min(a, b) / LEAST(a, b).
-    std::string_view least() const;
-    std::string_view greatest() const;
     // A query of the columns of table ?1 in their order: name, then 1 or 0
     // for "holds integers", "NOT NULL" and "NOT NULL without a default".
     // Columns the database always fills itself are left out (PostgreSQL's
