@@ -11,6 +11,7 @@
 #include <cctype>
 #include <charconv>
 #include <cstdlib>
+#include <dlfcn.h>
 #include <libpq-fe.h>
 #include <map>
 #include <optional>
@@ -21,6 +22,72 @@
 namespace taskq::storage {
 
 namespace {
+
+// libpq is loaded when a PostgreSQL database is first used, not when taskq
+// starts: linked in, it and the twenty-odd libraries it needs (TLS,
+// Kerberos, LDAP) cost every SQLite command about 4 ms of start-up.
+#define TASKQ_LIBPQ_FUNCTIONS(X)                                               \
+  X(PQclear)                                                                   \
+  X(PQcmdStatus)                                                               \
+  X(PQcmdTuples)                                                               \
+  X(PQconnectdb)                                                               \
+  X(PQconnectdbParams)                                                         \
+  X(PQconsumeInput)                                                            \
+  X(PQerrorMessage)                                                            \
+  X(PQexec)                                                                    \
+  X(PQexecParams)                                                              \
+  X(PQexecPrepared)                                                            \
+  X(PQfinish)                                                                  \
+  X(PQfname)                                                                   \
+  X(PQfreemem)                                                                 \
+  X(PQftype)                                                                   \
+  X(PQgetisnull)                                                               \
+  X(PQgetlength)                                                               \
+  X(PQgetvalue)                                                                \
+  X(PQnfields)                                                                 \
+  X(PQnotifies)                                                                \
+  X(PQntuples)                                                                 \
+  X(PQprepare)                                                                 \
+  X(PQresultErrorField)                                                        \
+  X(PQresultStatus)                                                            \
+  X(PQsetNoticeProcessor)                                                      \
+  X(PQsetnonblocking)                                                          \
+  X(PQsocket)                                                                  \
+  X(PQstatus)                                                                  \
+  X(PQtransactionStatus)
+
+struct LibPq {
+#define X(name) decltype(&::name) name = nullptr;
+  TASKQ_LIBPQ_FUNCTIONS(X)
+#undef X
+};
+
+// The functions of libpq.so.5; unavailable when it cannot be loaded.
+const LibPq& pq() {
+  static const LibPq* loaded = nullptr;
+  if (loaded != nullptr) {
+    return *loaded;
+  }
+  void* lib = ::dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
+  const auto missing = [](const std::string& what) {
+    return Error(ErrorKind::unavailable, "cannot use a PostgreSQL database: "
+                                             + what + " (install libpq5)");
+  };
+  if (lib == nullptr) {
+    const char* why = ::dlerror();
+    throw missing(why == nullptr ? "cannot load libpq.so.5" : why);
+  }
+  static LibPq table;
+#define X(name)                                                                \
+  table.name = reinterpret_cast<decltype(table.name)>(::dlsym(lib, #name));    \
+  if (table.name == nullptr) {                                                 \
+    throw missing("libpq.so.5 has no " #name);                                 \
+  }
+  TASKQ_LIBPQ_FUNCTIONS(X)
+#undef X
+  loaded = &table;
+  return table;
+}
 
 // Every write transaction holds this transaction-scoped advisory lock (an
 // arbitrary key, "tskq" in ASCII), so writers of one database run one at a
@@ -118,8 +185,8 @@ std::string connect_error(const char* message, const std::string& url) {
 // deliveries.task_id, deliveries.worker"), so that both backends give the
 // same message; from the table and the detail "Key (task_id, worker)=...".
 std::optional<std::string> unique_violation(const PGresult* r) {
-  const char* table = PQresultErrorField(r, PG_DIAG_TABLE_NAME);
-  const char* detail = PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
+  const char* table = pq().PQresultErrorField(r, PG_DIAG_TABLE_NAME);
+  const char* detail = pq().PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
   if (table == nullptr || detail == nullptr) {
     return std::nullopt;
   }
@@ -352,7 +419,7 @@ std::string translate_markers(std::string_view sql, int& params,
 }
 
 struct ClearResult {
-  void operator()(PGresult* r) const { PQclear(r); }
+  void operator()(PGresult* r) const { pq().PQclear(r); }
 };
 using Result = std::unique_ptr<PGresult, ClearResult>;
 
@@ -394,29 +461,29 @@ public:
   int64_t changes() const override { return m_changes; }
 
   bool is_null(int col) const override {
-    return PQgetisnull(m_result.get(), m_row, col) == 1;
+    return pq().PQgetisnull(m_result.get(), m_row, col) == 1;
   }
   bool is_integer(int col) const override {
     if (is_null(col)) {
       return false;
     }
-    const Oid type = PQftype(m_result.get(), col);
+    const Oid type = pq().PQftype(m_result.get(), col);
     // int8, int2, int4; numeric (what sum() of integers gives) when whole.
     if (type == 20 || type == 21 || type == 23) {
       return true;
     }
     return type == 1700
-           && std::string_view(PQgetvalue(m_result.get(), m_row, col))
+           && std::string_view(pq().PQgetvalue(m_result.get(), m_row, col))
                       .find_first_of(".eE")
                   == std::string_view::npos;
   }
-  int column_count() const override { return PQnfields(m_result.get()); }
+  int column_count() const override { return pq().PQnfields(m_result.get()); }
   std::string column_name(int col) const override {
-    const char* name = PQfname(m_result.get(), col);
+    const char* name = pq().PQfname(m_result.get(), col);
     return name == nullptr ? std::string() : std::string(name);
   }
   int64_t get_int(int col) const override {
-    const char* text = PQgetvalue(m_result.get(), m_row, col);
+    const char* text = pq().PQgetvalue(m_result.get(), m_row, col);
     if (text[0] == 't' || text[0] == 'f') { // a boolean
       return text[0] == 't' ? 1 : 0;
     }
@@ -426,8 +493,8 @@ public:
     return value;
   }
   std::string get_text(int col) const override {
-    return {PQgetvalue(m_result.get(), m_row, col),
-            static_cast<size_t>(PQgetlength(m_result.get(), m_row, col))};
+    return {pq().PQgetvalue(m_result.get(), m_row, col),
+            static_cast<size_t>(pq().PQgetlength(m_result.get(), m_row, col))};
   }
 
 private:
@@ -463,12 +530,12 @@ public:
       throw Error(ErrorKind::unavailable,
                   "cannot connect to database " + path() + ": out of memory");
     }
-    if (PQstatus(m_conn.get()) != CONNECTION_OK) {
+    if (pq().PQstatus(m_conn.get()) != CONNECTION_OK) {
       throw Error(ErrorKind::unavailable,
                   "cannot connect to database " + path() + ": "
-                      + connect_error(PQerrorMessage(m_conn.get()), url));
+                      + connect_error(pq().PQerrorMessage(m_conn.get()), url));
     }
-    PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
+    pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (url.find("options=") != std::string::npos) {
       // The URL sets options of its own, which connect() leaves alone.
       exec(session_settings("SET ", "; ").c_str(),
@@ -493,7 +560,7 @@ public:
     const char* keys[] = {"dbname", "fallback_application_name",
                           own ? nullptr : "options", nullptr};
     const char* values[] = {url.c_str(), "taskq", options.c_str(), nullptr};
-    return PQconnectdbParams(keys, values, 1);
+    return pq().PQconnectdbParams(keys, values, 1);
   }
 
   PGconn* conn() const { return m_conn.get(); }
@@ -501,7 +568,7 @@ public:
   // Checks a result: throws for anything but success.
   Result check(PGresult* raw, std::string_view context) const {
     Result r(raw);
-    const auto status = r ? PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
+    const auto status = r ? pq().PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
       return r;
     }
@@ -512,15 +579,15 @@ public:
     std::string state;
     std::string why;
     if (r != nullptr) {
-      if (const char* s = PQresultErrorField(r, PG_DIAG_SQLSTATE)) {
+      if (const char* s = pq().PQresultErrorField(r, PG_DIAG_SQLSTATE)) {
         state = s;
       }
-      why = one_line(PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
+      why = one_line(pq().PQresultErrorField(r, PG_DIAG_MESSAGE_PRIMARY));
     }
     if (why.empty()) {
-      why = one_line(PQerrorMessage(m_conn.get()));
+      why = one_line(pq().PQerrorMessage(m_conn.get()));
     }
-    if (PQstatus(m_conn.get()) == CONNECTION_BAD) {
+    if (pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
       throw Error(ErrorKind::unavailable,
                   "lost the connection to database " + path() + ": " + why);
     }
@@ -568,8 +635,9 @@ public:
              const std::vector<Oid>& bound_types) {
     Result r = run_once(p, bound_values, bound_types);
     // INSERT, UPDATE and DELETE report the rows they changed.
-    const std::string_view status = PQcmdStatus(r.get());
-    if (!status.starts_with("SELECT") && std::atoll(PQcmdTuples(r.get())) > 0) {
+    const std::string_view status = pq().PQcmdStatus(r.get());
+    if (!status.starts_with("SELECT")
+        && std::atoll(pq().PQcmdTuples(r.get())) > 0) {
       m_changed = true;
     }
     return r;
@@ -590,35 +658,36 @@ public:
                                          ? std::string_view(text)
                                          : std::string_view();
     if (++p.runs == 1) {
-      return check(PQexecParams(m_conn.get(), text.c_str(), n, types.data(),
-                                values.data(), nullptr, nullptr, 0),
+      return check(pq().PQexecParams(m_conn.get(), text.c_str(), n,
+                                     types.data(), values.data(), nullptr,
+                                     nullptr, 0),
                    context);
     }
     if (p.name.empty()) {
       std::string name = "s" + std::to_string(++m_statements);
-      check(
-          PQprepare(m_conn.get(), name.c_str(), text.c_str(), n, types.data()),
-          context);
+      check(pq().PQprepare(m_conn.get(), name.c_str(), text.c_str(), n,
+                           types.data()),
+            context);
       p.name = std::move(name);
     }
-    return check(PQexecPrepared(m_conn.get(), p.name.c_str(), n, values.data(),
-                                nullptr, nullptr, 0),
+    return check(pq().PQexecPrepared(m_conn.get(), p.name.c_str(), n,
+                                     values.data(), nullptr, nullptr, 0),
                  context);
   }
 
   void exec(const char* sql, std::string_view context) override {
-    check(PQexec(m_conn.get(), sql), context);
+    check(pq().PQexec(m_conn.get(), sql), context);
     m_changed = true; // migrations and the like: assume they changed rows
   }
 
   void begin(TxKind kind) override {
     m_write = kind == TxKind::write;
     const Result r =
-        check(PQexec(m_conn.get(), m_write ? k_begin_write : k_begin_read),
+        check(pq().PQexec(m_conn.get(), m_write ? k_begin_write : k_begin_read),
               "cannot start a transaction");
     m_lock_time.reset();
     if (m_write) {
-      m_lock_time = parse_ms(PQgetvalue(r.get(), 0, 0));
+      m_lock_time = parse_ms(pq().PQgetvalue(r.get(), 0, 0));
     }
     m_changed = false;
   }
@@ -629,17 +698,18 @@ public:
     return core::Time(core::Millis(ms));
   }
   void commit() override {
-    const Result r = check(
-        PQexec(m_conn.get(), m_write && m_changed ? k_commit_write : "COMMIT"),
-        "cannot commit");
-    if (std::string_view(PQcmdStatus(r.get())) != "COMMIT") {
+    const Result r =
+        check(pq().PQexec(m_conn.get(),
+                          m_write && m_changed ? k_commit_write : "COMMIT"),
+              "cannot commit");
+    if (std::string_view(pq().PQcmdStatus(r.get())) != "COMMIT") {
       throw Error(ErrorKind::internal,
                   "cannot commit: the transaction was rolled back (database "
                       + path() + ")");
     }
   }
   void rollback() noexcept override {
-    PQclear(PQexec(m_conn.get(), "ROLLBACK"));
+    pq().PQclear(pq().PQexec(m_conn.get(), "ROLLBACK"));
   }
 
   void ids_given(std::string_view table) override {
@@ -660,20 +730,20 @@ public:
   // In a write transaction: the time when it took the lock (the decisions
   // of one transaction share one "now"); otherwise the time now.
   std::optional<core::Time> server_now() override {
-    if (m_lock_time && PQtransactionStatus(m_conn.get()) != PQTRANS_IDLE) {
+    if (m_lock_time && pq().PQtransactionStatus(m_conn.get()) != PQTRANS_IDLE) {
       return m_lock_time;
     }
-    const Result r =
-        check(PQexec(m_conn.get(),
-                     "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) "
-                     "* 1000) AS BIGINT)"),
-              "cannot read the server's clock");
-    return parse_ms(PQgetvalue(r.get(), 0, 0));
+    const Result r = check(
+        pq().PQexec(m_conn.get(),
+                    "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) "
+                    "* 1000) AS BIGINT)"),
+        "cannot read the server's clock");
+    return parse_ms(pq().PQgetvalue(r.get(), 0, 0));
   }
 
 private:
   struct Finish {
-    void operator()(PGconn* c) const { PQfinish(c); }
+    void operator()(PGconn* c) const { pq().PQfinish(c); }
   };
   std::string m_url; // with its password: for the change feed only
   std::unique_ptr<PGconn, Finish> m_conn;
@@ -692,10 +762,10 @@ bool PgStatement::step() {
     }
     m_result = m_db->run(*m_prepared, values, m_types);
     m_row = -1;
-    const char* tuples = PQcmdTuples(m_result.get());
+    const char* tuples = pq().PQcmdTuples(m_result.get());
     m_changes = tuples[0] == '\0' ? 0 : std::atoll(tuples);
   }
-  if (m_row + 1 < PQntuples(m_result.get())) {
+  if (m_row + 1 < pq().PQntuples(m_result.get())) {
     ++m_row;
     return true;
   }
@@ -720,49 +790,49 @@ namespace taskq::storage {
 
 struct PgListener::Conn {
   struct Finish {
-    void operator()(PGconn* c) const { PQfinish(c); }
+    void operator()(PGconn* c) const { pq().PQfinish(c); }
   };
   std::unique_ptr<PGconn, Finish> conn;
 };
 
 PgListener::PgListener(const std::string& url)
     : m_conn(std::make_unique<Conn>()) {
-  m_conn->conn.reset(PQconnectdb(url.c_str()));
+  m_conn->conn.reset(pq().PQconnectdb(url.c_str()));
   PGconn* c = m_conn->conn.get();
-  if (c == nullptr || PQstatus(c) != CONNECTION_OK) {
-    throw Error(
-        ErrorKind::unavailable,
-        "cannot connect to database " + redact_url(url) + ": "
-            + connect_error(c == nullptr ? "out of memory" : PQerrorMessage(c),
-                            url));
+  if (c == nullptr || pq().PQstatus(c) != CONNECTION_OK) {
+    throw Error(ErrorKind::unavailable,
+                "cannot connect to database " + redact_url(url) + ": "
+                    + connect_error(c == nullptr ? "out of memory"
+                                                 : pq().PQerrorMessage(c),
+                                    url));
   }
-  PQsetNoticeProcessor(c, no_notices, nullptr);
-  Result r(PQexec(c, "LISTEN taskq"));
-  if (PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+  pq().PQsetNoticeProcessor(c, no_notices, nullptr);
+  Result r(pq().PQexec(c, "LISTEN taskq"));
+  if (pq().PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
     throw Error(ErrorKind::unavailable,
                 "cannot listen for changes of database " + redact_url(url)
-                    + ": " + connect_error(PQerrorMessage(c), url));
+                    + ": " + connect_error(pq().PQerrorMessage(c), url));
   }
-  PQsetnonblocking(c, 1);
+  pq().PQsetnonblocking(c, 1);
 }
 
 PgListener::~PgListener() = default;
 
 int PgListener::fd() const {
-  return PQsocket(m_conn->conn.get());
+  return pq().PQsocket(m_conn->conn.get());
 }
 
 bool PgListener::drain() {
   PGconn* c = m_conn->conn.get();
-  if (PQconsumeInput(c) == 0) {
+  if (pq().PQconsumeInput(c) == 0) {
     throw Error(ErrorKind::unavailable,
                 "lost the connection to the database while waiting: "
-                    + one_line(PQerrorMessage(c)));
+                    + one_line(pq().PQerrorMessage(c)));
   }
   bool got = false;
-  while (PGnotify* n = PQnotifies(c)) {
+  while (PGnotify* n = pq().PQnotifies(c)) {
     got = true;
-    PQfreemem(n);
+    pq().PQfreemem(n);
   }
   return got;
 }
