@@ -4,8 +4,7 @@
 #include "core/error.hpp"
 #include "storage/change_feed.hpp"
 #include "storage/db.hpp"
-#include "storage/migrations.hpp"
-#include "storage/store_detail.hpp"
+#include "storage/pg_sql.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -13,9 +12,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <libpq-fe.h>
-#include <map>
 #include <optional>
-#include <unistd.h>
 #include <unordered_map>
 #include <vector>
 
@@ -219,205 +216,6 @@ ErrorKind kind_for(std::string_view state) {
   return ErrorKind::internal;
 }
 
-bool ident_char(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-         || (c >= '0' && c <= '9') || c == '_';
-}
-
-// Whether `sql` has the keyword sequence `word` at `i` (case-insensitive,
-// whole words, single spaces in `word` matching any whitespace).
-size_t match_words(std::string_view sql, size_t i, std::string_view word) {
-  if (i > 0 && ident_char(sql[i - 1])) {
-    return 0;
-  }
-  size_t j = i;
-  for (size_t k = 0; k < word.size(); ++k) {
-    if (word[k] == ' ') {
-      if (j >= sql.size()
-          || !std::isspace(static_cast<unsigned char>(sql[j]))) {
-        return 0;
-      }
-      while (j < sql.size()
-             && std::isspace(static_cast<unsigned char>(sql[j]))) {
-        ++j;
-      }
-      continue;
-    }
-    if (j >= sql.size()
-        || std::tolower(static_cast<unsigned char>(sql[j])) != word[k]) {
-      return 0;
-    }
-    ++j;
-  }
-  return j < sql.size() && ident_char(sql[j]) ? 0 : j - i;
-}
-
-// Whether the call whose '(' is at `open` has more than one argument.
-bool several_args(std::string_view sql, size_t open) {
-  int depth = 0;
-  for (size_t i = open; i < sql.size(); ++i) {
-    if (sql[i] == '(') {
-      ++depth;
-    } else if (sql[i] == ')') {
-      if (--depth == 0) {
-        return false;
-      }
-    } else if (sql[i] == ',' && depth == 1) {
-      return true;
-    } else if (sql[i] == '\'') {
-      i = std::min(sql.find('\'', i + 1), sql.size() - 1);
-    }
-  }
-  return false;
-}
-
-// The one place where taskq's shared SQL, written as SQLite reads it, is
-// spelled for PostgreSQL: parameters `?NNN` (and bare `?`, counted from 1)
-// become `$N`; `INDEXED BY name` (a planner hint) is dropped; `INSERT OR
-// IGNORE` becomes INSERT ... ON CONFLICT DO NOTHING; the two-argument
-// scalar min()/max() become LEAST()/GREATEST(). Quoted text and comments
-// are left alone.
-//
-// PostgreSQL types a parameter from where it is used, and an `$N IS NULL`
-// met before a typed use of $N leaves it untypable when its value is NULL.
-// So each `? IS [NOT] NULL` test reads a parameter of its own, a text copy
-// of the same value: `source` maps every server parameter (1-based
-// position - 1) to the bound parameter it copies, and `as_text` says which
-// are sent as text whatever was bound.
-struct Translation {
-  std::string text;
-  std::vector<int> source;
-  std::vector<bool> as_text;
-};
-
-std::string translate_markers(std::string_view sql, int& params,
-                              std::vector<bool>& typed);
-
-Translation translate(std::string_view sql) {
-  int params = 0;
-  std::vector<bool> typed;
-  const std::string marked = translate_markers(sql, params, typed);
-  Translation t;
-  for (int i = 1; i <= params; ++i) {
-    t.source.push_back(i);
-    t.as_text.push_back(!typed[static_cast<size_t>(i - 1)]);
-  }
-  std::vector<int> alias(static_cast<size_t>(params) + 1, 0);
-  for (size_t i = 0; i < marked.size(); ++i) {
-    if (marked[i] != '\x01') {
-      t.text += marked[i];
-      continue;
-    }
-    const bool null_test = marked[i + 1] == 'n';
-    const size_t end = marked.find('\x02', i);
-    int n = 0;
-    std::from_chars(marked.data() + i + 2, marked.data() + end, n);
-    int server = n;
-    if (null_test && typed[static_cast<size_t>(n - 1)]) {
-      auto& a = alias[static_cast<size_t>(n)];
-      if (a == 0) {
-        t.source.push_back(n);
-        t.as_text.push_back(true);
-        a = static_cast<int>(t.source.size());
-      }
-      server = a;
-    }
-    t.text += '$';
-    t.text += std::to_string(server);
-    i = end;
-  }
-  return t;
-}
-
-// translate()'s scan: parameters come out as markers \x01 KIND N \x02 (KIND
-// 'n' for an IS [NOT] NULL test, else 't'); counts them, and sets typed[i]
-// when parameter i + 1 has a use other than such a test.
-std::string translate_markers(std::string_view sql, int& params,
-                              std::vector<bool>& typed) {
-  std::string out;
-  out.reserve(sql.size() + 32);
-  int bare = 0;
-  bool ignore_conflicts = false;
-  params = 0;
-  typed.clear();
-  for (size_t i = 0; i < sql.size(); ++i) {
-    const char c = sql[i];
-    size_t n = 0;
-    if (c == '\'' || c == '"') {
-      const size_t end = sql.find(c, i + 1);
-      const size_t stop = end == std::string_view::npos ? sql.size() : end + 1;
-      out.append(sql.substr(i, stop - i));
-      i = stop - 1;
-    } else if (c == '-' && i + 1 < sql.size() && sql[i + 1] == '-') {
-      const size_t end = sql.find('\n', i);
-      const size_t stop = end == std::string_view::npos ? sql.size() : end;
-      out.append(sql.substr(i, stop - i));
-      i = stop - 1;
-    } else if (c == '?') {
-      size_t j = i + 1;
-      while (j < sql.size() && sql[j] >= '0' && sql[j] <= '9') {
-        ++j;
-      }
-      int number = 0;
-      if (j > i + 1) {
-        std::from_chars(sql.data() + i + 1, sql.data() + j, number);
-      } else {
-        number = ++bare;
-      }
-      params = std::max(params, number);
-      if (typed.size() < static_cast<size_t>(number)) {
-        typed.resize(static_cast<size_t>(number), false);
-      }
-      // A use other than `? IS [NOT] NULL` gives the parameter a type.
-      size_t k = j;
-      while (k < sql.size() && sql[k] == ' ') {
-        ++k;
-      }
-      const bool null_test = match_words(sql, k, "is null") > 0
-                             || match_words(sql, k, "is not null") > 0;
-      if (!null_test) {
-        typed[static_cast<size_t>(number - 1)] = true;
-      }
-      out += '\x01';
-      out += null_test ? 'n' : 't';
-      out += std::to_string(number);
-      out += '\x02';
-      i = j - 1;
-    } else if ((n = match_words(sql, i, "indexed by")) > 0) {
-      size_t j = i + n;
-      while (j < sql.size()
-             && std::isspace(static_cast<unsigned char>(sql[j]))) {
-        ++j;
-      }
-      while (j < sql.size() && ident_char(sql[j])) {
-        ++j;
-      }
-      while (!out.empty() && out.back() == ' ') {
-        out.pop_back(); // the space before the hint; the one after stays
-      }
-      i = j - 1;
-    } else if ((n = match_words(sql, i, "insert or ignore")) > 0) {
-      out += "INSERT";
-      ignore_conflicts = true;
-      i += n - 1;
-    } else if (((n = match_words(sql, i, "min")) > 0
-                || (n = match_words(sql, i, "max")) > 0)
-               && i + n < sql.size() && sql[i + n] == '('
-               && several_args(sql, i + n)) {
-      out += std::tolower(static_cast<unsigned char>(sql[i + 1])) == 'i'
-                 ? "LEAST"
-                 : "GREATEST";
-      i += n - 1;
-    } else {
-      out += c;
-    }
-  }
-  if (ignore_conflicts) {
-    out += " ON CONFLICT DO NOTHING";
-  }
-  return out;
-}
-
 struct ClearResult {
   void operator()(PGresult* r) const { pq().PQclear(r); }
 };
@@ -429,7 +227,7 @@ class PgDb;
 
 // A statement as PostgreSQL reads it, and its name once prepared.
 struct Prepared {
-  Translation sql;
+  pg::Translation sql;
   int params = 0;   // bound by the caller (sql.source may hold more)
   int runs = 0;     // executions so far
   std::string name; // empty until prepared on the server
@@ -615,7 +413,7 @@ public:
     auto it = m_prepared.find(std::string(sql));
     if (it == m_prepared.end()) {
       Prepared p;
-      p.sql = translate(sql);
+      p.sql = pg::translate(sql);
       p.params = 0;
       for (const int n : p.sql.source) {
         p.params = std::max(p.params, n);
@@ -774,10 +572,6 @@ bool PgStatement::step() {
 
 } // namespace
 
-std::string pg_sql(std::string_view sqlite_sql) {
-  return translate(sqlite_sql).text;
-}
-
 std::unique_ptr<Db> connect_postgres(const std::string& url) {
   return std::make_unique<PgDb>(url);
 }
@@ -835,128 +629,6 @@ bool PgListener::drain() {
     pq().PQfreemem(n);
   }
   return got;
-}
-
-} // namespace taskq::storage
-
-// --- migrations
-// ----------------------------------------------------------------
-
-namespace taskq::storage {
-
-namespace {
-
-constexpr const char* k_schema_table =
-    "CREATE TABLE IF NOT EXISTS taskq_schema ("
-    " version BIGINT PRIMARY KEY, name TEXT NOT NULL,"
-    " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())";
-
-int recorded_version(Db& db) {
-  Statement st(db, "SELECT coalesce(max(version), 0) FROM taskq_schema");
-  st.step();
-  return static_cast<int>(st.get_int(0));
-}
-
-[[noreturn]] void too_new(Db& db, int version) {
-  const int latest = static_cast<int>(pg_migrations().size());
-  throw Error(ErrorKind::unavailable,
-              "cannot use database " + db.path() + ": its schema version "
-                  + std::to_string(version)
-                  + " is newer than this taskq understands ("
-                  + std::to_string(latest) + "); upgrade taskq");
-}
-
-} // namespace
-
-int pg_schema_version(Db& db) {
-  Statement exists(db, "SELECT to_regclass('taskq_schema') IS NOT NULL");
-  exists.step();
-  return exists.get_int(0) != 0 ? recorded_version(db) : 0;
-}
-
-int pg_migrate(Db& db) {
-  const int latest = static_cast<int>(pg_migrations().size());
-  // The common case costs one round trip and no lock.
-  const int seen = pg_schema_version(db);
-  if (seen > latest) {
-    too_new(db, seen);
-  }
-  if (seen == latest) {
-    return seen;
-  }
-  Transaction tx(db); // the write lock: one process migrates at a time
-  db.exec(k_schema_table, "cannot create taskq's schema table");
-  const int version = recorded_version(db);
-  if (version > latest) {
-    too_new(db, version);
-  }
-  for (const Migration& m : pg_migrations()) {
-    if (m.version <= version) {
-      continue;
-    }
-    const std::string sql(m.sql);
-    db.exec(sql.c_str(), "cannot apply migration " + std::string(m.name)
-                             + " to database " + db.path());
-    Statement record(
-        db, "INSERT INTO taskq_schema (version, name) VALUES (?1, ?2)");
-    record.bind(1, m.version).bind(2, m.name).run();
-  }
-  tx.commit();
-  return latest;
-}
-
-} // namespace taskq::storage
-
-namespace taskq::storage {
-
-namespace {
-
-// Every column and index of `schema`, as name -> definition, with the
-// schema's name taken out of the definitions.
-std::map<std::string, std::string> schema_objects(Db& db,
-                                                  const std::string& schema) {
-  Statement st(
-      db, "SELECT 'table ' || table_name, string_agg(column_name || ' ' || "
-          "data_type || ' ' || is_nullable || coalesce(' default ' || "
-          "column_default, '') || ' ' || is_identity, ', ' ORDER BY "
-          "ordinal_position) FROM information_schema.columns "
-          "WHERE table_schema = ?1 AND table_name <> 'taskq_schema' "
-          "GROUP BY table_name "
-          "UNION ALL SELECT 'index ' || indexname, replace(indexdef, "
-          "' ON ' || ?1 || '.', ' ON ') FROM pg_indexes "
-          "WHERE schemaname = ?1 AND tablename <> 'taskq_schema'");
-  st.bind(1, schema);
-  std::map<std::string, std::string> out;
-  while (st.step()) {
-    out[st.get_text(0)] = st.get_text(1);
-  }
-  return out;
-}
-
-} // namespace
-
-std::vector<std::string> pg_schema_problems(Db& db) {
-  Statement current(db, "SELECT current_schema()");
-  current.step();
-  const std::string actual_schema = current.get_text(0);
-  const auto actual = schema_objects(db, actual_schema);
-  // The migrations, applied to a scratch schema that the caller's
-  // transaction rolls back.
-  const std::string scratch = "taskq_check_" + std::to_string(::getpid());
-  db.exec(("SAVEPOINT taskq_check; CREATE SCHEMA " + scratch
-           + "; SET LOCAL search_path TO " + scratch)
-              .c_str(),
-          "cannot check the schema");
-  for (const Migration& m : pg_migrations()) {
-    db.exec(std::string(m.sql).c_str(), "cannot check the schema");
-  }
-  const auto expected = schema_objects(db, scratch);
-  db.exec(("ROLLBACK TO SAVEPOINT taskq_check; SET LOCAL search_path TO "
-           + actual_schema)
-              .c_str(),
-          "cannot check the schema");
-  return detail::schema_differences(expected, actual,
-                                    static_cast<int>(pg_migrations().size()));
 }
 
 } // namespace taskq::storage
