@@ -9,7 +9,6 @@
 #include <sqlite3.h>
 
 #include <algorithm>
-#include <array>
 #include <functional>
 #include <iterator>
 #include <optional>
@@ -115,9 +114,6 @@ private:
   int m_rows;
   std::vector<int64_t> m_ids;
 };
-
-// Rows per statement of a bulk add: past 64 the gain is under 3%.
-constexpr int k_batch_rows = 64;
 
 // Refuses combinations that mean nothing (usage).
 void check_new_task(const NewTask& t) {
@@ -308,7 +304,8 @@ int64_t TaskStore::add_many(const NewTask& proto,
   const bool companion_rows =
       !proto.labels.empty() || !deps.unfinished.empty() || deps.broken;
   // The payloads of one batch; their buffers are reused batch after batch.
-  std::array<std::string, k_batch_rows> batch;
+  const int batch_rows = m_db->dialect().bulk_rows();
+  std::vector<std::string> batch(static_cast<size_t>(batch_rows));
   std::optional<Inserter> many;
   int64_t count = 0;
   const auto report = [&](const std::vector<int64_t>& ids) {
@@ -324,9 +321,9 @@ int64_t TaskStore::add_many(const NewTask& proto,
   };
   int filled = 0;
   while (next(batch[static_cast<size_t>(filled)])) {
-    if (++filled == k_batch_rows) {
+    if (++filled == batch_rows) {
       if (!many) {
-        many.emplace(*m_db, proto, now, actor, k_batch_rows,
+        many.emplace(*m_db, proto, now, actor, batch_rows,
                      companions.blockers(), companions.state());
       }
       report(many->insert(batch.data()));

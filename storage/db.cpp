@@ -324,6 +324,10 @@ std::string_view Db::Dialect::bytewise() const {
   return backend == Backend::postgresql ? " COLLATE \"C\"" : "";
 }
 
+int Db::Dialect::bulk_rows() const {
+  return backend == Backend::postgresql ? 512 : 64;
+}
+
 bool is_postgres_url(std::string_view path) {
   return path.starts_with("postgresql://") || path.starts_with("postgres://");
 }
