@@ -552,8 +552,9 @@ public:
                              "cannot read the server's clock");
       server_time_seen(parse_ms(pq().PQgetvalue(r.get(), 0, 0)));
     }
-    return m_seen->server + std::chrono::floor<core::Millis>(
-                                std::chrono::steady_clock::now() - m_seen->here);
+    return m_seen->server
+           + std::chrono::floor<core::Millis>(std::chrono::steady_clock::now()
+                                              - m_seen->here);
   }
 
   void server_time_seen(core::Time at) override {
@@ -575,7 +576,7 @@ private:
     std::chrono::steady_clock::time_point here; // when the reply came
   };
   std::optional<Seen> m_seen; // the latest reading: see server_now()
-  bool m_changed = false; // since begin(): a statement changed rows
+  bool m_changed = false;     // since begin(): a statement changed rows
 };
 
 bool PgStatement::step() {
