@@ -66,7 +66,9 @@ const LibPq& pq() {
   if (loaded != nullptr) {
     return *loaded;
   }
-  void* lib = ::dlopen("libpq.so.5", RTLD_NOW | RTLD_LOCAL);
+  // Lazy binding, as for a linked library: loading libpq and the 23
+  // libraries it needs costs about 4 ms, binding all their symbols now more.
+  void* lib = ::dlopen("libpq.so.5", RTLD_LAZY | RTLD_LOCAL);
   const auto missing = [](const std::string& what) {
     return Error(ErrorKind::unavailable, "cannot use a PostgreSQL database: "
                                              + what + " (install libpq5)");
