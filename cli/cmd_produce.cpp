@@ -212,6 +212,10 @@ void run_add(const AddOptions& o, Context& ctx) {
                    core::format_labels(task.root).c_str());
       return;
     }
+    if (!added.existed && format == Format::id) {
+      std::printf("%lld\n", static_cast<long long>(added.id));
+      return;
+    }
     const auto t = store.find(added.id);
     if (!t) { // deleted by another process in between
       throw Error(ErrorKind::not_found, "no task " + std::to_string(added.id));

@@ -290,10 +290,14 @@ private:
     // A commit anywhere in the database wakes every idle worker: a read
     // first, so that they do not all queue up for the write lock for a
     // change that concerns none of them.
-    if (only_if_due
-        && !m_store.anything_due(m_o.queues, m_ctx.live_now(), m_worker)) {
-      wake_when_due();
-      return;
+    if (only_if_due) {
+      // One "now" for both questions, so that a task is either due or
+      // due later, never neither: the clock may move between them.
+      const core::Time now = m_ctx.live_now();
+      if (!m_store.anything_due(m_o.queues, now, m_worker)) {
+        wake_when_due(now);
+        return;
+      }
     }
     int want = m_o.concurrency - static_cast<int>(m_running.size());
     if (m_o.max_tasks) {
@@ -329,10 +333,12 @@ private:
     wake_when_due();
   }
 
-  // Sets the timer for the next time a task can become eligible with no
-  // write to the database (a delay ending, a lease expiring).
-  void wake_when_due() {
-    if (const auto due = m_store.next_due(m_o.queues, m_ctx.live_now())) {
+  // Sets the timer for the next time after `seen` (default: now) that a
+  // task can become eligible with no write to the database (a delay
+  // ending, a lease expiring).
+  void wake_when_due(std::optional<core::Time> seen = std::nullopt) {
+    if (const auto due =
+            m_store.next_due(m_o.queues, seen ? *seen : m_ctx.live_now())) {
       const auto in = *due - m_ctx.live_now();
       m_wake_at = Clock::now() + std::max(core::Millis{0}, in);
     }

@@ -99,6 +99,10 @@ public:
   // The database's clock (PostgreSQL: the server's, so that hosts whose
   // clocks disagree agree on leases); std::nullopt: use the local clock.
   virtual std::optional<core::Time> server_now() { return std::nullopt; }
+  // The server's clock read `at` in a reply that has just come back (a
+  // query that asked for it besides its own work): server_now() counts on
+  // from the latest such reading instead of asking again.
+  virtual void server_time_seen(core::Time /*at*/) {}
 
   // What a ChangeFeed on this database is given: the file's path on
   // SQLite; on PostgreSQL the URL as given, password included (path()

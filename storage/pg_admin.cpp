@@ -35,9 +35,14 @@ std::string pg_migration_sql(const Migration& m) {
   return sql;
 }
 
+// The server's clock comes along: a command that reads before it writes
+// then needs no round trip of its own to learn the time (server_now()).
 int recorded_version(Db& db) {
-  Statement st(db, "SELECT coalesce(max(version), 0) FROM taskq_schema");
+  Statement st(db, "SELECT coalesce(max(version), 0), CAST(floor(extract("
+                   "epoch FROM clock_timestamp()) * 1000) AS BIGINT) "
+                   "FROM taskq_schema");
   st.step();
+  db.server_time_seen(core::Time(core::Millis(st.get_int(1))));
   return static_cast<int>(st.get_int(0));
 }
 
@@ -60,8 +65,14 @@ int pg_schema_version(Db& db) {
 
 int pg_migrate(Db& db) {
   const int latest = static_cast<int>(migrations().size());
-  // The common case costs one round trip and no lock.
-  const int seen = pg_schema_version(db);
+  // The common case costs one round trip and no lock. (Outside a
+  // transaction, a query of a missing table harms nothing.)
+  int seen = 0;
+  try {
+    seen = recorded_version(db);
+  } catch (const Error&) {
+    seen = pg_schema_version(db); // no schema table yet, or worse: ask
+  }
   if (seen > latest) {
     too_new(db, seen);
   }

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <chrono>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <libpq-fe.h>
@@ -95,6 +96,10 @@ const LibPq& pq() {
 // trip: the "now" of the transaction (server_now()).
 constexpr const char* k_begin_write =
     "BEGIN; SELECT pg_advisory_xact_lock(1953721201); "
+    "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
+    "BIGINT)";
+// The server's clock alone, in the same milliseconds.
+constexpr const char* k_clock_query =
     "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
     "BIGINT)";
 // Readers see one snapshot (export, list) and take no locks.
@@ -226,6 +231,9 @@ void no_notices(void*, const char*) {}
 class PgDb;
 
 // A statement as PostgreSQL reads it, and its name once prepared.
+// Runs of a statement before it is prepared on the server: see run().
+constexpr int k_runs_before_prepare = 3;
+
 struct Prepared {
   pg::Translation sql;
   int params = 0;   // bound by the caller (sql.source may hold more)
@@ -425,10 +433,11 @@ public:
 
   // Runs `p` with `values` (NULL: nullptr) of the types bound (bigint,
   // text, 0 for a NULL: the server infers it from where it is used; one
-  // that only an IS NULL test uses is sent as text). Its first run parses
-  // it with the values in one round trip; from its second run on it is
-  // prepared once on the server, so that loops (bulk add, run) skip the
-  // parsing.
+  // that only an IS NULL test uses is sent as text). Its first runs parse
+  // it with the values in one round trip each; from its third run on it is
+  // prepared once on the server (one more round trip), so that loops (bulk
+  // add, run) skip the parsing. A statement that one command runs twice
+  // (reading a task before and after a change) is not worth preparing.
   Result run(Prepared& p, const std::vector<const char*>& bound_values,
              const std::vector<Oid>& bound_types) {
     Result r = run_once(p, bound_values, bound_types);
@@ -455,7 +464,7 @@ public:
     const std::string_view context = std::getenv("TASKQ_DEBUG_SQL") != nullptr
                                          ? std::string_view(text)
                                          : std::string_view();
-    if (++p.runs == 1) {
+    if (++p.runs < k_runs_before_prepare) {
       return check(pq().PQexecParams(m_conn.get(), text.c_str(), n,
                                      types.data(), values.data(), nullptr,
                                      nullptr, 0),
@@ -486,6 +495,7 @@ public:
     m_lock_time.reset();
     if (m_write) {
       m_lock_time = parse_ms(pq().PQgetvalue(r.get(), 0, 0));
+      server_time_seen(*m_lock_time);
     }
     m_changed = false;
   }
@@ -526,17 +536,29 @@ public:
   std::string feed_source() const override { return m_url; }
 
   // In a write transaction: the time when it took the lock (the decisions
-  // of one transaction share one "now"); otherwise the time now.
+  // of one transaction share one "now"). Otherwise the time now: the last
+  // reading of the server's clock (each write transaction's lock, the
+  // schema check on opening) plus the time elapsed here since, on the
+  // local monotonic clock; a round trip only when there is no reading
+  // yet. Only what a command shows or how long it waits depends on this
+  // estimate: every decision is taken in a write transaction, on the
+  // server's time of its lock.
   std::optional<core::Time> server_now() override {
     if (m_lock_time && pq().PQtransactionStatus(m_conn.get()) != PQTRANS_IDLE) {
       return m_lock_time;
     }
-    const Result r = check(
-        pq().PQexec(m_conn.get(),
-                    "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) "
-                    "* 1000) AS BIGINT)"),
-        "cannot read the server's clock");
-    return parse_ms(pq().PQgetvalue(r.get(), 0, 0));
+    if (!m_seen) {
+      const Result r = check(pq().PQexec(m_conn.get(), k_clock_query),
+                             "cannot read the server's clock");
+      server_time_seen(parse_ms(pq().PQgetvalue(r.get(), 0, 0)));
+    }
+    return m_seen->server
+           + std::chrono::floor<core::Millis>(std::chrono::steady_clock::now()
+                                              - m_seen->here);
+  }
+
+  void server_time_seen(core::Time at) override {
+    m_seen = Seen{at, std::chrono::steady_clock::now()};
   }
 
 private:
@@ -549,7 +571,12 @@ private:
   int m_statements = 0;
   bool m_write = false;
   std::optional<core::Time> m_lock_time; // see server_now()
-  bool m_changed = false; // since begin(): a statement changed rows
+  struct Seen {
+    core::Time server;                          // the server's clock read
+    std::chrono::steady_clock::time_point here; // when the reply came
+  };
+  std::optional<Seen> m_seen; // the latest reading: see server_now()
+  bool m_changed = false;     // since begin(): a statement changed rows
 };
 
 bool PgStatement::step() {

@@ -598,6 +598,25 @@ check "it started and finished within 2 s of the add (took $(($(now_ms) - added)
   test $(($(now_ms) - added)) -lt 2000
 expect_eq "$(state "$id")" completed
 
+section "a waiting run wakes for each of 200 tasks added one at a time"
+# Each add comes while the run is idle, so each is a wake-up: one that
+# decides "nothing due yet" and "nothing due later" at two different
+# moments loses a task added in between (seen on PostgreSQL, whose clock
+# taskq estimates between reads: the run slept until the next add).
+bg_run oneby run oneby --verbose -- "$H" ok
+runpid=$bg
+lost=""
+for i in $(seq 200); do
+  id=$(add_task oneby)
+  if ! wait_until 5 grep -q "task $id: completed" oneby.err; then
+    lost="$id"
+    break
+  fi
+done
+kill -TERM "$runpid"
+bg_finish "$runpid" oneby
+expect_eq "$lost" "" "a task the waiting run did not start within 5 s"
+
 section "a handler that failed before run's SIGTERM arrived still fails"
 id=$(add_task failterm)
 expect_exit 0 "$TASKQ" run failterm --grace 5s -- "$H" fail-with-term
