@@ -19,10 +19,6 @@
 
 namespace taskq::storage {
 
-using core::Task;
-using core::TaskState;
-using core::Time;
-using core::to_unix_ms;
 using namespace detail;
 
 namespace detail {

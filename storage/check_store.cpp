@@ -14,9 +14,6 @@
 
 namespace taskq::storage {
 
-using core::Millis;
-using core::Time;
-using core::to_unix_ms;
 using namespace detail;
 
 namespace detail {

@@ -174,9 +174,9 @@ std::unique_ptr<Db> connect_postgres(const std::string& url);
 std::string pg_sql(std::string_view sqlite_sql);
 // The schema version recorded in table taskq_schema (0: none yet).
 int pg_schema_version(Db& db);
-// Applies the pending migrations/postgresql/ files under the write lock,
-// recording each in taskq_schema; unavailable when the database's schema
-// is newer than this binary. Returns the version.
+// Applies the pending migrations (SQLite's respelled, see migrations.hpp)
+// under the write lock, recording each in taskq_schema; unavailable when
+// the database's schema is newer than this binary. Returns the version.
 int pg_migrate(Db& db);
 // How the database's tables and indexes differ from what the migrations
 // make (applied to a scratch schema, rolled back with the caller's

@@ -15,9 +15,6 @@
 
 namespace taskq::storage {
 
-using core::TaskState;
-using core::Time;
-using core::to_unix_ms;
 using namespace detail;
 
 namespace detail {

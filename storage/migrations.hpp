@@ -9,12 +9,15 @@ namespace taskq::storage {
 struct Migration {
   int version;
   std::string_view name;
+  // The file: SQLite's schema N, the one text of every table, column and
+  // index (PostgreSQL's is this respelled: pg::translate_schema()).
   std::string_view sql;
+  // migrations/postgresql/<name>.sql when there is one: what only
+  // PostgreSQL needs, run after the respelled `sql` (empty: nothing).
+  std::string_view pg_extra;
 };
 
-// Every migration, in version order (1, 2, ...): SQLite's (migrations/)
-// and PostgreSQL's (migrations/postgresql/), with the same versions.
+// Every migration, in version order (1, 2, ...).
 const std::vector<Migration>& migrations();
-const std::vector<Migration>& pg_migrations();
 
 } // namespace taskq::storage

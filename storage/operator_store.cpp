@@ -13,11 +13,6 @@
 
 namespace taskq::storage {
 
-using core::Message;
-using core::Task;
-using core::TaskState;
-using core::Time;
-using core::to_unix_ms;
 using namespace detail;
 
 // ---------------------------------------------------------------------------

@@ -9,9 +9,6 @@
 
 namespace taskq::storage {
 
-using core::TaskState;
-using core::Time;
-using core::to_unix_ms;
 using namespace detail;
 
 void TaskStore::set_queue_paused(const std::string& queue, bool paused) {

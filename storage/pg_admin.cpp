@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "storage/db.hpp"
 #include "storage/migrations.hpp"
+#include "storage/pg_sql.hpp"
 #include "storage/store_detail.hpp"
 
 #include <map>
@@ -23,6 +24,17 @@ constexpr const char* k_schema_table =
     " version BIGINT PRIMARY KEY, name TEXT NOT NULL,"
     " applied_at TIMESTAMPTZ NOT NULL DEFAULT now())";
 
+// PostgreSQL's migration N: SQLite's respelled, then what only PostgreSQL
+// needs (migrations/postgresql/).
+std::string pg_migration_sql(const Migration& m) {
+  std::string sql = pg::translate_schema(m.sql);
+  if (!m.pg_extra.empty()) {
+    sql += '\n';
+    sql += m.pg_extra;
+  }
+  return sql;
+}
+
 // The server's clock comes along: a command that reads before it writes
 // then needs no round trip of its own to learn the time (server_now()).
 int recorded_version(Db& db) {
@@ -35,7 +47,7 @@ int recorded_version(Db& db) {
 }
 
 [[noreturn]] void too_new(Db& db, int version) {
-  const int latest = static_cast<int>(pg_migrations().size());
+  const int latest = static_cast<int>(migrations().size());
   throw Error(ErrorKind::unavailable,
               "cannot use database " + db.path() + ": its schema version "
                   + std::to_string(version)
@@ -52,7 +64,7 @@ int pg_schema_version(Db& db) {
 }
 
 int pg_migrate(Db& db) {
-  const int latest = static_cast<int>(pg_migrations().size());
+  const int latest = static_cast<int>(migrations().size());
   // The common case costs one round trip and no lock. (Outside a
   // transaction, a query of a missing table harms nothing.)
   int seen = 0;
@@ -73,13 +85,13 @@ int pg_migrate(Db& db) {
   if (version > latest) {
     too_new(db, version);
   }
-  for (const Migration& m : pg_migrations()) {
+  for (const Migration& m : migrations()) {
     if (m.version <= version) {
       continue;
     }
-    const std::string sql(m.sql);
-    db.exec(sql.c_str(), "cannot apply migration " + std::string(m.name)
-                             + " to database " + db.path());
+    db.exec(pg_migration_sql(m).c_str(), "cannot apply migration "
+                                             + std::string(m.name)
+                                             + " to database " + db.path());
     Statement record(
         db, "INSERT INTO taskq_schema (version, name) VALUES (?1, ?2)");
     record.bind(1, m.version).bind(2, m.name).run();
@@ -130,8 +142,8 @@ std::vector<std::string> pg_schema_problems(Db& db) {
            + "; SET LOCAL search_path TO " + scratch)
               .c_str(),
           "cannot check the schema");
-  for (const Migration& m : pg_migrations()) {
-    db.exec(std::string(m.sql).c_str(), "cannot check the schema");
+  for (const Migration& m : migrations()) {
+    db.exec(pg_migration_sql(m).c_str(), "cannot check the schema");
   }
   const auto expected = schema_objects(db, scratch);
   db.exec(("ROLLBACK TO SAVEPOINT taskq_check; SET LOCAL search_path TO "
@@ -139,7 +151,7 @@ std::vector<std::string> pg_schema_problems(Db& db) {
               .c_str(),
           "cannot check the schema");
   return detail::schema_differences(expected, actual,
-                                    static_cast<int>(pg_migrations().size()));
+                                    static_cast<int>(migrations().size()));
 }
 
 } // namespace taskq::storage

@@ -12,8 +12,6 @@
 
 namespace taskq::storage {
 
-using core::Time;
-using core::to_unix_ms;
 using namespace detail;
 
 namespace detail {

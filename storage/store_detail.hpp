@@ -19,6 +19,15 @@
 
 namespace taskq::storage::detail {
 
+// The core names the store files use unqualified, through their `using
+// namespace detail`.
+using core::Message;
+using core::Millis;
+using core::Task;
+using core::TaskState;
+using core::Time;
+using core::to_unix_ms;
+
 // The error history keeps at least this many of the latest errors.
 inline constexpr int64_t k_error_history = 100;
 
