@@ -113,7 +113,12 @@ Task complete_leased(Db& db, int64_t id, const std::string& token,
     throw Error(ErrorKind::conflict, "cannot store --sync: " + task_ref(id)
                                          + " was not emitted by a schedule");
   }
-  clear_lease(db, task, std::nullopt);
+  // The lease ends and the result is stored in one statement.
+  Statement(db, "UPDATE tasks SET lease_token = NULL, lease_worker = NULL, "
+                "lease_expires = NULL, result = ?2 WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, result)
+      .run();
   // The sync state the task reports: what it was given, updated with
   // --sync; its schedule hands it to the next task it emits.
   core::Labels merged = task.sync;
@@ -132,10 +137,6 @@ Task complete_leased(Db& db, int64_t id, const std::string& token,
         .run();
   }
   set_state(db, id, *next, now);
-  Statement(db, "UPDATE tasks SET result = ?2 WHERE id = ?1")
-      .bind(1, id)
-      .bind(2, result)
-      .run();
   log_event(db, id, now, "complete", task.state, *next, task.lease->worker, "");
   return load_full(db, id);
 }
