@@ -61,7 +61,7 @@ core::Time Context::now() {
       m_now = *t;
     } else if (storage::is_postgres_url(db_path())) {
       // Hosts share the server's clock (SPEC §5).
-      m_now = store(storage::OpenMode::read).server_now();
+      m_now = store(storage::OpenMode::clock).server_now();
     }
     if (!m_now) {
       m_now = std::chrono::time_point_cast<core::Millis>(
@@ -162,6 +162,7 @@ storage::TaskStore& Context::store(storage::OpenMode mode) {
     m_store = std::make_unique<storage::TaskStore>(
         path, mode, [this] { return live_now(); });
   }
+  m_store->open_for(mode);
   return *m_store;
 }
 

@@ -36,7 +36,8 @@ public:
   Inserter(Db& db, const NewTask& t, Time now, const std::string& actor,
            int rows = 1, int64_t blockers = 0,
            TaskState state = TaskState::runnable)
-      : m_st(db, insert_sql(rows)), m_rows(rows) {
+      : m_db(&db), m_returning(!db.last_insert_id()),
+        m_st(db, insert_sql(rows, m_returning)), m_rows(rows) {
     m_st.bind(1, t.queue);
     if (t.labels.empty()) {
       m_st.bind_null(3);
@@ -76,6 +77,16 @@ public:
       m_st.bind_borrowed(k_first_payload + i, payloads[i]);
     }
     m_ids.clear();
+    if (!m_returning) {
+      // One statement's rows take consecutive ids, the last one known.
+      m_st.run();
+      m_st.reset();
+      const int64_t last = *m_db->last_insert_id();
+      for (int64_t id = last - m_rows + 1; id <= last; ++id) {
+        m_ids.push_back(id);
+      }
+      return m_ids;
+    }
     while (m_st.step()) {
       m_ids.push_back(m_st.get_int(0));
     }
@@ -90,7 +101,10 @@ public:
 private:
   static constexpr int k_first_payload = 23;
 
-  static std::string insert_sql(int rows) {
+  // With RETURNING only where the database does not keep the last id:
+  // SQLite's RETURNING buffers the rows it reports, a third more CPU for
+  // a bulk add (bench/run (b): 338k tasks/s with it, 444k/s without).
+  static std::string insert_sql(int rows, bool returning) {
     std::string sql = "INSERT INTO tasks (queue, state, payload, labels, "
                       "priority, max_attempts, run_at, created_at, "
                       "updated_at, max_errors, error_window_ms, "
@@ -103,9 +117,11 @@ private:
              + ", ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
                "?15, ?16, ?17, ?18, ?19, ?20, ?21)";
     }
-    return sql + " RETURNING id";
+    return returning ? sql + " RETURNING id" : sql;
   }
 
+  Db* m_db;
+  bool m_returning; // ids come back from RETURNING, not last_insert_id()
   Statement m_st;
   int m_rows;
   std::vector<int64_t> m_ids;

@@ -324,6 +324,10 @@ std::string_view Db::Dialect::bytewise() const {
   return backend == Backend::postgresql ? " COLLATE \"C\"" : "";
 }
 
+std::optional<int64_t> SqliteDb::last_insert_id() const {
+  return sqlite3_last_insert_rowid(handle());
+}
+
 int Db::Dialect::bulk_rows() const {
   return backend == Backend::postgresql ? 512 : 64;
 }

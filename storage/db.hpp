@@ -109,6 +109,10 @@ public:
   // hides it), so that the feed's own connection can log in. Never shown.
   virtual std::string feed_source() const { return m_path; }
 
+  // The id of the last row this connection inserted, where the database
+  // keeps it (SQLite); std::nullopt elsewhere: ask with RETURNING.
+  virtual std::optional<int64_t> last_insert_id() const { return std::nullopt; }
+
   // Rows were inserted into `table` with explicit values of its `id`
   // column: the ids it generates next must be larger than all of them.
   // (SQLite's AUTOINCREMENT sees to it; PostgreSQL moves the identity's
@@ -148,6 +152,7 @@ public:
 
   std::unique_ptr<StatementImpl> prepare(std::string_view sql) override;
   void exec(const char* sql, std::string_view context) override;
+  std::optional<int64_t> last_insert_id() const override;
   void begin(TxKind kind) override;
   void commit() override;
   void rollback() noexcept override;
@@ -174,6 +179,9 @@ std::unique_ptr<Db> connect_postgres(const std::string& url);
 std::string pg_sql(std::string_view sqlite_sql);
 // The schema version recorded in table taskq_schema (0: none yet).
 int pg_schema_version(Db& db);
+// The same, in one round trip when the table is there, which also reads
+// the server's clock (Db::server_time_seen). Outside a transaction only.
+int pg_recorded_version(Db& db);
 // Applies the pending migrations (SQLite's respelled, see migrations.hpp)
 // under the write lock, recording each in taskq_schema; unavailable when
 // the database's schema is newer than this binary. Returns the version.

@@ -63,16 +63,19 @@ int pg_schema_version(Db& db) {
   return exists.get_int(0) != 0 ? recorded_version(db) : 0;
 }
 
+int pg_recorded_version(Db& db) {
+  // Outside a transaction, a query of a missing table harms nothing.
+  try {
+    return recorded_version(db);
+  } catch (const Error&) {
+    return pg_schema_version(db); // no schema table yet, or worse: ask
+  }
+}
+
 int pg_migrate(Db& db) {
   const int latest = static_cast<int>(migrations().size());
-  // The common case costs one round trip and no lock. (Outside a
-  // transaction, a query of a missing table harms nothing.)
-  int seen = 0;
-  try {
-    seen = recorded_version(db);
-  } catch (const Error&) {
-    seen = pg_schema_version(db); // no schema table yet, or worse: ask
-  }
+  // The common case costs one round trip and no lock.
+  const int seen = pg_recorded_version(db);
   if (seen > latest) {
     too_new(db, seen);
   }

@@ -212,11 +212,19 @@ std::unique_ptr<Db> open_file(const std::string& path) {
 TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
     : m_clock(std::move(clock)) {
   if (is_postgres_url(path)) {
-    // A server's database always exists: both modes bring its schema up
-    // to date (a read of a new database then reads an empty queue).
+    // A server's database always exists: reads and writes bring its
+    // schema up to date (a read of a new database then reads an empty
+    // queue); OpenMode::clock leaves that to open_for().
     m_db = connect_postgres(path);
-    pg_migrate(*m_db);
+    if (mode == OpenMode::clock) {
+      m_schema_pending = pg_recorded_version(*m_db) != latest_schema_version();
+    } else {
+      pg_migrate(*m_db);
+    }
     return;
+  }
+  if (mode == OpenMode::clock) {
+    mode = OpenMode::read; // SQLite's clock is the local one
   }
   // Decided before SQLite opens anything: it would write a -journal beside
   // a device such as /dev/null.
@@ -263,6 +271,13 @@ int TaskStore::schema_version() {
     return pg_schema_version(*m_db);
   }
   return read_user_version(*m_db);
+}
+
+void TaskStore::open_for(OpenMode mode) {
+  if (m_schema_pending && mode != OpenMode::clock) {
+    pg_migrate(*m_db);
+    m_schema_pending = false;
+  }
 }
 
 int TaskStore::migrate() {

@@ -29,6 +29,10 @@ std::string redact_url(std::string_view url);
 enum class OpenMode {
   read,  // a missing file reads as an empty database; nothing is created
   write, // create the file (0600) and its folder when missing
+  // PostgreSQL only: for the server's clock, before a command has checked
+  // its input. The schema is left as it is until open_for() names what
+  // the command does, so that a refused command creates no tables.
+  clock,
 };
 
 // What `add` creates. payload/labels etc. are validated by the caller.
@@ -450,6 +454,9 @@ public:
   CheckReport check();
   int schema_version();
   int migrate(); // applies pending migrations; returns the version
+  // A store opened with OpenMode::clock is made ready for `mode`: its
+  // schema brought up to date. Does nothing otherwise.
+  void open_for(OpenMode mode);
   // Copies the database to a temporary file beside `dest_path`, flushed to
   // disk, then renamed to it: `dest_path` is absent or a whole backup.
   void backup(const std::string& dest_path);
@@ -477,6 +484,7 @@ private:
 
   std::unique_ptr<Db> m_db;
   Clock m_clock;
+  bool m_schema_pending = false; // see OpenMode::clock
 };
 
 // The latest schema version this binary knows.
