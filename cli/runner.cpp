@@ -287,17 +287,17 @@ private:
     if (m_feed.drain()) {
       check_leases();
     }
+    // One "now" for every question of this look, read before them: a
+    // task is then either due (the lease, which decides on the time it
+    // takes the lock, no earlier than this) or due later (the timer),
+    // never neither, however the clock moves in between.
+    const core::Time now = m_ctx.live_now();
     // A commit anywhere in the database wakes every idle worker: a read
     // first, so that they do not all queue up for the write lock for a
     // change that concerns none of them.
-    if (only_if_due) {
-      // One "now" for both questions, so that a task is either due or
-      // due later, never neither: the clock may move between them.
-      const core::Time now = m_ctx.live_now();
-      if (!m_store.anything_due(m_o.queues, now, m_worker)) {
-        wake_when_due(now);
-        return;
-      }
+    if (only_if_due && !m_store.anything_due(m_o.queues, now, m_worker)) {
+      wake_when_due(now);
+      return;
     }
     int want = m_o.concurrency - static_cast<int>(m_running.size());
     if (m_o.max_tasks) {
@@ -313,7 +313,7 @@ private:
     }
     std::vector<core::Task> tasks;
     try {
-      tasks = m_store.lease(m_request, m_ctx.live_now());
+      tasks = m_store.lease(m_request, now);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unavailable) {
         throw;
@@ -330,15 +330,14 @@ private:
       m_look = true; // there may be more
       return;
     }
-    wake_when_due();
+    wake_when_due(now);
   }
 
-  // Sets the timer for the next time after `seen` (default: now) that a
-  // task can become eligible with no write to the database (a delay
-  // ending, a lease expiring).
-  void wake_when_due(std::optional<core::Time> seen = std::nullopt) {
-    if (const auto due =
-            m_store.next_due(m_o.queues, seen ? *seen : m_ctx.live_now())) {
+  // Sets the timer for the next time after `seen` that a task can become
+  // eligible with no write to the database (a delay ending, a lease
+  // expiring).
+  void wake_when_due(core::Time seen) {
+    if (const auto due = m_store.next_due(m_o.queues, seen)) {
       const auto in = *due - m_ctx.live_now();
       m_wake_at = Clock::now() + std::max(core::Millis{0}, in);
     }
