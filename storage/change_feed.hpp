@@ -24,7 +24,8 @@ namespace taskq::storage {
 // changed nothing the caller cares about): a wake-up means "look again",
 // never "something is there". Where inotify is unavailable it degrades to
 // waking every k_fallback_poll.
-// A PostgreSQL connection that LISTENs for taskq's NOTIFY (storage/pg_db.cpp).
+// A PostgreSQL connection that LISTENs for taskq's NOTIFY
+// (storage/pg_libpq.cpp).
 class PgListener {
 public:
   explicit PgListener(const std::string& url);

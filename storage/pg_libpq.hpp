@@ -1,0 +1,72 @@
+#pragma once
+
+// Internal to storage/: libpq as the PostgreSQL backend uses it. The
+// library is loaded on first use (pq()), and its messages are said on one
+// line, without passwords (storage/pg_libpq.cpp).
+
+#include <libpq-fe.h>
+#include <memory>
+#include <string>
+
+namespace taskq::storage::libpq {
+
+// libpq is loaded when a PostgreSQL database is first used, not when taskq
+// starts: linked in, it and the twenty-odd libraries it needs (TLS,
+// Kerberos, LDAP) cost every SQLite command about 4 ms of start-up.
+#define TASKQ_LIBPQ_FUNCTIONS(X)                                               \
+  X(PQclear)                                                                   \
+  X(PQcmdStatus)                                                               \
+  X(PQcmdTuples)                                                               \
+  X(PQconnectdb)                                                               \
+  X(PQconnectdbParams)                                                         \
+  X(PQconsumeInput)                                                            \
+  X(PQerrorMessage)                                                            \
+  X(PQexec)                                                                    \
+  X(PQexecParams)                                                              \
+  X(PQexecPrepared)                                                            \
+  X(PQfinish)                                                                  \
+  X(PQfname)                                                                   \
+  X(PQfreemem)                                                                 \
+  X(PQftype)                                                                   \
+  X(PQgetisnull)                                                               \
+  X(PQgetlength)                                                               \
+  X(PQgetvalue)                                                                \
+  X(PQnfields)                                                                 \
+  X(PQnotifies)                                                                \
+  X(PQntuples)                                                                 \
+  X(PQprepare)                                                                 \
+  X(PQresultErrorField)                                                        \
+  X(PQresultStatus)                                                            \
+  X(PQsetNoticeProcessor)                                                      \
+  X(PQsetnonblocking)                                                          \
+  X(PQsocket)                                                                  \
+  X(PQstatus)                                                                  \
+  X(PQtransactionStatus)
+
+struct LibPq {
+#define X(name) decltype(&::name) name = nullptr;
+  TASKQ_LIBPQ_FUNCTIONS(X)
+#undef X
+};
+
+// The functions of libpq.so.5; unavailable when it cannot be loaded.
+const LibPq& pq();
+
+// libpq's messages end with a newline and may span lines ("connection to
+// server ... failed: FATAL:  ...\n\tIs the server running ..."): taskq
+// prints one line, each run of spaces and tabs as one space.
+std::string one_line(const char* text);
+
+// libpq's message about a connection to `url`, on one line and without
+// the URL's passwords.
+std::string connect_error(const char* message, const std::string& url);
+
+// A notice processor that drops notices (taskq prints its own messages).
+void no_notices(void*, const char*);
+
+struct ClearResult {
+  void operator()(PGresult* r) const { pq().PQclear(r); }
+};
+using Result = std::unique_ptr<PGresult, ClearResult>;
+
+} // namespace taskq::storage::libpq
