@@ -1,0 +1,3 @@
+#include "core/flow.hpp"
+
+namespace taskq::core::flow {} // namespace taskq::core::flow
