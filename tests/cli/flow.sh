@@ -376,7 +376,8 @@ expect_eq "$(actions "$ok_id")" \
   "a:execute b:execute c:execute a:execute b:execute c:execute" "handler runs"
 expect_eq "$(fshow "$ok_id" .store)" '{"v":"1.0","pa":"a-out","pb":"b-out","pc":"c-out"}' \
   "store"
-expect_eq "$(flow_events "$ok_id" flow)" "RUNNING SUCCESS PENDING RUNNING SUCCESS" \
+# (The plain rerun before may have recorded RUNNING SUCCESS once more.)
+expect_match "$(flow_events "$ok_id" flow)" '^RUNNING SUCCESS( RUNNING SUCCESS)? PENDING RUNNING SUCCESS$' \
   "flow events"
 
 section "rerun of a REVERTED flow resets it first"
