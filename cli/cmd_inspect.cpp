@@ -238,8 +238,11 @@ void register_inspect(CLI::App& app, Context& ctx) {
   why->add_option("id", *wid, "task id")->required()->type_name("ID");
   why->callback([wid, &ctx] {
     const int64_t id = parse_id(*wid);
-    const auto reasons =
-        ctx.store(storage::OpenMode::read).why(id, ctx.now(), ctx.worker());
+    auto& store = ctx.store(storage::OpenMode::read);
+    const auto reasons = store.why(id, ctx.now(), ctx.worker());
+    if (const auto line = flow_line(store.find(id))) {
+      std::puts(line->c_str());
+    }
     if (reasons.empty()) {
       std::printf("task %lld is eligible: the next lease of its queue can "
                   "take it\n",
