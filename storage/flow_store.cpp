@@ -441,6 +441,21 @@ std::optional<FlowSummary> TaskStore::find_flow(int64_t id) {
   return read_summary(st);
 }
 
+std::vector<std::pair<std::string, int64_t>> TaskStore::flow_counts() {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  std::map<std::string, int64_t, std::less<>> by_state;
+  Statement st(*m_db, "SELECT state, count(*) FROM flows GROUP BY state");
+  while (st.step()) {
+    by_state[st.get_text(0)] = st.get_int(1);
+  }
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const flow::FlowState s : flow::k_flow_states) {
+    const auto it = by_state.find(flow::to_string(s));
+    out.emplace_back(flow::to_string(s), it == by_state.end() ? 0 : it->second);
+  }
+  return out;
+}
+
 FlowDetail TaskStore::flow(int64_t id) {
   Transaction tx(*m_db, Transaction::Kind::read);
   FlowDetail d;
