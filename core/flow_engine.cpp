@@ -561,8 +561,11 @@ void Engine::cycle() {
         if (m_rt.state != FlowState::running || m_rt.failed) {
           return;
         }
-        if (revert ? ready_to_revert(n) : ready_to_execute(n)) {
-          revert ? revert_node(n) : execute_node(n);
+        if (revert && ready_to_revert(n)) {
+          revert_node(n);
+          progressed = true;
+        } else if (!revert && ready_to_execute(n)) {
+          execute_node(n);
           progressed = true;
         }
       }

@@ -979,3 +979,51 @@ TEST_CASE("flow engine: a flow with no atoms succeeds at once") {
   sim.start();
   CHECK(sim.log == Lines{"f.f RUNNING", "f.f SUCCESS"});
 }
+
+TEST_CASE("flow engine: resume resolves a failure left unresolved and "
+          "retries a controller left RETRYING") {
+  // Runtimes as a crash could leave them (SEMANTICS 2.9), written by hand.
+  const FlowModel model = pre_then_retried(times(3));
+  Sim sim(model);
+  sim.rt.state = FlowState::suspended;
+  sim.atom("pre").state = AtomState::success;
+  sim.atom("r").state = AtomState::success;
+  sim.atom("r").history = {{1, {}}};
+  sim.rt.store = {{"p", nullptr}, {"n", 1}};
+
+  SUBCASE("an atom left in FAILURE with intention EXECUTE") {
+    sim.atom("x").state = AtomState::failure;
+    sim.atom("x").failure = "boom";
+    sim.go(flow::Resume{});
+    CHECK(sim.last.verdict == Verdict::allowed);
+    CHECK(sim.atom("r").intention == Intention::retry);
+    CHECK(sim.atom("r").history[0].failures
+          == std::map<std::string, std::string>{{"x", "boom"}});
+    CHECK(sim.created() == Lines{"x:revert"});
+    CHECK(sim.changes() == Lines{"f.f RUNNING", "x.t REVERTING"});
+  }
+  SUBCASE("a controller left RETRYING") {
+    sim.atom("r").state = AtomState::retrying;
+    sim.atom("r").intention = Intention::retry;
+    sim.atom("x").state = AtomState::reverted;
+    sim.atom("x").intention = Intention::revert;
+    sim.go(flow::Resume{});
+    CHECK(sim.created() == Lines{"x:execute"});
+    CHECK(sim.task("x").args == json{{"n", 2}});
+    CHECK(sim.changes()
+          == Lines{"f.f RUNNING", "x.t PENDING", "r.r RUNNING",
+                   "r.r SUCCESS(2)", "x.t RUNNING"});
+  }
+}
+
+TEST_CASE("flow engine: rerun and resume of a PENDING flow start it") {
+  const FlowModel model = linear_abc();
+  for (const flow::Input& in :
+       {flow::Input{flow::Rerun{false}}, flow::Input{flow::Rerun{true}},
+        flow::Input{flow::Resume{}}}) {
+    Sim sim(model);
+    sim.go(in);
+    CHECK(sim.last.verdict == Verdict::allowed);
+    CHECK(sim.changes() == Lines{"f.f RUNNING", "a.t RUNNING"});
+  }
+}
