@@ -194,6 +194,10 @@ private:
     return m_rt.atoms.at(static_cast<std::size_t>(n));
   }
 
+  // Choice: core does not know the flow's id, so a note is the predicate
+  // only ("it is SUCCESS; nothing to suspend"); storage/cli supply the
+  // subject ("flow 7: it is SUCCESS; ...", "cannot resume flow 7: it is
+  // SUSPENDING; ...").
   void decline(Verdict v, std::string note) {
     m_step.verdict = v;
     m_step.note = std::move(note);
