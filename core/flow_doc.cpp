@@ -526,7 +526,9 @@ private:
     const Pattern pattern = m_model.flows[f].pattern;
     const auto name_token = a.take("name");
     if (name_token && json_kind(*name_token) == JsonKind::string) {
-      a.set_where("atom '" + shown(string_value(*name_token)) + "'");
+      if (std::string n = string_value(*name_token); is_valid_name(n)) {
+        a.set_where("atom '" + n + "'");
+      }
     }
     a.check({"name", "execute", "revert", "provides", "requires", "after",
              "priority", "labels", "max_errors", "error_window", "retry_delay",
@@ -685,7 +687,7 @@ private:
         }
         if (it == m_names.end()) {
           fail(element_label(static_cast<int>(e)) + " is after '" + shown(name)
-               + "', but nothing is named so");
+               + "', but no atom or flow has that name");
         }
         if (before == static_cast<int>(e)) {
           fail(element_label(static_cast<int>(e)) + " is after itself");

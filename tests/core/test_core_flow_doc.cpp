@@ -485,10 +485,13 @@ TEST_CASE("wrong types and values are refused, naming the field") {
 
 TEST_CASE("names must be valid and are required for atoms") {
   CHECK(refused(R"({"atoms":[)" + atom("") + "]}")
-        == "atom '': 'name' is not a valid name (''): use 1-128 letters, "
+        == "element 1 of flow 'flow': 'name' is not a valid name (''): use "
+           "1-128 letters, "
            "digits and . _ : / -");
-  CHECK(refused(R"({"atoms":[)" + atom("a b") + "]}")
-            .starts_with("atom 'a b': 'name' is not a valid name ('a b')"));
+  CHECK(
+      refused(R"({"atoms":[)" + atom("a b") + "]}")
+          .starts_with(
+              "element 1 of flow 'flow': 'name' is not a valid name ('a b')"));
   CHECK(refused(R"({"atoms":[{"name":7,"execute":{"queue":"q"}}]})")
         == "element 1 of flow 'flow': 'name' must be a string");
   CHECK(refused(R"({"name":"","atoms":[]})")
@@ -557,7 +560,7 @@ TEST_CASE("names are unique across atoms, retries and flows") {
 
 TEST_CASE("after must name a sibling element of a graph flow") {
   CHECK(refused(R"({"atoms":[)" + atom("a", R"(,"after":["zz"])") + "]}")
-        == "atom 'a' is after 'zz', but nothing is named so");
+        == "atom 'a' is after 'zz', but no atom or flow has that name");
   CHECK(refused(R"({"atoms":[)" + atom("a", R"(,"after":["a"])") + "]}")
         == "atom 'a' is after itself");
   CHECK(refused(R"({"atoms":[)" + atom("a")
