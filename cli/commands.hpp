@@ -47,6 +47,7 @@ void register_schedule(CLI::App& app, Context& ctx); // schedule, gate, tick
 void register_events(CLI::App& app, Context& ctx);   // events
 void register_tx(CLI::App& app, Context& ctx);       // tx
 void register_transfer(CLI::App& app, Context& ctx); // export, import
+void register_flow(CLI::App& app, Context& ctx);     // flow ...
 
 // Parses argv, runs the chosen command, returns the exit code. Throws
 // taskq::Error for main() to report.

@@ -114,7 +114,8 @@ std::string task_json(const core::Task& t, core::Time now,
       .field("trigger", or_null(t.trigger))
       .field("schedule", or_null(t.schedule))
       .field("gate", or_null(t.gate))
-      .field("sync", labels_json(t.sync));
+      .field("sync", labels_json(t.sync))
+      .raw("flow", t.flow.value_or("null"));
   if (events != nullptr) {
     Json list = Json::array();
     for (const auto& e : *events) {
@@ -191,7 +192,32 @@ std::string env_lines(const core::Task& t) {
     line("TASKQ_CHECKPOINT", shell_quote(*t.checkpoint));
   }
   line("TASKQ_SYNC", shell_quote(sync_json(t)));
+  for (const auto& [name, value] : flow_env(t)) {
+    line(name, shell_quote(value));
+  }
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> flow_env(const core::Task& t) {
+  if (!t.flow) {
+    return {};
+  }
+  const Json f = Json::parse(*t.flow);
+  return {{"TASKQ_FLOW", std::to_string(f.at("id").get<int64_t>())},
+          {"TASKQ_ATOM", f.at("atom").get<std::string>()},
+          {"TASKQ_ACTION", f.at("action").get<std::string>()},
+          {"TASKQ_ARGS", f.at("args").dump()}};
+}
+
+std::optional<std::string> flow_line(const std::optional<core::Task>& t) {
+  if (!t || !t->flow) {
+    return std::nullopt;
+  }
+  const Json f = Json::parse(*t->flow);
+  return "it is the " + f.at("action").get<std::string>() + " task of atom '"
+         + f.at("atom").get<std::string>() + "' of flow "
+         + std::to_string(f.at("id").get<int64_t>()) + " (taskq flow show "
+         + std::to_string(f.at("id").get<int64_t>()) + ")";
 }
 
 void print_env(const core::Task& t) {
@@ -309,6 +335,13 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
   }
   if (t.gate) {
     line("gate:", *t.gate);
+  }
+  if (t.flow) {
+    const Json f = Json::parse(*t.flow);
+    line("flow:", std::to_string(f.at("id").get<int64_t>()) + ", atom '"
+                      + f.at("atom").get<std::string>() + "', "
+                      + f.at("action").get<std::string>());
+    line("args:", f.at("args").dump());
   }
   if (!t.sync.empty()) {
     line("sync:", core::format_labels(t.sync, " "));

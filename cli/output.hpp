@@ -73,6 +73,13 @@ std::string payload_env_value(const std::string& payload_json);
 std::string env_lines(const core::Task& task);
 // Writes env_lines(task) to stdout.
 void print_env(const core::Task& task);
+// For an atom's task, the line that names its flow and atom: "it is the
+// execute task of atom 'build' of flow 3".
+std::optional<std::string> flow_line(const std::optional<core::Task>& task);
+// An atom's task: TASKQ_FLOW, TASKQ_ATOM, TASKQ_ACTION and TASKQ_ARGS
+// (SPEC §3), as (name, value); empty for other tasks.
+std::vector<std::pair<std::string, std::string>>
+flow_env(const core::Task& task);
 // The task's sync state (from its schedule) as a JSON object, {} when none:
 // TASKQ_SYNC.
 std::string sync_json(const core::Task& task);

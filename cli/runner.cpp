@@ -35,9 +35,10 @@ constexpr size_t k_max_result_bytes = 16 * 1024 * 1024;
 
 // The variables `run` sets for a handler; any inherited value is replaced.
 constexpr std::string_view k_task_vars[] = {
-    "TASKQ_ID",      "TASKQ_LEASE",   "TASKQ_QUEUE",
-    "TASKQ_ATTEMPT", "TASKQ_PAYLOAD", "TASKQ_CHECKPOINT",
-    "TASKQ_DB",      "TASKQ_WORKER",  "TASKQ_SYNC"};
+    "TASKQ_ID",      "TASKQ_LEASE",      "TASKQ_QUEUE", "TASKQ_ATTEMPT",
+    "TASKQ_PAYLOAD", "TASKQ_CHECKPOINT", "TASKQ_DB",    "TASKQ_WORKER",
+    "TASKQ_SYNC",    "TASKQ_FLOW",       "TASKQ_ATOM",  "TASKQ_ACTION",
+    "TASKQ_ARGS"};
 
 // One task whose handler is running.
 struct Running {
@@ -169,6 +170,15 @@ std::vector<std::string> child_environment(const core::Task& t,
                  "for TASKQ_SYNC; see taskq show %lld\n",
                  static_cast<long long>(t.id), sync.size(),
                  static_cast<long long>(t.id));
+  }
+  for (const auto& [name, value] : flow_env(t)) {
+    if (!add_variable(env, name, value)) {
+      std::fprintf(stderr,
+                   "taskq: task %lld: its %s (%zu bytes) is too large for "
+                   "the environment; see taskq show %lld\n",
+                   static_cast<long long>(t.id), name.c_str(), value.size(),
+                   static_cast<long long>(t.id));
+    }
   }
   env.push_back("TASKQ_DB=" + db_path);
   env.push_back("TASKQ_WORKER=" + worker);

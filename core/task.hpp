@@ -67,6 +67,9 @@ struct Task {
   std::optional<std::string> schedule; // the schedule that emitted it
   std::optional<std::string> gate;     // the gate that emitted it
   Labels sync; // the schedule's sync state when it was emitted
+  // An atom's task: {"id","atom","action","args"} of the flow it works for
+  // (JSON text, as `lease -o json` shows it).
+  std::optional<std::string> flow;
 
   // A lease that has not expired at `now`.
   bool leased(Time now) const { return lease && lease->live(now); }

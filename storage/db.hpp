@@ -4,6 +4,7 @@
 #include "storage/task_store.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -119,6 +120,21 @@ public:
   // sequence, never backwards.)
   virtual void ids_given(std::string_view /*table*/) {}
 
+  // Work the open write transaction does last, just before it commits (a
+  // flow's step once its atom's task has ended and every row of that end
+  // is written). Work it queues runs too; a rollback drops it all.
+  void defer(std::function<void()> work) {
+    m_deferred.push_back(std::move(work));
+  }
+  void run_deferred() {
+    for (size_t i = 0; i < m_deferred.size(); ++i) {
+      auto work = std::move(m_deferred[i]);
+      work();
+    }
+    m_deferred.clear();
+  }
+  void drop_deferred() noexcept { m_deferred.clear(); }
+
 protected:
   Db(Backend backend, std::string path)
       : m_backend(backend), m_path(std::move(path)) {}
@@ -126,6 +142,7 @@ protected:
 private:
   Backend m_backend;
   std::string m_path;
+  std::vector<std::function<void()>> m_deferred;
 };
 
 // One SQLite connection, set up for taskq: a busy handler that waits up to
@@ -273,12 +290,14 @@ public:
   }
   ~Transaction() {
     if (m_open) {
+      m_db.drop_deferred();
       m_db.rollback();
     }
   }
   Transaction(const Transaction&) = delete;
   Transaction& operator=(const Transaction&) = delete;
   void commit() {
+    m_db.run_deferred();
     m_db.commit();
     m_open = false;
   }

@@ -77,12 +77,22 @@ void cover_gates(Db& db, const std::string& key, Time now) {
 void settle_finished(Db& db, int64_t id, TaskState state, Time now) {
   core::Labels labels;
   std::optional<std::string> trigger;
+  std::optional<std::string> flow;
   {
-    Statement st(db, "SELECT labels, trigger_key FROM tasks WHERE id = ?1");
+    Statement st(db,
+                 "SELECT labels, trigger_key, flow FROM tasks WHERE id = ?1");
     st.bind(1, id);
     st.step();
     labels = labels_from_json(st.get_opt_text(0));
     trigger = st.get_opt_text(1);
+    flow = st.get_opt_text(2);
+  }
+  if (flow) {
+    // Its flow steps once the task's end is written whole (its reason,
+    // its last error), just before the transaction commits.
+    db.defer([&db, id, flow = std::move(*flow), state, now] {
+      flow_task_ended(db, id, flow, state, now);
+    });
   }
   {
     Statement drop(db, "DELETE FROM task_labels WHERE key = ?1 AND value = ?2 "

@@ -118,6 +118,7 @@ Task read_task(const Statement& st) {
   t.schedule = st.get_opt_text(32);
   t.gate = st.get_opt_text(33);
   t.sync = labels_from_json(st.get_opt_text(34));
+  t.flow = st.get_opt_text(35);
   return t;
 }
 

@@ -42,9 +42,9 @@ inline constexpr std::string_view k_task_columns =
     "lease_worker, lease_expires, checkpoint, checkpoint_req, result, "
     "reason, max_errors, error_window_ms, retry_delay_ms, backoff, "
     "max_delay_ms, retry_of, unique_key, after_ids, blockers, root, "
-    "to_worker, broadcast_until, trigger_key, schedule, gate, sync";
+    "to_worker, broadcast_until, trigger_key, schedule, gate, sync, flow";
 // How many they are: a column selected after them is this one.
-inline constexpr int k_task_column_count = 35;
+inline constexpr int k_task_column_count = 36;
 
 std::string join(std::string_view a, std::string_view b);
 std::string labels_to_json(const core::Labels& labels);
@@ -111,6 +111,14 @@ void set_state(Db& db, int64_t id, core::TaskState state, core::Time now);
 // (followers.cpp).
 void settle_finished(Db& db, int64_t id, core::TaskState state, core::Time now);
 void set_reason(Db& db, int64_t id, std::string_view reason);
+// Deletes a task with its errors, events, dependency links and
+// deliveries; an unfinished one first ends as killed.
+void delete_task(Db& db, const core::Task& t, core::Time now);
+// An atom's task ended (completed, failed or killed): its flow takes its
+// step. Runs just before the transaction commits (Db::defer), once every
+// row of the task's end is written.
+void flow_task_ended(Db& db, int64_t task_id, const std::string& flow,
+                     core::TaskState state, core::Time now);
 void set_run_at(Db& db, int64_t id, core::Time at);
 // "<message> by <actor>" when an operator revoked `token` on task `id`.
 std::optional<std::string> find_revoked(Db& db, int64_t id,

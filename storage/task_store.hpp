@@ -59,6 +59,7 @@ struct NewTask {
   // lease to complete, until now + this; then it ends `completed`.
   std::optional<core::Millis> broadcast_ttl;
   std::optional<std::string> trigger; // a gate key it covers on completion
+  std::optional<std::string> flow;    // an atom's task: see core::Task::flow
 };
 
 // What add_unique did: a new task, the unfinished one with the same key
@@ -183,6 +184,9 @@ struct PurgeRequest {
 struct StreamEvent {
   core::Event event;
   std::string queue;
+  // A flow's state change instead (event.task_id 0, event.to its state,
+  // event.detail its name): the flow's id.
+  int64_t flow = 0;
 };
 
 // Where a reader of the event stream is: the last event row and the last
@@ -190,6 +194,7 @@ struct StreamEvent {
 struct EventCursor {
   int64_t event_id = 0;
   int64_t task_id = 0;
+  int64_t flow_event_id = 0;
 };
 
 // One `taskq tx` document (MassTasker's Update), applied by apply_tx in one
@@ -241,6 +246,47 @@ struct TaskImage {
   std::vector<ImageRow> events;     // oldest first, without their ids
   std::vector<ImageRow> deps;       // the dependencies it has waited for
   std::vector<ImageRow> deliveries; // a broadcast's deliveries
+};
+
+// Flows (SPEC §3). Times as stored; JSON values as their text.
+struct FlowSummary {
+  int64_t id = 0;
+  std::string name;
+  std::string state; // PENDING, RUNNING, ...
+  core::Time created_at;
+  core::Time updated_at;
+};
+struct FlowAtomInfo {
+  std::string name;
+  std::string kind; // task, retry
+  std::string flow; // the (nested) flow that holds it
+  std::string state;
+  std::string intention;
+  std::optional<int64_t> task;       // the task working for it now
+  std::optional<std::string> result; // JSON text
+  std::optional<std::string> failure;
+  std::optional<std::string> history; // JSON text: a retry's history
+};
+struct FlowEventInfo {
+  core::Time time;
+  std::string name;
+  std::string kind; // flow, task, retry
+  std::string state;
+  std::optional<std::string> result; // JSON text
+};
+struct FlowDetail {
+  FlowSummary flow;
+  std::string store; // JSON text
+  std::vector<FlowAtomInfo> atoms;
+  std::vector<FlowEventInfo> events; // oldest first
+};
+enum class FlowRequest { suspend, resume, rerun, rerun_reset };
+// What became of a request: done, or ignored (changed nothing; `note`
+// says why). A refused request throws conflict instead.
+struct FlowReply {
+  bool ignored = false;
+  std::string note;
+  std::string state; // the flow's state after it
 };
 
 struct TaskDetail {
@@ -395,6 +441,18 @@ public:
   // eligible). `worker` is the asking worker, for addressing.
   std::vector<std::string> why(int64_t id, core::Time now,
                                const std::string& worker);
+
+  // Flows. submit_flow: usage for a document compile_flow refuses; the new
+  // flow starts at once (its first atoms' tasks are created). Its id.
+  int64_t submit_flow(const std::string& document, core::Time now,
+                      const std::string& actor);
+  FlowReply flow_request(int64_t id, FlowRequest req, core::Time now);
+  std::vector<FlowSummary> flows(const std::optional<std::string>& state);
+  FlowDetail flow(int64_t id); // not_found when missing
+  std::optional<FlowSummary> find_flow(int64_t id);
+  // How many flows are in each state, every state named (PENDING first,
+  // in TaskFlow's order).
+  std::vector<std::pair<std::string, int64_t>> flow_counts();
 
   // Schedules. add_schedule: conflict when the name is taken; the first
   // emission waits for the first tick after `now`. Pausing stops emission;

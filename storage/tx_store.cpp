@@ -12,6 +12,30 @@ namespace taskq::storage {
 
 using namespace detail;
 
+namespace detail {
+
+// Deletes a task with its errors, events, dependency links and
+// deliveries; an unfinished one first ends as killed, so what waits for
+// it is paused rather than left waiting.
+void delete_task(Db& db, const Task& t, Time now) {
+  if (!core::is_terminal(t.state)) {
+    if (t.lease && !t.leased(now)) {
+      bump_queue_counter(db, t.queue, QueueCounter::leases_expired);
+    }
+    set_state(db, t.id, TaskState::killed, now);
+  }
+  for (const char* sql :
+       {"DELETE FROM task_errors WHERE task_id = ?1",
+        "DELETE FROM events WHERE task_id = ?1",
+        "DELETE FROM task_deps WHERE task_id = ?1 OR dep_id = ?1",
+        "DELETE FROM deliveries WHERE task_id = ?1",
+        "DELETE FROM tasks WHERE id = ?1"}) {
+    Statement(db, sql).bind(1, t.id).run();
+  }
+}
+
+} // namespace detail
+
 namespace {
 
 // How errors name an operation: `update[1]: ...`.
@@ -57,26 +81,6 @@ Task must_exist(Db& db, int64_t id, const std::string& op) {
     throw Error(ErrorKind::not_found, op + ": no " + task_ref(id));
   }
   return std::move(*t);
-}
-
-// Deletes a task with its errors, events, dependency links and
-// deliveries; an unfinished one first ends as killed, so what waits for
-// it is paused rather than left waiting.
-void delete_task(Db& db, const Task& t, Time now) {
-  if (!core::is_terminal(t.state)) {
-    if (t.lease && !t.leased(now)) {
-      bump_queue_counter(db, t.queue, QueueCounter::leases_expired);
-    }
-    set_state(db, t.id, TaskState::killed, now);
-  }
-  for (const char* sql :
-       {"DELETE FROM task_errors WHERE task_id = ?1",
-        "DELETE FROM events WHERE task_id = ?1",
-        "DELETE FROM task_deps WHERE task_id = ?1 OR dep_id = ?1",
-        "DELETE FROM deliveries WHERE task_id = ?1",
-        "DELETE FROM tasks WHERE id = ?1"}) {
-    Statement(db, sql).bind(1, t.id).run();
-  }
 }
 
 // The fields an update names, for its event's detail.
