@@ -205,6 +205,37 @@ expect_json "$out" "select(.id == $ok_id) | .state" SUCCESS "flow list"
 expect_exit 0 "$TASKQ" flow list --state SUCCESS -o json
 expect_json "$out" "[.id] | index($ok_id) != null" true "flow list --state SUCCESS"
 
+section "without run: lease -o env, done --result, and a killed atom task"
+expect_exit 0 "$TASKQ" flow submit - -o json <<<'{"name": "manual", "pattern": "linear",
+ "atoms": [
+   {"name": "m1", "execute": {"queue": "mq", "payload": {"k": 1}}, "provides": "got"},
+   {"name": "m2", "execute": {"queue": "mq"}, "requires": ["got"]}]}'
+expect_match "$out" '^\{"id":[0-9]+\}$' "submit -o json"
+mn_id=$(jout .id)
+expect_exit 0 "$TASKQ" lease mq -o env --for 5m
+m1_env=$out
+envvar() { (eval "$m1_env" && printf '%s' "${!1-<unset>}"); }
+expect_eq "$(envvar TASKQ_FLOW)" "$mn_id" "lease -o env: TASKQ_FLOW"
+expect_eq "$(envvar TASKQ_ATOM)" m1 "lease -o env: TASKQ_ATOM"
+expect_eq "$(envvar TASKQ_ACTION)" execute "lease -o env: TASKQ_ACTION"
+expect_eq "$(envvar TASKQ_ARGS)" '{}' "lease -o env: TASKQ_ARGS"
+m1_id=$(envvar TASKQ_ID)
+m1_tok=$(envvar TASKQ_LEASE)
+expect_exit 0 "$TASKQ" done "$m1_id" --lease "$m1_tok" --result '{"n": [1, 2]}'
+expect_eq "$(fshow "$mn_id" .store)" '{"got":{"n":[1,2]}}' "done --result reaches the store"
+expect_exit 0 "$TASKQ" lease mq -o json --for 5m
+expect_json "$out" .flow "{\"action\":\"execute\",\"args\":{\"got\":{\"n\":[1,2]}},\"atom\":\"m2\",\"id\":$mn_id}" \
+  "lease -o json: the flow object, with args"
+m2_id=$(jout .id)
+expect_exit 0 "$TASKQ" kill "$m2_id"
+wait_flow 6 "$mn_id" REVERTED
+expect_eq "$(fshow "$mn_id" '[.atoms[] | "\(.name):\(.state)"] | join(" ")')" \
+  "m1:REVERTED m2:REVERTED" "a killed atom task fails its atom; the flow is reverted"
+expect_eq "$(fshow "$mn_id" '[.events[] | select(.kind == "task") | "\(.name):\(.state)"] | join(" ")')" \
+  "m1:RUNNING m1:SUCCESS m2:RUNNING m2:FAILURE m2:REVERTING m2:REVERTED m1:REVERTING m1:REVERTED" \
+  "atom events"
+expect_eq "$(fshow "$mn_id" .store)" '{}' "store after the revert"
+
 # --- revert in reverse order ----------------------------------------------------------
 
 section "a step that fails for good is reverted in reverse order; the flow ends REVERTED"
