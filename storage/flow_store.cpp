@@ -145,7 +145,8 @@ NewTask atom_task(const Loaded& f, const flow::NewAtomTask& n) {
   t.priority = node.priority;
   t.max_attempts = node.max_attempts;
   t.policy = node.policy;
-  t.flow = json{
+  // In SPEC's order: id, atom, action, args.
+  t.flow = nlohmann::ordered_json{
       {"id", f.id},
       {"atom", node.name},
       {"action", flow::to_string(n.action)},
@@ -401,13 +402,13 @@ FlowReply TaskStore::flow_request(int64_t id, FlowRequest req, Time now) {
   }
   flow::Step step = flow::advance(*f->model, f->rt, in);
   if (step.verdict == flow::Verdict::refused) {
-    throw Error(ErrorKind::conflict, step.note);
+    throw Error(ErrorKind::conflict, flow_ref(id) + ": " + step.note);
   }
   FlowReply reply;
   if (step.verdict == flow::Verdict::ignored) {
     reply.ignored = true;
     reply.note =
-        step.note.empty() ? flow_ref(id) + ": nothing to do" : step.note;
+        flow_ref(id) + ": " + (step.note.empty() ? "nothing to do" : step.note);
   } else {
     save_step(*m_db, *f, step, now, false);
     tx.commit();
