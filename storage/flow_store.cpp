@@ -94,8 +94,9 @@ std::optional<Loaded> load_flow(Db& db, int64_t id) {
   Loaded f;
   f.id = id;
   {
-    Statement st(db, "SELECT state, document, store, failed FROM flows "
-                     "WHERE id = ?1");
+    Statement st(db, "SELECT f.state, d.document, f.store, f.failed FROM "
+                     "flows f JOIN flow_documents d ON d.flow_id = f.id "
+                     "WHERE f.id = ?1");
     st.bind(1, id);
     if (!st.step()) {
       return std::nullopt;
@@ -145,7 +146,8 @@ NewTask atom_task(const Loaded& f, const flow::NewAtomTask& n) {
   t.priority = node.priority;
   t.max_attempts = node.max_attempts;
   t.policy = node.policy;
-  t.flow = json{
+  // In SPEC's order: id, atom, action, args.
+  t.flow = nlohmann::ordered_json{
       {"id", f.id},
       {"atom", node.name},
       {"action", flow::to_string(n.action)},
@@ -242,7 +244,7 @@ void save_step(Db& db, Loaded& f, flow::Step& step, Time now, bool fresh) {
       st.reset();
     }
   }
-  if (step.flow_changed || !step.changes.empty()) {
+  if (step.flow_changed) {
     Statement(db, "UPDATE flows SET state = ?2, store = ?3, failed = ?4, "
                   "updated_at = ?5 WHERE id = ?1")
         .bind(1, f.id)
@@ -341,18 +343,22 @@ int64_t TaskStore::submit_flow(const std::string& document, Time now,
   f.rt = flow::initial_runtime(*c.model);
   const std::string name = c.model->name;
   {
-    Statement st(*m_db, "INSERT INTO flows (name, state, document, store, "
-                        "failed, created_at, updated_at) VALUES "
-                        "(?1, ?2, ?3, ?4, 0, ?5, ?5) RETURNING id");
+    Statement st(*m_db, "INSERT INTO flows (name, state, store, failed, "
+                        "created_at, updated_at) VALUES "
+                        "(?1, ?2, ?3, 0, ?4, ?4) RETURNING id");
     st.bind(1, name)
         .bind(2, flow::to_string(f.rt.state))
-        .bind(3, document)
-        .bind(4, f.rt.store.dump())
-        .bind(5, to_unix_ms(now));
+        .bind(3, f.rt.store.dump())
+        .bind(4, to_unix_ms(now));
     st.step();
     f.id = st.get_int(0);
     st.reset();
   }
+  Statement(*m_db, "INSERT INTO flow_documents (flow_id, document) VALUES "
+                   "(?1, ?2)")
+      .bind(1, f.id)
+      .bind_borrowed(2, document)
+      .run();
   f.model = model_of(f.id, document, std::move(c.model));
   flow::Step step = flow::advance(*f.model, f.rt, flow::Start{});
   // The flow's first event: it exists, PENDING; then what Start did.
@@ -401,13 +407,13 @@ FlowReply TaskStore::flow_request(int64_t id, FlowRequest req, Time now) {
   }
   flow::Step step = flow::advance(*f->model, f->rt, in);
   if (step.verdict == flow::Verdict::refused) {
-    throw Error(ErrorKind::conflict, step.note);
+    throw Error(ErrorKind::conflict, flow_ref(id) + ": " + step.note);
   }
   FlowReply reply;
   if (step.verdict == flow::Verdict::ignored) {
     reply.ignored = true;
     reply.note =
-        step.note.empty() ? flow_ref(id) + ": nothing to do" : step.note;
+        flow_ref(id) + ": " + (step.note.empty() ? "nothing to do" : step.note);
   } else {
     save_step(*m_db, *f, step, now, false);
     tx.commit();
@@ -461,8 +467,10 @@ FlowDetail TaskStore::flow(int64_t id) {
   FlowDetail d;
   std::string document;
   {
-    Statement st(*m_db, "SELECT id, name, state, created_at, updated_at, "
-                        "store, document FROM flows WHERE id = ?1");
+    Statement st(*m_db,
+                 "SELECT f.id, f.name, f.state, f.created_at, f.updated_at, "
+                 "f.store, d.document FROM flows f JOIN flow_documents d ON "
+                 "d.flow_id = f.id WHERE f.id = ?1");
     st.bind(1, id);
     if (!st.step()) {
       throw Error(ErrorKind::not_found, "no " + flow_ref(id));
