@@ -12,6 +12,9 @@ CREATE TABLE flows (
   state      TEXT    NOT NULL,
   store      TEXT    NOT NULL, -- JSON object
   failed     INTEGER NOT NULL DEFAULT 0, -- a revert failed in this run
+  -- A random number each step writes: a process that wrote the step
+  -- knows its atoms' rows without reading them again.
+  version    INTEGER NOT NULL DEFAULT 0,
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL
 ) STRICT;
