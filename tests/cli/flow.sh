@@ -204,6 +204,12 @@ expect_exit 0 "$TASKQ" flow list -o json
 expect_json "$out" "select(.id == $ok_id) | .state" SUCCESS "flow list"
 expect_exit 0 "$TASKQ" flow list --state SUCCESS -o json
 expect_json "$out" "[.id] | index($ok_id) != null" true "flow list --state SUCCESS"
+expect_exit 0 "$TASKQ" flow list
+expect_match "$(head -n 1 <<<"$out")" '^ID +NAME +STATE +UPDATED$' "flow list's table header"
+check "flow list's row" grep -qE "^$ok_id +lin +SUCCESS +[0-9]{4}-" <<<"$out"
+expect_exit 0 "$TASKQ" flow show "$ok_id"
+expect_match "$out" 'TIME +ELEMENT +KIND +STATE +RESULT' "flow show's event table"
+check "flow show's event row of c" grep -qE '^[0-9TZ:.-]+ +c +task +SUCCESS +c-out$' <<<"$out"
 
 section "without run: lease -o env, done --result, and a killed atom task"
 expect_exit 0 "$TASKQ" flow submit - -o json <<<'{"name": "manual", "pattern": "linear",
