@@ -19,6 +19,21 @@ constexpr int64_t k_batch = 1000;
 
 void print_event(const storage::StreamEvent& e, Format format) {
   const core::Event& ev = e.event;
+  if (e.flow != 0) {
+    if (format == Format::json) {
+      print_json(Json{{"time", core::format_time(ev.time)},
+                      {"flow", e.flow},
+                      {"name", ev.detail},
+                      {"message", "flow"},
+                      {"to", ev.to},
+                      {"actor", ev.actor}});
+    } else {
+      std::printf(
+          "%s  flow %lld  %s  -> %s\n", core::format_time(ev.time).c_str(),
+          static_cast<long long>(e.flow), ev.detail.c_str(), ev.to.c_str());
+    }
+    return;
+  }
   if (format == Format::json) {
     Json j;
     j["id"] = ev.id == 0 ? Json(nullptr) : Json(ev.id);

@@ -38,6 +38,17 @@ void print_family(const std::vector<storage::QueueMetrics>& queues,
   }
 }
 
+// Flows per state: every state, so that each series is always there.
+void print_flow_metrics(
+    const std::vector<std::pair<std::string, int64_t>>& flows) {
+  std::puts("# HELP taskq_flows Flows per state.");
+  std::puts("# TYPE taskq_flows gauge");
+  for (const auto& [state, n] : flows) {
+    std::printf("taskq_flows{state=\"%s\"} %lld\n", state.c_str(),
+                static_cast<long long>(n));
+  }
+}
+
 void print_metrics(const std::vector<storage::QueueMetrics>& queues) {
   print_family(queues, "taskq_tasks", "gauge", "Tasks per queue and state.",
                [](const storage::QueueMetrics& m, const std::string& q) {
@@ -133,7 +144,17 @@ void run_stats(const std::optional<std::string>& queue, Context& ctx) {
     check_queue_name(*queue);
   }
   const core::Time now = ctx.now();
-  const auto stats = ctx.store(storage::OpenMode::read).stats(queue, now);
+  auto& store = ctx.store(storage::OpenMode::read);
+  const auto stats = store.stats(queue, now);
+  // Flows by state, when there are any (and no --queue: flows span queues).
+  std::vector<std::pair<std::string, int64_t>> flows;
+  if (!queue) {
+    flows = store.flow_counts();
+  }
+  int64_t flow_total = 0;
+  for (const auto& [state, n] : flows) {
+    flow_total += n;
+  }
   if (format == Format::json) {
     for (const auto& s : stats) {
       Json j;
@@ -155,6 +176,13 @@ void run_stats(const std::optional<std::string>& queue, Context& ctx) {
       j["completed_last_hour"] = s.completed_last_hour;
       print_json(j);
     }
+    if (flow_total > 0) {
+      Json counts = Json::object();
+      for (const auto& [state, n] : flows) {
+        counts[state] = n;
+      }
+      print_json(Json{{"flows", counts}});
+    }
     return;
   }
   std::vector<std::vector<std::string>> rows;
@@ -174,6 +202,14 @@ void run_stats(const std::optional<std::string>& queue, Context& ctx) {
                "COMPLETED", "FAILED", "KILLED", "OLDEST_READY", "DONE_1M",
                "DONE_1H"},
               rows);
+  if (flow_total > 0) {
+    rows.clear();
+    for (const auto& [state, n] : flows) {
+      rows.push_back({state, std::to_string(n)});
+    }
+    std::puts("");
+    print_table({"FLOWS", "COUNT"}, rows);
+  }
 }
 
 } // namespace
@@ -227,7 +263,9 @@ void register_inspect(CLI::App& app, Context& ctx) {
               "/var/lib/node_exporter/taskq.prom.$$ "
               "/var/lib/node_exporter/taskq.prom")
       ->callback([&ctx] {
-        print_metrics(ctx.store(storage::OpenMode::read).metrics(ctx.now()));
+        auto& store = ctx.store(storage::OpenMode::read);
+        print_metrics(store.metrics(ctx.now()));
+        print_flow_metrics(store.flow_counts());
       });
 
   auto wid = std::make_shared<std::string>();

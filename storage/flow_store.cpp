@@ -145,7 +145,8 @@ NewTask atom_task(const Loaded& f, const flow::NewAtomTask& n) {
   t.priority = node.priority;
   t.max_attempts = node.max_attempts;
   t.policy = node.policy;
-  t.flow = json{
+  // In SPEC's order: id, atom, action, args.
+  t.flow = nlohmann::ordered_json{
       {"id", f.id},
       {"atom", node.name},
       {"action", flow::to_string(n.action)},
@@ -401,13 +402,13 @@ FlowReply TaskStore::flow_request(int64_t id, FlowRequest req, Time now) {
   }
   flow::Step step = flow::advance(*f->model, f->rt, in);
   if (step.verdict == flow::Verdict::refused) {
-    throw Error(ErrorKind::conflict, step.note);
+    throw Error(ErrorKind::conflict, flow_ref(id) + ": " + step.note);
   }
   FlowReply reply;
   if (step.verdict == flow::Verdict::ignored) {
     reply.ignored = true;
     reply.note =
-        step.note.empty() ? flow_ref(id) + ": nothing to do" : step.note;
+        flow_ref(id) + ": " + (step.note.empty() ? "nothing to do" : step.note);
   } else {
     save_step(*m_db, *f, step, now, false);
     tx.commit();
@@ -439,6 +440,21 @@ std::optional<FlowSummary> TaskStore::find_flow(int64_t id) {
     return std::nullopt;
   }
   return read_summary(st);
+}
+
+std::vector<std::pair<std::string, int64_t>> TaskStore::flow_counts() {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  std::map<std::string, int64_t, std::less<>> by_state;
+  Statement st(*m_db, "SELECT state, count(*) FROM flows GROUP BY state");
+  while (st.step()) {
+    by_state[st.get_text(0)] = st.get_int(1);
+  }
+  std::vector<std::pair<std::string, int64_t>> out;
+  for (const flow::FlowState s : flow::k_flow_states) {
+    const auto it = by_state.find(flow::to_string(s));
+    out.emplace_back(flow::to_string(s), it == by_state.end() ? 0 : it->second);
+  }
+  return out;
 }
 
 FlowDetail TaskStore::flow(int64_t id) {

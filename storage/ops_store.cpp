@@ -234,21 +234,56 @@ TaskStore::events(const std::optional<std::string>& queue,
       logged.push_back({read_event(st), st.get_text(8)});
     }
   }
-  // Merged by time, a creation first at equal times; each source keeps its
-  // own order, so the cursor's two halves each move past a prefix.
+  std::vector<StreamEvent> flows;
+  if (!queue) { // flows span queues: a queue's stream has none
+    Statement st(*m_db, "SELECT e.id, e.flow_id, e.time, e.name, e.state "
+                        "FROM flow_events e WHERE e.id > ?1 AND e.kind = "
+                        "'flow' AND (CAST(?2 AS BIGINT) IS NULL OR e.time >= "
+                        "?2) AND (?3 IS NULL) ORDER BY e.id LIMIT ?4");
+    st.bind(1, cursor.flow_event_id);
+    bind_filters(st);
+    while (st.step()) {
+      StreamEvent e;
+      e.event.id = st.get_int(0);
+      e.flow = st.get_int(1);
+      e.event.time = core::from_unix_ms(st.get_int(2));
+      e.event.message = "flow";
+      e.event.to = st.get_text(4);
+      e.event.actor = std::string(k_system_actor);
+      e.event.detail = st.get_text(3);
+      flows.push_back(std::move(e));
+    }
+  }
+  // Merged by time; at equal times a creation first, then a task's event,
+  // then a flow's. Each source keeps its own order, so each part of the
+  // cursor moves past a prefix.
   std::vector<StreamEvent> out;
   size_t a = 0;
   size_t b = 0;
+  size_t c = 0;
   while (static_cast<int64_t>(out.size()) < limit
-         && (a < adds.size() || b < logged.size())) {
-    const bool take_add =
-        b == logged.size()
-        || (a < adds.size() && adds[a].event.time <= logged[b].event.time);
-    StreamEvent& next = take_add ? adds[a++] : logged[b++];
-    if (take_add) {
+         && (a < adds.size() || b < logged.size() || c < flows.size())) {
+    int pick = -1;
+    Time best{};
+    const auto consider = [&](int which, const std::vector<StreamEvent>& list,
+                              size_t at) {
+      if (at < list.size() && (pick < 0 || list[at].event.time < best)) {
+        pick = which;
+        best = list[at].event.time;
+      }
+    };
+    consider(0, adds, a);
+    consider(1, logged, b);
+    consider(2, flows, c);
+    StreamEvent& next = pick == 0   ? adds[a++]
+                        : pick == 1 ? logged[b++]
+                                    : flows[c++];
+    if (pick == 0) {
       cursor.task_id = next.event.task_id;
-    } else {
+    } else if (pick == 1) {
       cursor.event_id = next.event.id;
+    } else {
+      cursor.flow_event_id = next.event.id;
     }
     out.push_back(std::move(next));
   }
@@ -258,9 +293,10 @@ TaskStore::events(const std::optional<std::string>& queue,
 EventCursor TaskStore::events_end() {
   Transaction tx(*m_db, Transaction::Kind::read);
   Statement st(*m_db, "SELECT (SELECT coalesce(max(id), 0) FROM events), "
-                      "(SELECT coalesce(max(id), 0) FROM tasks)");
+                      "(SELECT coalesce(max(id), 0) FROM tasks), "
+                      "(SELECT coalesce(max(id), 0) FROM flow_events)");
   st.step();
-  return {st.get_int(0), st.get_int(1)};
+  return {st.get_int(0), st.get_int(1), st.get_int(2)};
 }
 
 } // namespace taskq::storage

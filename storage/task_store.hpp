@@ -184,6 +184,9 @@ struct PurgeRequest {
 struct StreamEvent {
   core::Event event;
   std::string queue;
+  // A flow's state change instead (event.task_id 0, event.to its state,
+  // event.detail its name): the flow's id.
+  int64_t flow = 0;
 };
 
 // Where a reader of the event stream is: the last event row and the last
@@ -191,6 +194,7 @@ struct StreamEvent {
 struct EventCursor {
   int64_t event_id = 0;
   int64_t task_id = 0;
+  int64_t flow_event_id = 0;
 };
 
 // One `taskq tx` document (MassTasker's Update), applied by apply_tx in one
@@ -455,6 +459,9 @@ public:
   std::vector<FlowSummary> flows(const std::optional<std::string>& state);
   FlowDetail flow(int64_t id); // not_found when missing
   std::optional<FlowSummary> find_flow(int64_t id);
+  // How many flows are in each state, every state named (PENDING first,
+  // in TaskFlow's order).
+  std::vector<std::pair<std::string, int64_t>> flow_counts();
 
   // Schedules. add_schedule: conflict when the name is taken; the first
   // emission waits for the first tick after `now`. Pausing stops emission;
