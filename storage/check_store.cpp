@@ -269,6 +269,38 @@ void find_flow_violations(
 
 } // namespace detail
 
+namespace {
+
+// How many flows have a document that no longer compiles, or atom rows
+// that are not its compiled nodes (node i named and kinded as nodes[i],
+// one row each): what every step of the flow trusts.
+int64_t flows_off_document(Db& db) {
+  int64_t off = 0;
+  Statement flows(db, "SELECT id, document FROM flows ORDER BY id");
+  Statement atoms(db, "SELECT node, name, kind FROM flow_atoms "
+                      "WHERE flow_id = ?1 ORDER BY node");
+  while (flows.step()) {
+    const flow::Compiled c = flow::compile_flow(flows.get_text(1));
+    bool ok = c.model.has_value();
+    size_t n = 0;
+    atoms.bind(1, flows.get_int(0));
+    while (atoms.step()) {
+      ok = ok && n < c.model->nodes.size()
+           && atoms.get_int(0) == static_cast<int64_t>(n)
+           && atoms.get_text(1) == c.model->nodes[n].name
+           && atoms.get_text(2)
+                  == (c.model->nodes[n].kind == flow::NodeKind::retry ? "retry"
+                                                                      : "task");
+      ++n;
+    }
+    atoms.reset();
+    off += ok && n == c.model->nodes.size() ? 0 : 1;
+  }
+  return off;
+}
+
+} // namespace
+
 CheckReport TaskStore::check() {
   CheckReport report;
   Transaction tx(*m_db, Transaction::Kind::read);
@@ -292,6 +324,11 @@ CheckReport TaskStore::check() {
   for (const auto& [rule, n] : broken) {
     report.problems.push_back(std::to_string(n) + " "
                               + std::string(rule->summary));
+  }
+  if (const int64_t n = flows_off_document(*m_db); n > 0) {
+    report.problems.push_back(std::to_string(n)
+                              + " flow(s) whose document does not compile "
+                                "or whose atoms are not its nodes");
   }
   report.ok = report.problems.empty();
   return report;

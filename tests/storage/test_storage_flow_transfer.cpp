@@ -410,6 +410,8 @@ TEST_CASE("check passes clean flows and reports each broken flow invariant") {
       "for another atom";
   const std::string unanswered =
       "1 unfinished task(s) of a flow's atom that no atom waits for";
+  const std::string off_document = "1 flow(s) whose document does not "
+                                   "compile or whose atoms are not its nodes";
   const std::vector<Case> cases = {
       {"UPDATE flow_atoms SET task_id = 999 WHERE task_id IS NOT NULL",
        {unanswered, missing_task}},
@@ -442,16 +444,28 @@ TEST_CASE("check passes clean flows and reports each broken flow invariant") {
       {"UPDATE flow_atoms SET intention = 'LATER' WHERE flow_id = 2",
        {"1 flow atom(s) with an unknown kind, state or intention"}},
       {"UPDATE flow_atoms SET kind = 'job' WHERE flow_id = 2",
-       {"1 flow atom(s) with an unknown kind, state or intention"}},
+       {"1 flow atom(s) with an unknown kind, state or intention",
+        off_document}},
       {"UPDATE flow_events SET kind = 'atom' WHERE flow_id = 2 AND "
        "name = 'only' AND state = 'RUNNING'",
        {"1 flow event(s) with an unknown kind or state"}},
       {"UPDATE flow_events SET state = 'REVERT_FAILURE' WHERE flow_id = 2 "
        "AND kind = 'flow' AND state = 'SUCCESS'",
        {"1 flow event(s) with an unknown kind or state"}},
+      {"UPDATE flows SET document = '{\"name\": \"one\"}' WHERE id = 2",
+       {off_document}},
+      {"UPDATE flow_atoms SET name = 'other' WHERE flow_id = 2",
+       {off_document}},
+      {"UPDATE flow_atoms SET kind = 'retry' WHERE flow_id = 2",
+       {off_document}},
+      {"DELETE FROM flow_atoms WHERE flow_id = 2", {off_document}},
+      {"INSERT INTO flow_atoms (flow_id, node, name, kind, state, intention) "
+       "VALUES (2, 1, 'extra', 'task', 'PENDING', 'EXECUTE')",
+       {off_document}},
   };
   for (const Case& c : cases) {
-    CAPTURE(c.sql);
+    const std::string sql = c.sql;
+    CAPTURE(sql);
     TempDb db;
     {
       TaskStore store(db.path(), OpenMode::write);
@@ -463,6 +477,11 @@ TEST_CASE("check passes clean flows and reports each broken flow invariant") {
     REQUIRE(db.exec(c.sql));
     TaskStore store(db.path(), OpenMode::write);
     const auto report = store.check();
+    std::string problems;
+    for (const auto& p : report.problems) {
+      problems += p + "; ";
+    }
+    CAPTURE(problems);
     CHECK_FALSE(report.ok);
     CHECK(report.problems == c.problems);
   }
