@@ -187,49 +187,33 @@ void run_wait(const std::string& id_arg, const OptText& timeout_arg,
       ctx.format(Format::table, {Format::table, Format::json});
   const int64_t id = parse_flow_id(id_arg);
   const auto timeout = parse_duration_arg(timeout_arg, "--timeout");
-  const auto deadline =
-      std::chrono::steady_clock::now() + timeout.value_or(core::Millis{0});
   auto& store = ctx.store(storage::OpenMode::read);
-  std::optional<storage::ChangeFeed> feed;
-  while (true) {
-    if (feed) {
-      feed->drain(); // changes after this read wake the wait below
-    }
+  storage::FlowSummary last;
+  const bool finished = watch(store, timeout, [&] {
     const auto f = store.find_flow(id);
     if (!f) {
       throw Error(ErrorKind::not_found, "no flow " + std::to_string(id));
     }
+    last = *f;
     const auto state = core::flow::parse_flow_state(f->state);
-    if (state && core::flow::is_final(*state)) {
-      if (format == Format::json) {
-        std::puts(summary_json(*f).c_str());
-      } else {
-        std::printf("%s\n", f->state.c_str());
-      }
-      ctx.exit_code = *state == core::flow::FlowState::success
-                          ? k_exit_ok
-                          : k_exit_task_failed;
-      return;
-    }
-    std::optional<core::Millis> left;
-    if (timeout) {
-      left = std::chrono::ceil<core::Millis>(
-          deadline - std::chrono::steady_clock::now());
-      if (left->count() <= 0) {
-        std::fprintf(stderr, "taskq: timed out after %s; flow %lld is %s\n",
-                     core::format_duration(*timeout).c_str(),
-                     static_cast<long long>(id), f->state.c_str());
-        ctx.exit_code = k_exit_nothing;
-        return;
-      }
-    }
-    if (!feed) {
-      // Watch from before the next look, so no change slips between them.
-      feed = store.changes();
-      continue;
-    }
-    feed->wait(left);
+    return state && core::flow::is_final(*state);
+  });
+  if (!finished) {
+    std::fprintf(stderr, "taskq: timed out after %s; flow %lld is %s\n",
+                 core::format_duration(*timeout).c_str(),
+                 static_cast<long long>(id), last.state.c_str());
+    ctx.exit_code = k_exit_nothing;
+    return;
   }
+  if (format == Format::json) {
+    std::puts(summary_json(last).c_str());
+  } else {
+    std::printf("%s\n", last.state.c_str());
+  }
+  ctx.exit_code =
+      last.state == core::flow::to_string(core::flow::FlowState::success)
+          ? k_exit_ok
+          : k_exit_task_failed;
 }
 
 } // namespace

@@ -38,12 +38,17 @@ void print_family(const std::vector<storage::QueueMetrics>& queues,
   }
 }
 
-// Flows per state: every state, so that each series is always there.
+// Flows per state: every state once there is a flow, so that each series
+// is always there; no samples before (as queues have none before a task).
 void print_flow_metrics(
     const std::vector<std::pair<std::string, int64_t>>& flows) {
   std::puts("# HELP taskq_flows Flows per state.");
   std::puts("# TYPE taskq_flows gauge");
+  int64_t total = 0;
   for (const auto& [state, n] : flows) {
+    total += n;
+  }
+  for (const auto& [state, n] : total == 0 ? decltype(flows){} : flows) {
     std::printf("taskq_flows{state=\"%s\"} %lld\n", state.c_str(),
                 static_cast<long long>(n));
   }

@@ -105,16 +105,12 @@ void run_wait(const std::vector<std::string>& id_args,
       ctx.format(Format::table, {Format::table, Format::json, Format::id});
   const auto ids = parse_ids(id_args);
   const auto timeout = parse_duration_arg(timeout_arg, "--timeout");
-  const auto deadline =
-      std::chrono::steady_clock::now() + timeout.value_or(core::Millis{0});
   auto& store = ctx.store(storage::OpenMode::read);
-  std::optional<storage::ChangeFeed> feed;
-  while (true) {
-    if (feed) {
-      feed->drain(); // changes after this read wake the wait below
-    }
-    std::vector<core::Task> tasks;
-    std::vector<int64_t> pending;
+  std::vector<core::Task> tasks;
+  std::vector<int64_t> pending;
+  const bool finished = watch(store, timeout, [&] {
+    tasks.clear();
+    pending.clear();
     for (const int64_t id : ids) {
       auto t = store.find(id);
       if (!t) {
@@ -125,48 +121,35 @@ void run_wait(const std::vector<std::string>& id_args,
       }
       tasks.push_back(std::move(*t));
     }
-    if (pending.empty()) {
-      const core::Time now = ctx.live_now();
-      bool all_completed = true;
-      std::vector<std::vector<std::string>> rows;
-      for (const auto& t : tasks) {
-        all_completed = all_completed && t.state == core::TaskState::completed;
-        if (format == Format::json) {
-          print_task_json(t, now);
-        } else if (format == Format::id) {
-          std::printf("%lld\n", static_cast<long long>(t.id));
-        } else {
-          rows.push_back(
-              {std::to_string(t.id), std::string(core::to_string(t.state)),
-               t.state == core::TaskState::completed ? t.result.value_or("")
-                                                     : t.reason});
-        }
-      }
-      if (format == Format::table) {
-        print_table({"ID", "STATE", "RESULT"}, rows);
-      }
-      ctx.exit_code = all_completed ? k_exit_ok : k_exit_task_failed;
-      return;
-    }
-    std::optional<core::Millis> left;
-    if (timeout) {
-      left = std::chrono::ceil<core::Millis>(
-          deadline - std::chrono::steady_clock::now());
-      if (left->count() <= 0) {
-        std::fprintf(stderr, "taskq: timed out after %s; not finished: %s\n",
-                     core::format_duration(*timeout).c_str(),
-                     join_ids(pending).c_str());
-        ctx.exit_code = k_exit_nothing;
-        return;
-      }
-    }
-    if (!feed) {
-      // Watch from before the next look, so no change slips between them.
-      feed = store.changes();
-      continue;
-    }
-    feed->wait(left);
+    return pending.empty();
+  });
+  if (!finished) {
+    std::fprintf(stderr, "taskq: timed out after %s; not finished: %s\n",
+                 core::format_duration(*timeout).c_str(),
+                 join_ids(pending).c_str());
+    ctx.exit_code = k_exit_nothing;
+    return;
   }
+  const core::Time now = ctx.live_now();
+  bool all_completed = true;
+  std::vector<std::vector<std::string>> rows;
+  for (const auto& t : tasks) {
+    all_completed = all_completed && t.state == core::TaskState::completed;
+    if (format == Format::json) {
+      print_task_json(t, now);
+    } else if (format == Format::id) {
+      std::printf("%lld\n", static_cast<long long>(t.id));
+    } else {
+      rows.push_back(
+          {std::to_string(t.id), std::string(core::to_string(t.state)),
+           t.state == core::TaskState::completed ? t.result.value_or("")
+                                                 : t.reason});
+    }
+  }
+  if (format == Format::table) {
+    print_table({"ID", "STATE", "RESULT"}, rows);
+  }
+  ctx.exit_code = all_completed ? k_exit_ok : k_exit_task_failed;
 }
 
 void run_progress(const std::string& queue, const std::string& interval_arg,

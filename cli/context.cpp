@@ -314,6 +314,35 @@ parse_patterns(const std::vector<std::string>& texts) {
   return patterns;
 }
 
+bool watch(storage::TaskStore& store, std::optional<core::Millis> timeout,
+           const std::function<bool()>& look) {
+  const auto deadline =
+      std::chrono::steady_clock::now() + timeout.value_or(core::Millis{0});
+  std::optional<storage::ChangeFeed> feed;
+  while (true) {
+    if (feed) {
+      feed->drain(); // changes after this look wake the wait below
+    }
+    if (look()) {
+      return true;
+    }
+    std::optional<core::Millis> left;
+    if (timeout) {
+      left = std::chrono::ceil<core::Millis>(
+          deadline - std::chrono::steady_clock::now());
+      if (left->count() <= 0) {
+        return false;
+      }
+    }
+    if (!feed) {
+      // Watch from before the next look, so no change slips between them.
+      feed = store.changes();
+      continue;
+    }
+    feed->wait(left);
+  }
+}
+
 // Reads the whole file (or stdin for "-"); a file that cannot be read is a
 // usage error that says why (a folder, a missing file, no permission).
 std::string read_input(const std::string& path) {

@@ -5,6 +5,7 @@
 #include "storage/task_store.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -88,6 +89,10 @@ parse_patterns(const std::vector<std::string>& texts);
 // The whole contents of file `path`, or of stdin when it is `-` (usage
 // error when it cannot be read).
 std::string read_input(const std::string& path);
+// Calls `look` until it returns true, waiting on the database's change feed
+// between looks (never polling); false when `timeout` ran out first.
+bool watch(storage::TaskStore& store, std::optional<core::Millis> timeout,
+           const std::function<bool()>& look);
 // A JSON string holding `text`.
 std::string json_string(const std::string& text);
 

@@ -56,7 +56,7 @@ _taskq() {
         *)
             if [[ -z $cmd ]]; then
                 cmd=$w
-            elif [[ -z $sub && $cmd == @(queue|db|completion|schedule|gate) ]]; then
+            elif [[ -z $sub && $cmd == @(queue|db|completion|schedule|gate|flow) ]]; then
                 sub=$w
             else
                 ((++npos))
@@ -95,10 +95,20 @@ _taskq() {
         [[ $cmd == events ]] && words="table json"
         [[ $cmd == @(tx|export) ]] && words="json"
         [[ $cmd == import ]] && words="table"
+        if [[ $cmd == flow ]]; then
+            case $sub in
+            submit) words="id json" ;;
+            list | '') words="table json id" ;;
+            *) words="table json" ;;
+            esac
+        fi
         ;;
     --backoff) words="constant exponential" ;;
     --state)
-        if [[ $cmd != purge ]]; then
+        if [[ $cmd == flow ]]; then
+            words="PENDING RUNNING SUCCESS FAILURE REVERTED SUSPENDING
+                SUSPENDED RESUMING"
+        elif [[ $cmd != purge ]]; then
             words="runnable sleeping paused completed failed killed running ready"
         else
             # purge --state S,...: after the last comma, a state not typed yet.
@@ -155,6 +165,13 @@ _taskq() {
             gate) [[ $sub == add ]] && words="--keys --payload --text --label
                 --priority" ;;
             tick) words="--queue" ;;
+            flow)
+                case $sub in
+                list) words="--state" ;;
+                wait) words="--timeout" ;;
+                rerun) words="--reset" ;;
+                esac
+                ;;
             '') words="--version" ;;
             esac
             words+=" --db --worker -o --output --help"
@@ -162,18 +179,21 @@ _taskq() {
             case $cmd/$sub/$npos in
             //0) words="add lease heartbeat done fail run wait progress release
                 sleep pause resume kill checkpoint send retry requeue purge show
-                list stats why events metrics queue schedule gate tick tx export
-                import db completion" ;;
+                list stats why events metrics queue schedule gate flow tick tx
+                export import db completion" ;;
             queue//0) words="list set pause resume redrive" ;;
             db//0) words="check path migrate backup vacuum" ;;
             completion//0) words="bash zsh fish" ;;
             schedule//0) words="add list show pause resume rm" ;;
             gate//0) words="add list show rm" ;;
+            flow//0) words="submit list show wait suspend resume rerun" ;;
             schedule/add/1 | gate/add/1) words=$(_taskq_ask queue list -o id) ;;
             schedule/show/0 | schedule/pause/0 | schedule/resume/0 | schedule/rm/0)
                 words=$(_taskq_ask schedule list -o id) ;;
             gate/show/0 | gate/rm/0) words=$(_taskq_ask gate list -o id) ;;
-            db/backup/0 | tx//0 | import//0)
+            flow/show/0 | flow/wait/0 | flow/suspend/0 | flow/resume/0 | flow/rerun/0)
+                words=$(_taskq_ask flow list -o id) ;;
+            db/backup/0 | tx//0 | import//0 | flow/submit/0)
                 compopt -o default
                 return
                 ;;

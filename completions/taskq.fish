@@ -108,8 +108,12 @@ complete -c taskq -f
 set -l global 'not __taskq_handler'
 complete -c taskq -n $global -l db -r -F -d 'Database file'
 complete -c taskq -n $global -l worker -x -d 'Worker name'
-complete -c taskq -n "$global; and not __taskq_at events" -s o -l output -x -a 'table json id env' -d 'Output format'
+complete -c taskq -n "$global; and not __taskq_at events; and not __taskq_at flow" -s o -l output -x -a 'table json id env' -d 'Output format'
 complete -c taskq -n '__taskq_at events' -s o -l output -x -a 'table json' -d 'Output format'
+# Each flow command prints its own formats.
+complete -c taskq -n '__taskq_at flow 0; or __taskq_at flow list' -s o -l output -x -a 'table json id' -d 'Output format'
+complete -c taskq -n '__taskq_at flow submit' -s o -l output -x -a 'id json' -d 'Output format'
+complete -c taskq -n '__taskq_at flow; and not __taskq_at flow 0; and not __taskq_at flow list; and not __taskq_at flow submit' -s o -l output -x -a 'table json' -d 'Output format'
 complete -c taskq -n $global -l help -d 'Show help'
 complete -c taskq -n '__taskq_at 0' -l version -d 'Show the version'
 
@@ -141,6 +145,7 @@ complete -c taskq -n '__taskq_at 0' -a metrics -d 'Print Prometheus metrics of t
 complete -c taskq -n '__taskq_at 0' -a queue -d 'List, configure, pause or redrive queues'
 complete -c taskq -n '__taskq_at 0' -a schedule -d 'Add, list, pause or remove recurring schedules'
 complete -c taskq -n '__taskq_at 0' -a gate -d 'Add, list or remove gates'
+complete -c taskq -n '__taskq_at 0' -a flow -d 'Submit, list, show, wait for, suspend, resume or rerun flows'
 complete -c taskq -n '__taskq_at 0' -a tick -d 'Emit the tasks of the schedules that are due'
 complete -c taskq -n '__taskq_at 0' -a tx -d 'Apply require/delete/update/create/complete atomically'
 complete -c taskq -n '__taskq_at 0' -a export -d 'Print every task with its history as JSON Lines'
@@ -192,6 +197,17 @@ for cmd in show pause resume rm
     complete -c taskq -n "__taskq_at schedule $cmd 0" -a '(__taskq_ask schedule list -o id)'
 end
 complete -c taskq -n '__taskq_at gate show 0; or __taskq_at gate rm 0' -a '(__taskq_ask gate list -o id)'
+complete -c taskq -n '__taskq_at flow 0' -a submit -d 'Submit a flow document'
+complete -c taskq -n '__taskq_at flow 0' -a list -d 'List flows'
+complete -c taskq -n '__taskq_at flow 0' -a show -d 'Show a flow, its atoms and its event history'
+complete -c taskq -n '__taskq_at flow 0' -a wait -d 'Wait until a flow finishes'
+complete -c taskq -n '__taskq_at flow 0' -a suspend -d 'Suspend a running flow'
+complete -c taskq -n '__taskq_at flow 0' -a resume -d 'Resume a suspended flow'
+complete -c taskq -n '__taskq_at flow 0' -a rerun -d 'Run a finished flow again'
+complete -c taskq -n '__taskq_at flow submit 0' -F
+for cmd in show wait suspend resume rerun
+    complete -c taskq -n "__taskq_at flow $cmd 0" -a '(__taskq_ask flow list -o id)'
+end
 
 # Command options.
 set -l add '__taskq_at add'
@@ -279,3 +295,8 @@ complete -c taskq -n $emit -l text -x -d 'Payload as a JSON string'
 complete -c taskq -n $emit -l label -x -d 'Label each task it emits (K=V)'
 complete -c taskq -n $emit -l priority -x -d 'Priority of each task it emits'
 complete -c taskq -n '__taskq_at tick' -l queue -x -a $queues -d 'Only the schedules of this queue'
+
+# Flows.
+complete -c taskq -n '__taskq_at flow list' -l state -x -a 'PENDING RUNNING SUCCESS FAILURE REVERTED SUSPENDING SUSPENDED RESUMING' -d 'Only flows in this state'
+complete -c taskq -n '__taskq_at flow wait' -l timeout -x -d 'Give up after (exit 75)'
+complete -c taskq -n '__taskq_at flow rerun' -l reset -d 'Reset every atom and the store first'

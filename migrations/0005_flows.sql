@@ -10,13 +10,22 @@ CREATE TABLE flows (
   id         INTEGER PRIMARY KEY AUTOINCREMENT,
   name       TEXT    NOT NULL,
   state      TEXT    NOT NULL,
-  document   TEXT    NOT NULL, -- as submitted
   store      TEXT    NOT NULL, -- JSON object
   failed     INTEGER NOT NULL DEFAULT 0, -- a revert failed in this run
+  -- A random number each step writes: a process that wrote the step
+  -- knows its atoms' rows without reading them again.
+  version    INTEGER NOT NULL DEFAULT 0,
   created_at INTEGER NOT NULL,
   updated_at INTEGER NOT NULL
 ) STRICT;
 CREATE INDEX flows_state ON flows (state, id);
+
+-- A flow's document as submitted, apart from the row every step updates:
+-- a row is written whole, and a document can be megabytes.
+CREATE TABLE flow_documents (
+  flow_id  INTEGER PRIMARY KEY,
+  document TEXT    NOT NULL
+) STRICT;
 
 CREATE TABLE flow_atoms (
   flow_id   INTEGER NOT NULL,

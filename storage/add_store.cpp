@@ -399,6 +399,14 @@ int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
                     + std::string(core::to_string(old.state))
                     + " (only failed or killed tasks are retried)");
   }
+  if (old.flow) {
+    // A copy would run without its flow; the flow decides what runs again.
+    const auto flow_id = nlohmann::json::parse(*old.flow).at("id").dump();
+    throw Error(ErrorKind::conflict,
+                "cannot retry " + task_ref(id) + ": it is an atom's task of "
+                    + "flow " + flow_id + ", whose controllers decide what "
+                    + "runs again (taskq flow rerun " + flow_id + ")");
+  }
   NewTask spec;
   spec.queue = old.queue;
   spec.payload = old.payload;

@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <random>
 #include <string>
 #include <utility>
 #include <vector>
@@ -90,21 +91,72 @@ struct Loaded {
   flow::FlowRuntime rt;
 };
 
+// The flows this process stepped last, as it wrote them, by database and
+// id, with the version each step wrote (flows.version): while a flow's
+// version is still that one, nobody else has stepped it and its atoms'
+// rows are what this process wrote, so a `run` working through a large
+// flow does not read every atom's row again for each of its tasks. The
+// version is random, so a step that was rolled back (its version never
+// committed) can never be mistaken for another process's step.
+class RecentRuns {
+public:
+  std::optional<Loaded> find(const Db& db, int64_t id, int64_t version) {
+    std::lock_guard guard(m_lock);
+    const auto it = m_runs.find({db.path(), id});
+    if (it == m_runs.end() || it->second.first != version) {
+      return std::nullopt;
+    }
+    return it->second.second;
+  }
+  void remember(const Db& db, const Loaded& f, int64_t version) {
+    std::lock_guard guard(m_lock);
+    if (m_runs.size() >= 16) {
+      m_runs.erase(m_runs.begin());
+    }
+    m_runs[{db.path(), f.id}] = {version, f};
+  }
+  static RecentRuns& instance() {
+    static RecentRuns runs;
+    return runs;
+  }
+
+private:
+  std::mutex m_lock;
+  std::map<std::pair<std::string, int64_t>, std::pair<int64_t, Loaded>> m_runs;
+};
+
+int64_t new_version() {
+  static std::mt19937_64 random{std::random_device{}()};
+  static std::mutex lock;
+  std::lock_guard guard(lock);
+  return static_cast<int64_t>(random() >> 1);
+}
+
 std::optional<Loaded> load_flow(Db& db, int64_t id) {
   Loaded f;
   f.id = id;
   {
-    Statement st(db, "SELECT state, document, store, failed FROM flows "
+    Statement st(db, "SELECT state, store, failed, version FROM flows "
                      "WHERE id = ?1");
     st.bind(1, id);
     if (!st.step()) {
       return std::nullopt;
     }
+    if (auto known = RecentRuns::instance().find(db, id, st.get_int(3))) {
+      return known;
+    }
     f.rt.state = flow::parse_flow_state(st.get_text(0))
                      .value_or(flow::FlowState::failure);
-    f.model = model_of(id, st.get_text(1));
-    f.rt.store = json::parse(st.get_text(2));
-    f.rt.failed = st.get_int(3) != 0;
+    f.rt.store = json::parse(st.get_text(1));
+    f.rt.failed = st.get_int(2) != 0;
+  }
+  {
+    Statement st(db, "SELECT document FROM flow_documents WHERE flow_id = ?1");
+    st.bind(1, id);
+    if (!st.step()) {
+      throw Error(ErrorKind::internal, flow_ref(id) + " has no document");
+    }
+    f.model = model_of(id, st.get_text(0));
   }
   f.rt.atoms.resize(f.model->nodes.size());
   Statement st(db, "SELECT node, state, intention, task_id, result, failure, "
@@ -243,16 +295,24 @@ void save_step(Db& db, Loaded& f, flow::Step& step, Time now, bool fresh) {
       st.reset();
     }
   }
-  if (step.flow_changed || !step.changes.empty()) {
+  const int64_t version = new_version();
+  if (step.flow_changed || fresh) {
     Statement(db, "UPDATE flows SET state = ?2, store = ?3, failed = ?4, "
-                  "updated_at = ?5 WHERE id = ?1")
+                  "updated_at = ?5, version = ?6 WHERE id = ?1")
         .bind(1, f.id)
         .bind(2, flow::to_string(f.rt.state))
         .bind(3, f.rt.store.dump())
         .bind(4, static_cast<int64_t>(f.rt.failed ? 1 : 0))
         .bind(5, to_unix_ms(now))
+        .bind(6, version)
+        .run();
+  } else {
+    Statement(db, "UPDATE flows SET version = ?2 WHERE id = ?1")
+        .bind(1, f.id)
+        .bind(2, version)
         .run();
   }
+  RecentRuns::instance().remember(db, f, version);
   insert_rows(db,
               "INSERT INTO flow_events (flow_id, time, name, kind, state, "
               "result) VALUES ",
@@ -342,18 +402,22 @@ int64_t TaskStore::submit_flow(const std::string& document, Time now,
   f.rt = flow::initial_runtime(*c.model);
   const std::string name = c.model->name;
   {
-    Statement st(*m_db, "INSERT INTO flows (name, state, document, store, "
-                        "failed, created_at, updated_at) VALUES "
-                        "(?1, ?2, ?3, ?4, 0, ?5, ?5) RETURNING id");
+    Statement st(*m_db, "INSERT INTO flows (name, state, store, failed, "
+                        "created_at, updated_at) VALUES "
+                        "(?1, ?2, ?3, 0, ?4, ?4) RETURNING id");
     st.bind(1, name)
         .bind(2, flow::to_string(f.rt.state))
-        .bind(3, document)
-        .bind(4, f.rt.store.dump())
-        .bind(5, to_unix_ms(now));
+        .bind(3, f.rt.store.dump())
+        .bind(4, to_unix_ms(now));
     st.step();
     f.id = st.get_int(0);
     st.reset();
   }
+  Statement(*m_db, "INSERT INTO flow_documents (flow_id, document) VALUES "
+                   "(?1, ?2)")
+      .bind(1, f.id)
+      .bind_borrowed(2, document)
+      .run();
   f.model = model_of(f.id, document, std::move(c.model));
   flow::Step step = flow::advance(*f.model, f.rt, flow::Start{});
   // The flow's first event: it exists, PENDING; then what Start did.
@@ -462,8 +526,10 @@ FlowDetail TaskStore::flow(int64_t id) {
   FlowDetail d;
   std::string document;
   {
-    Statement st(*m_db, "SELECT id, name, state, created_at, updated_at, "
-                        "store, document FROM flows WHERE id = ?1");
+    Statement st(*m_db,
+                 "SELECT f.id, f.name, f.state, f.created_at, f.updated_at, "
+                 "f.store, d.document FROM flows f JOIN flow_documents d ON "
+                 "d.flow_id = f.id WHERE f.id = ?1");
     st.bind(1, id);
     if (!st.step()) {
       throw Error(ErrorKind::not_found, "no " + flow_ref(id));

@@ -176,6 +176,47 @@ expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db add --to w ''
 expect_exit 0 bash complete.bash --sync "$TASKQ" done 1 --s
 expect_exit 0 bash complete.bash '' "$TASKQ" done --sync ''
 
+# Flows: subcommands, each one's options and output formats, flow states,
+# a document file for submit, and flow ids from --db. The flow's atom task
+# makes the database hold a task id that is no flow id: only flow ids are
+# offered.
+section "bash: flow"
+printf '{"name":"comp-flow","atoms":[{"name":"a","execute":{"queue":"%s"}}]}\n' \
+    "$queue" >flow.json
+flow_id=$(tq --db q.db flow submit flow.json)
+expect_exit 0 bash complete.bash flow "$TASKQ" fl
+for sub in submit list show wait suspend resume rerun; do
+    expect_exit 0 bash complete.bash "$sub" "$TASKQ" flow ''
+done
+expect_exit 1 bash complete.bash add "$TASKQ" flow ''
+expect_exit 0 bash complete.bash '' "$TASKQ" flow submit ''
+expect_contains "$out" "compopt -o default"
+expect_exit 0 bash complete.bash '' "$TASKQ" flow submit flow.json ''
+expect_exit 0 bash complete.bash id "$TASKQ" flow submit -o ''
+expect_exit 1 bash complete.bash table "$TASKQ" flow submit flow.json -o ''
+expect_exit 0 bash complete.bash id "$TASKQ" flow list --output = ''
+expect_exit 0 bash complete.bash table "$TASKQ" flow show 1 -o ''
+expect_exit 1 bash complete.bash id "$TASKQ" flow show 1 -o ''
+expect_exit 1 bash complete.bash env "$TASKQ" flow wait 1 -o ''
+expect_exit 0 bash complete.bash --state "$TASKQ" flow list --
+expect_exit 0 bash complete.bash SUSPENDED "$TASKQ" flow list --state ''
+expect_exit 0 bash complete.bash RESUMING "$TASKQ" flow list --state = R
+expect_exit 1 bash complete.bash ready "$TASKQ" flow list --state ''
+expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db flow list --state RUNNING ''
+expect_exit 0 bash complete.bash --timeout "$TASKQ" flow wait 1 --
+expect_exit 1 bash complete.bash --state "$TASKQ" flow wait 1 --
+expect_exit 0 bash complete.bash '' "$TASKQ" flow wait 1 --timeout ''
+expect_exit 0 bash complete.bash --reset "$TASKQ" flow rerun 1 --r
+expect_exit 1 bash complete.bash --reset "$TASKQ" flow resume 1 --r
+for sub in show wait suspend resume rerun; do
+    expect_exit 0 bash complete.bash "$flow_id" "$TASKQ" --db q.db flow "$sub" ''
+    expect_eq "$out" "offered: $flow_id" "flow ids offered by flow $sub"
+done
+expect_exit 0 bash complete.bash "$flow_id" "$TASKQ" flow rerun --db=q.db --reset ''
+expect_exit 0 bash complete.bash "$flow_id" "$TASKQ" flow wait --db q.db --timeout 5m ''
+expect_exit 1 bash complete.bash "$flow_id" "$TASKQ" flow show ''
+expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db flow show "$flow_id" ''
+
 # events, purge (its --state takes S,...: a state after each comma, each
 # state once), queue pause/resume/redrive and db vacuum.
 section "bash: events, purge, queue and db subcommands"
@@ -317,6 +358,21 @@ EOF
     expect_exit 0 zsh -f complete.zsh --trigger "$TASKQ" add q --tr
     expect_exit 0 zsh -f complete.zsh --sync "$TASKQ" done --s
     expect_exit 0 zsh -f complete.zsh "$id" "$TASKQ" --db q.db add q --after ''
+    expect_exit 0 zsh -f complete.zsh flow "$TASKQ" fl
+    expect_exit 0 zsh -f complete.zsh rerun "$TASKQ" flow ''
+    expect_exit 0 zsh -f complete.zsh flow.json "$TASKQ" flow submit ''
+    expect_exit 0 zsh -f complete.zsh id "$TASKQ" flow submit -o ''
+    expect_exit 1 zsh -f complete.zsh table "$TASKQ" flow submit -o ''
+    expect_exit 0 zsh -f complete.zsh id "$TASKQ" flow list -o ''
+    expect_exit 1 zsh -f complete.zsh id "$TASKQ" flow show -o ''
+    expect_exit 0 zsh -f complete.zsh SUSPENDING "$TASKQ" flow list --state ''
+    expect_exit 1 zsh -f complete.zsh ready "$TASKQ" flow list --state ''
+    expect_exit 0 zsh -f complete.zsh --timeout "$TASKQ" flow wait 1 --
+    expect_exit 0 zsh -f complete.zsh --reset "$TASKQ" flow rerun 1 --r
+    expect_exit 1 zsh -f complete.zsh --reset "$TASKQ" flow suspend 1 --r
+    expect_exit 0 zsh -f complete.zsh "$flow_id" "$TASKQ" --db q.db flow show ''
+    expect_exit 0 zsh -f complete.zsh "$flow_id" "$TASKQ" flow rerun --db=q.db --reset ''
+    expect_exit 1 zsh -f complete.zsh "$flow_id" "$TASKQ" flow resume ''
     expect_exit 0 zsh -f complete.zsh events "$TASKQ" ev
     expect_exit 0 zsh -f complete.zsh purge "$TASKQ" pu
     expect_exit 0 zsh -f complete.zsh --follow "$TASKQ" events --
@@ -397,6 +453,24 @@ EOF
     expect_exit 0 fish --no-config complete.fish --trigger "$TASKQ add q --tr"
     expect_exit 0 fish --no-config complete.fish --broadcast "$TASKQ add q --b"
     expect_exit 0 fish --no-config complete.fish --sync "$TASKQ done --s"
+    expect_exit 0 fish --no-config complete.fish flow "$TASKQ fl"
+    expect_exit 0 fish --no-config complete.fish suspend "$TASKQ flow "
+    expect_exit 0 fish --no-config complete.fish flow.json "$TASKQ flow submit "
+    expect_exit 0 fish --no-config complete.fish id "$TASKQ flow submit -o "
+    expect_exit 1 fish --no-config complete.fish table "$TASKQ flow submit -o "
+    expect_exit 0 fish --no-config complete.fish id "$TASKQ flow list -o "
+    expect_exit 0 fish --no-config complete.fish table "$TASKQ flow show 1 -o "
+    expect_exit 1 fish --no-config complete.fish id "$TASKQ flow show 1 -o "
+    expect_exit 1 fish --no-config complete.fish env "$TASKQ flow wait 1 -o "
+    expect_exit 0 fish --no-config complete.fish REVERTED "$TASKQ flow list --state "
+    expect_exit 1 fish --no-config complete.fish ready "$TASKQ flow list --state "
+    expect_exit 0 fish --no-config complete.fish --timeout "$TASKQ flow wait 1 --t"
+    expect_exit 0 fish --no-config complete.fish --reset "$TASKQ flow rerun 1 --r"
+    expect_exit 1 fish --no-config complete.fish --reset "$TASKQ flow resume 1 --r"
+    expect_exit 0 fish --no-config complete.fish "$flow_id" "$TASKQ --db q.db flow wait "
+    expect_exit 0 fish --no-config complete.fish "$flow_id" "$TASKQ flow rerun --db=q.db --reset "
+    expect_exit 1 fish --no-config complete.fish "$flow_id" "$TASKQ flow show "
+    expect_exit 0 fish --no-config complete.fish '' "$TASKQ --db q.db flow show $flow_id "
     expect_exit 0 fish --no-config complete.fish events "$TASKQ ev"
     expect_exit 0 fish --no-config complete.fish purge "$TASKQ pu"
     expect_exit 0 fish --no-config complete.fish --follow "$TASKQ events --f"

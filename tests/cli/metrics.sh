@@ -72,4 +72,4 @@ section "an empty database prints the families and no samples"
 fresh_db
 expect_exit 0 "$TASKQ" metrics
 expect_eq "$(grep -vc '^#' <<<"$out")" 0 "no samples"
-expect_eq "$(grep -c '^# TYPE' <<<"$out")" 6 "six families"
+expect_eq "$(grep -c '^# TYPE' <<<"$out")" 7 "seven families (taskq_flows too)"
