@@ -168,6 +168,10 @@ std::vector<Rule> make_rules() {
        "SELECT a.flow_id FROM flow_atoms a WHERE NOT EXISTS "
        "(SELECT 1 FROM flows f WHERE f.id = a.flow_id)",
        "a.flow_id"},
+      {{"flow document row(s) of no flow", "a document belongs to no flow"},
+       "SELECT d.flow_id FROM flow_documents d WHERE NOT EXISTS "
+       "(SELECT 1 FROM flows f WHERE f.id = d.flow_id)",
+       "d.flow_id"},
       {{"flow event row(s) of no flow", "an event row belongs to no flow"},
        "SELECT e.flow_id FROM flow_events e WHERE NOT EXISTS "
        "(SELECT 1 FROM flows f WHERE f.id = e.flow_id)",
@@ -273,16 +277,19 @@ void find_flow_violations(
 
 namespace {
 
-// How many flows have a document that no longer compiles, or atom rows
+// How many flows have no document, one that no longer compiles, or atom rows
 // that are not its compiled nodes (node i named and kinded as nodes[i],
 // one row each): what every step of the flow trusts.
 int64_t flows_off_document(Db& db) {
   int64_t off = 0;
-  Statement flows(db, "SELECT id, document FROM flows ORDER BY id");
+  Statement flows(db, "SELECT f.id, d.document FROM flows f LEFT JOIN "
+                      "flow_documents d ON d.flow_id = f.id ORDER BY f.id");
   Statement atoms(db, "SELECT node, name, kind FROM flow_atoms "
                       "WHERE flow_id = ?1 ORDER BY node");
   while (flows.step()) {
-    const flow::Compiled c = flow::compile_flow(flows.get_text(1));
+    const flow::Compiled c = flows.is_null(1)
+                                 ? flow::Compiled{std::nullopt, "none"}
+                                 : flow::compile_flow(flows.get_text(1));
     bool ok = c.model.has_value();
     size_t n = 0;
     atoms.bind(1, flows.get_int(0));
@@ -329,7 +336,7 @@ CheckReport TaskStore::check() {
   }
   if (const int64_t n = flows_off_document(*m_db); n > 0) {
     report.problems.push_back(std::to_string(n)
-                              + " flow(s) whose document does not compile "
+                              + " flow(s) without a document that compiles "
                                 "or whose atoms are not its nodes");
   }
   report.ok = report.problems.empty();

@@ -247,8 +247,9 @@ struct TaskImage {
   std::vector<ImageRow> deps;       // the dependencies it has waited for
   std::vector<ImageRow> deliveries; // a broadcast's deliveries
   // Set when the image is a flow rather than a task (the lists above are
-  // then empty): its `flows` row, its atoms' rows in node order (without
-  // their flow_id) and its event history, oldest first, without ids.
+  // then empty): its `flows` row (without its version) followed by its
+  // document's columns, its atoms' rows in node order (without their
+  // flow_id) and its event history, oldest first, without ids.
   struct Flow {
     ImageRow flow;
     std::vector<ImageRow> atoms;

@@ -31,8 +31,10 @@ namespace flow = core::flow;
 
 namespace {
 
+// The tables of a flow's rows that name it by flow_id.
 bool is_flow_row(std::string_view table) {
-  return table == "flow_atoms" || table == "flow_events";
+  return table == "flow_atoms" || table == "flow_events"
+         || table == "flow_documents";
 }
 
 // The TEXT columns that hold JSON: exported embedded, as stored.
@@ -54,13 +56,18 @@ bool null_differs(std::string_view table, std::string_view column) {
 }
 
 // Columns an image leaves out: the owning task or flow is implied, and
-// event ids are assigned afresh. (An atom's task_id is its own.)
+// event ids are assigned afresh. (An atom's task_id is its own.) A flow's
+// version is the random mark of the step that wrote it, by which the
+// process that wrote it knows its rows (flow_store.cpp): an imported flow
+// gets the default, which no step writes, so every process reads it.
 bool implied(std::string_view table, std::string_view column) {
   if (is_flow_row(table)) {
     return column == "flow_id" || (table == "flow_events" && column == "id");
   }
-  return table != "flows"
-         && (column == "task_id" || (table == "events" && column == "id"));
+  if (table == "flows") {
+    return column == "version";
+  }
+  return column == "task_id" || (table == "events" && column == "id");
 }
 
 // What a column may hold beyond its SQL type: the values add, tx and the
@@ -408,6 +415,11 @@ public:
         m_owner(std::move(owner)), m_columns(by_name(columns_of(db, m_table))) {
   }
 
+  // Whether the table has a column `name` that an image may give.
+  bool takes(const std::string& name) const {
+    return m_columns.contains(name) && !implied(m_table, name);
+  }
+
   void write(const ImageRow& row, std::optional<int64_t> task_id) {
     std::string names;
     std::string params;
@@ -595,10 +607,13 @@ std::optional<std::string> text_cell(const ImageRow& row,
 // The writers of a flow's rows, for the whole import.
 struct FlowWriters {
   explicit FlowWriters(Db& db)
-      : flows(db, "flows", "flow"), atoms(db, "flow_atoms", "atoms", "flow_id"),
+      : flows(db, "flows", "flow"),
+        documents(db, "flow_documents", "flow", "flow_id"),
+        atoms(db, "flow_atoms", "atoms", "flow_id"),
         events(db, "flow_events", "events", "flow_id"),
         exists(db, "SELECT 1 FROM flows WHERE id = ?1") {}
   RowWriter flows;
+  RowWriter documents; // its columns travel in the flow's row
   RowWriter atoms;
   RowWriter events;
   Statement exists;
@@ -624,7 +639,14 @@ int64_t import_flow(const TaskImage::Flow& image, FlowWriters& w) {
     throw Error(ErrorKind::conflict,
                 "flow " + std::to_string(id) + " already exists");
   }
-  w.flows.write(image.flow, std::nullopt);
+  // The flow's row as exported: its `flows` row and its document's.
+  ImageRow flow_row;
+  ImageRow document;
+  for (const auto& column : image.flow) {
+    (w.documents.takes(column.first) ? document : flow_row).push_back(column);
+  }
+  w.flows.write(flow_row, std::nullopt);
+  w.documents.write(document, id);
   const flow::Compiled c =
       flow::compile_flow(text_cell(image.flow, "document").value_or(""));
   if (!c.model) {
@@ -703,6 +725,8 @@ void TaskStore::export_tasks(
   }
   Statement st(*m_db, select_columns(*m_db, "flows") + " ORDER BY id");
   const std::string ids = "SELECT id FROM flows";
+  SideRows documents(*m_db, "flow_documents", "flow_id", ids, nullptr,
+                     "flow_id");
   SideRows atoms(*m_db, "flow_atoms", "node", ids, nullptr, "flow_id");
   SideRows events(*m_db, "flow_events", "id", ids, nullptr, "flow_id");
   while (st.step()) {
@@ -710,6 +734,9 @@ void TaskStore::export_tasks(
     image.flow.emplace();
     image.flow->flow = image_row(st, "flows");
     const int64_t id = st.get_int(0); // the first column
+    for (const ImageRow& d : documents.of(id)) {
+      image.flow->flow.insert(image.flow->flow.end(), d.begin(), d.end());
+    }
     image.flow->atoms = atoms.of(id);
     image.flow->events = events.of(id);
     each(image);

@@ -89,6 +89,8 @@ expect_eq "$(jq -c 'select(has("flow") and (has("id") | not)) | keys_unsorted' s
   '["flow","atoms","events"]' "a flow's line: its row, its atoms, its events"
 expect_eq "$(jq -sc '[.[] | select(has("atoms")) | .flow.id]' src.jsonl)" "[1,2,3,4]" \
   "in id order"
+expect_eq "$(jq -c 'select(has("atoms")) | [(.flow | keys_unsorted | .[-1]), (.flow | has("version"))]' src.jsonl | sort -u)" \
+  '["document",false]' "a flow's row ends with its document, without the version of its last step"
 expect_eq "$(jq -c 'select(.flow.id == 1 and has("atoms")) | .atoms | map(.name)' src.jsonl)" \
   '["build","publish_retry","upload","announce"]' "atoms in node order"
 expect_eq "$(jq -c 'select(.flow.id == 1 and has("atoms")) | .atoms[1].history | length' src.jsonl)" \

@@ -170,6 +170,12 @@ TEST_CASE("export carries flows after the tasks, and an import of it into an "
   REQUIRE(images[5].flow);
   REQUIRE(images[6].flow);
   const auto& f1 = *images[5].flow;
+  // The flow's row, then its document's, without their ids or version.
+  REQUIRE(!f1.flow.empty());
+  CHECK(f1.flow.front().first == "id");
+  CHECK(f1.flow.back().first == "document");
+  CHECK(get(f1.flow, "version") == nullptr);
+  CHECK(get(f1.flow, "flow_id") == nullptr);
   CHECK(f1.atoms.size() == 3); // f_retry, a, b
   // flow_id is implied; an atom's task_id is its own column.
   CHECK(get(f1.atoms[0], "flow_id") == nullptr);
@@ -238,6 +244,15 @@ TEST_CASE("import refuses a flow row that flow_store could not have written") {
       {"an unknown column of an atom",
        [](auto& fl) { set(fl.atoms[1], "colour", "1"); },
        "atoms: unknown column 'colour'"},
+      {"a version, the mark of the step that wrote it",
+       [](auto& fl) { set(fl.flow, "version", "7"); },
+       "flow: unknown column 'version'"},
+      {"no document",
+       [](auto& fl) {
+         std::erase_if(fl.flow,
+                       [](const auto& c) { return c.first == "document"; });
+       },
+       "flow: 'document' is required"},
       {"an atom naming its flow",
        [](auto& fl) { set(fl.atoms[1], "flow_id", "1"); },
        "atoms: unknown column 'flow_id'"},
@@ -410,8 +425,8 @@ TEST_CASE("check passes clean flows and reports each broken flow invariant") {
       "for another atom";
   const std::string unanswered =
       "1 unfinished task(s) of a flow's atom that no atom waits for";
-  const std::string off_document = "1 flow(s) whose document does not "
-                                   "compile or whose atoms are not its nodes";
+  const std::string off_document = "1 flow(s) without a document that "
+                                   "compiles or whose atoms are not its nodes";
   const std::vector<Case> cases = {
       {"UPDATE flow_atoms SET task_id = 999 WHERE task_id IS NOT NULL",
        {unanswered, missing_task}},
@@ -452,8 +467,12 @@ TEST_CASE("check passes clean flows and reports each broken flow invariant") {
       {"UPDATE flow_events SET state = 'REVERT_FAILURE' WHERE flow_id = 2 "
        "AND kind = 'flow' AND state = 'SUCCESS'",
        {"1 flow event(s) with an unknown kind or state"}},
-      {"UPDATE flows SET document = '{\"name\": \"one\"}' WHERE id = 2",
+      {"UPDATE flow_documents SET document = '{\"name\": \"one\"}' "
+       "WHERE flow_id = 2",
        {off_document}},
+      {"DELETE FROM flow_documents WHERE flow_id = 2", {off_document}},
+      {"INSERT INTO flow_documents (flow_id, document) VALUES (99, '{}')",
+       {"1 flow document row(s) of no flow"}},
       {"UPDATE flow_atoms SET name = 'other' WHERE flow_id = 2",
        {off_document}},
       {"UPDATE flow_atoms SET kind = 'retry' WHERE flow_id = 2",
