@@ -1,11 +1,12 @@
 // Moving tasks between databases: export and import, as JSON Lines of
-// whole tasks with their history.
+// whole tasks with their history, then whole flows.
 #include "cli/commands.hpp"
 #include "cli/json_fields.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <set>
@@ -18,6 +19,10 @@ constexpr const char* k_errors = "errors";
 constexpr const char* k_events = "events";
 constexpr const char* k_deps = "deps";
 constexpr const char* k_deliveries = "deliveries";
+// A flow's line: {"flow": {its row}, "atoms": [...], "events": [...]}. A
+// task's line always has "id"; a flow's never has one at the top.
+constexpr const char* k_flow = "flow";
+constexpr const char* k_atoms = "atoms";
 
 std::string row_json(const storage::ImageRow& row) {
   ObjectWriter w;
@@ -36,9 +41,16 @@ std::string rows_json(const std::vector<storage::ImageRow>& rows) {
   return out + "]";
 }
 
-// One export line: the task's columns, then the rows beside it.
+// One export line: the task's columns, then the rows beside it; or the
+// flow's row, its atoms and its events.
 std::string image_json(const storage::TaskImage& image) {
   ObjectWriter w;
+  if (image.flow) {
+    w.raw(k_flow, row_json(image.flow->flow));
+    w.raw(k_atoms, rows_json(image.flow->atoms));
+    w.raw(k_events, rows_json(image.flow->events));
+    return w.finish();
+  }
   for (const auto& [name, value] : image.task) {
     w.raw(name, value);
   }
@@ -70,10 +82,66 @@ storage::ImageRow object_row(std::string_view object,
   return row;
 }
 
-// Splits an export line into the task's row and the lists beside it.
-storage::TaskImage parse_image(std::string_view line) {
+// The rows of a list member `name` (an array of objects).
+std::vector<storage::ImageRow> list_rows(const std::string& name,
+                                         std::string_view value) {
+  if (core::json_kind(value) != core::JsonKind::array) {
+    throw Error(ErrorKind::usage, "'" + name + "' must be an array");
+  }
+  std::vector<storage::ImageRow> rows;
+  for (const auto item : core::json_items(value)) {
+    rows.push_back(object_row(item, name));
+  }
+  return rows;
+}
+
+// A flow's line, split into its rows; `members`: the line's.
+storage::TaskImage parse_flow(storage::ImageRow members) {
   storage::TaskImage image;
-  for (auto& [name, value] : object_row(line, "")) {
+  auto& f = image.flow.emplace();
+  bool atoms = false;
+  bool events = false;
+  for (auto& [name, value] : members) {
+    if (name == k_flow) {
+      f.flow = object_row(value, k_flow);
+    } else if (name == k_atoms) {
+      f.atoms = list_rows(name, value);
+      atoms = true;
+    } else if (name == k_events) {
+      f.events = list_rows(name, value);
+      events = true;
+    } else {
+      throw Error(ErrorKind::usage,
+                  "unknown member '" + name
+                      + "' of a flow (a flow's line holds flow, atoms and "
+                        "events)");
+    }
+  }
+  for (const auto& [given, name] :
+       {std::pair(atoms, k_atoms), std::pair(events, k_events)}) {
+    if (!given) {
+      throw Error(ErrorKind::usage,
+                  std::string("a flow's '") + name + "' is required");
+    }
+  }
+  return image;
+}
+
+// Splits an export line into the task's row and the lists beside it, or
+// into a flow's rows.
+storage::TaskImage parse_image(std::string_view line) {
+  storage::ImageRow members = object_row(line, "");
+  const auto named = [&](std::string_view key) {
+    return std::find_if(members.begin(), members.end(),
+                        [&](const auto& m) { return m.first == key; });
+  };
+  const auto flow = named(k_flow);
+  if (named("id") == members.end() && flow != members.end()
+      && core::json_kind(flow->second) == core::JsonKind::object) {
+    return parse_flow(std::move(members));
+  }
+  storage::TaskImage image;
+  for (auto& [name, value] : members) {
     std::vector<storage::ImageRow>* list = name == k_errors   ? &image.errors
                                            : name == k_events ? &image.events
                                            : name == k_deps   ? &image.deps
@@ -84,12 +152,7 @@ storage::TaskImage parse_image(std::string_view line) {
       image.task.emplace_back(std::move(name), std::move(value));
       continue;
     }
-    if (core::json_kind(value) != core::JsonKind::array) {
-      throw Error(ErrorKind::usage, "'" + name + "' must be an array");
-    }
-    for (const auto item : core::json_items(value)) {
-      list->push_back(object_row(item, name));
-    }
+    *list = list_rows(name, value);
   }
   return image;
 }
@@ -100,9 +163,12 @@ void register_transfer(CLI::App& app, Context& ctx) {
   auto queue = std::make_shared<OptText>();
   CLI::App* exp =
       add_command(app, "export",
-                  "Print every task with its history as JSON Lines, for import",
+                  "Print every task with its history, then every flow, as "
+                  "JSON Lines, for import",
                   "taskq export --queue thumbs > thumbs.jsonl");
-  exp->add_option("--queue", *queue, "only this queue's tasks")
+  exp->add_option("--queue", *queue,
+                  "only this queue's tasks, and no flows (a flow's tasks "
+                  "may lie in several queues)")
       ->type_name("QUEUE");
   exp->callback([queue, &ctx] {
     ctx.format(Format::json, {Format::json});
@@ -120,8 +186,8 @@ void register_transfer(CLI::App& app, Context& ctx) {
   auto file = std::make_shared<std::string>();
   CLI::App* imp = add_command(
       app, "import",
-      "Add the tasks of an export, keeping their ids and history (all or "
-      "nothing)",
+      "Add the tasks and flows of an export, keeping their ids and history "
+      "(all or nothing)",
       "taskq import thumbs.jsonl");
   imp->add_option("file", *file, "an export's JSON Lines; - reads stdin")
       ->type_name("FILE|-")
@@ -132,6 +198,7 @@ void register_transfer(CLI::App& app, Context& ctx) {
     std::string line;
     bool reading = false; // errors while reading name their line and outcome
     int64_t n = 0;
+    int64_t flows = 0;
     try {
       n = ctx.store(storage::OpenMode::write)
               .import_tasks([&](storage::TaskImage& image) {
@@ -147,6 +214,7 @@ void register_transfer(CLI::App& app, Context& ctx) {
                                 at + e.what() + "; nothing was imported");
                   }
                   image.line = reader.line();
+                  flows += image.flow ? 1 : 0;
                 }
                 reading = false;
                 return more;
@@ -158,8 +226,13 @@ void register_transfer(CLI::App& app, Context& ctx) {
       // The store names the line of the task it refused.
       throw Error(e.kind(), std::string(e.what()) + "; nothing was imported");
     }
-    std::printf("imported %lld task%s\n", static_cast<long long>(n),
+    std::printf("imported %lld task%s", static_cast<long long>(n),
                 n == 1 ? "" : "s");
+    if (flows > 0) {
+      std::printf(" and %lld flow%s", static_cast<long long>(flows),
+                  flows == 1 ? "" : "s");
+    }
+    std::printf("\n");
   });
 }
 

@@ -190,5 +190,11 @@ struct Invariant {
 void find_violations(
     Db& db, const std::optional<std::string>& scope,
     const std::function<void(const Invariant&, int64_t)>& each);
+// The same for the rules of flows: `each(rule, flow_id)`; `scope`: a JSON
+// array of flow ids. (Tasks whose `flow` link no atom answers are a rule
+// of tasks, above.)
+void find_flow_violations(
+    Db& db, const std::optional<std::string>& scope,
+    const std::function<void(const Invariant&, int64_t)>& each);
 
 } // namespace taskq::storage::detail

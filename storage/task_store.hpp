@@ -246,6 +246,16 @@ struct TaskImage {
   std::vector<ImageRow> events;     // oldest first, without their ids
   std::vector<ImageRow> deps;       // the dependencies it has waited for
   std::vector<ImageRow> deliveries; // a broadcast's deliveries
+  // Set when the image is a flow rather than a task (the lists above are
+  // then empty): its `flows` row (without its version) followed by its
+  // document's columns, its atoms' rows in node order (without their
+  // flow_id) and its event history, oldest first, without ids.
+  struct Flow {
+    ImageRow flow;
+    std::vector<ImageRow> atoms;
+    std::vector<ImageRow> events;
+  };
+  std::optional<Flow> flow;
 };
 
 // Flows (SPEC §3). Times as stored; JSON values as their text.
@@ -493,7 +503,9 @@ public:
   int64_t purge(const PurgeRequest& req, core::Time now);
 
   // Calls `each` with every task (of `queue`, when given) in id order,
-  // from one snapshot.
+  // then, without `queue`, with every flow in id order (TaskImage::flow),
+  // from one snapshot. A flow's tasks may lie in several queues, so a
+  // queue's export holds no flows.
   void export_tasks(const std::optional<std::string>& queue,
                     const std::function<void(const TaskImage&)>& each);
   // Adds each task `next` yields (it fills its argument and returns true,
@@ -502,8 +514,11 @@ public:
   // names an unknown column, holds a value add or tx would not write (a
   // time outside years 0000-9999, an invalid queue name or label, ...) or
   // breaks a rule db check verifies (a finished task holding a lease, a
-  // wrong count of unfinished dependencies). Errors start with
-  // `line N: ` (TaskImage::line) when it is set. Returns how many.
+  // wrong count of unfinished dependencies). Flows (TaskImage::flow) come
+  // back the same way: their document must compile and their atoms'
+  // rows match its nodes; an atom's task and the task's `flow` link must
+  // name each other, as db check verifies. Errors start with `line N: `
+  // (TaskImage::line) when it is set. Returns how many tasks.
   int64_t import_tasks(const std::function<bool(TaskImage&)>& next);
 
   // Database administration. check: SQLite's integrity check, the schema

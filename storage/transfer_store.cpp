@@ -1,10 +1,12 @@
 // TaskStore: export and import. A task travels as its stored row and the
 // rows beside it, column by column, so that export → import into an empty
 // database → export gives the same bytes, and a column added by a later
-// migration travels without code here changing.
+// migration travels without code here changing. A flow travels the same
+// way: its row, its atoms' rows and its event history.
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/error_policy.hpp"
+#include "core/flow.hpp"
 #include "core/labels.hpp"
 #include "core/state.hpp"
 #include "core/text.hpp"
@@ -25,20 +27,46 @@
 namespace taskq::storage {
 
 using namespace detail;
+namespace flow = core::flow;
 
 namespace {
 
-// The TEXT columns that hold JSON: exported embedded, as stored.
-bool holds_json(std::string_view table, std::string_view column) {
-  return table == "tasks"
-         && (column == "payload" || column == "labels" || column == "checkpoint"
-             || column == "result" || column == "after_ids" || column == "root"
-             || column == "sync");
+// The tables of a flow's rows that name it by flow_id.
+bool is_flow_row(std::string_view table) {
+  return table == "flow_atoms" || table == "flow_events"
+         || table == "flow_documents";
 }
 
-// Columns an image leaves out: the owning task is implied, and event ids
-// are assigned afresh.
+// The TEXT columns that hold JSON: exported embedded, as stored.
+bool holds_json(std::string_view table, std::string_view column) {
+  if (table == "tasks") {
+    return column == "payload" || column == "labels" || column == "checkpoint"
+           || column == "result" || column == "after_ids" || column == "root"
+           || column == "sync" || column == "flow";
+  }
+  return (table == "flows" && column == "store")
+         || (is_flow_row(table) && (column == "result" || column == "history"));
+}
+
+// JSON columns where nothing (SQL NULL) and JSON null differ (an atom's
+// result is unset, or its task completed without one): an image leaves
+// the column out when it holds nothing.
+bool null_differs(std::string_view table, std::string_view column) {
+  return is_flow_row(table) && column == "result";
+}
+
+// Columns an image leaves out: the owning task or flow is implied, and
+// event ids are assigned afresh. (An atom's task_id is its own.) A flow's
+// version is the random mark of the step that wrote it, by which the
+// process that wrote it knows its rows (flow_store.cpp): an imported flow
+// gets the default, which no step writes, so every process reads it.
 bool implied(std::string_view table, std::string_view column) {
+  if (is_flow_row(table)) {
+    return column == "flow_id" || (table == "flow_events" && column == "id");
+  }
+  if (table == "flows") {
+    return column == "version";
+  }
   return column == "task_id" || (table == "events" && column == "id");
 }
 
@@ -60,6 +88,15 @@ enum class Domain {
   backoff,           // constant or exponential
   labels,            // a JSON object of labels --label accepts
   task_ids,          // a JSON array of task ids
+  flow_id,           // 1 or more
+  flow_state,        // TaskFlow's flow states
+  atom_state,        // TaskFlow's atom states (a retry's RETRYING too)
+  intention,         // TaskFlow's intentions
+  atom_kind,         // task or retry
+  change_kind,       // flow, task or retry
+  object,            // a JSON object (a flow's store)
+  history,           // a retry controller's history: [{value, failures}]
+  flow_link,         // a task's {"id","atom","action","args"}
 };
 
 Domain domain_of(std::string_view table, std::string_view column) {
@@ -75,7 +112,22 @@ Domain domain_of(std::string_view table, std::string_view column) {
     return Domain::task_id;
   }
   if (table != "tasks") {
-    return Domain::any;
+    static const std::map<std::pair<std::string_view, std::string_view>, Domain>
+        k_flows = {
+            {{"flows", "id"}, Domain::flow_id},
+            {{"flows", "state"}, Domain::flow_state},
+            {{"flows", "store"}, Domain::object},
+            {{"flows", "failed"}, Domain::flag},
+            {{"flow_atoms", "node"}, Domain::count},
+            {{"flow_atoms", "kind"}, Domain::atom_kind},
+            {{"flow_atoms", "state"}, Domain::atom_state},
+            {{"flow_atoms", "intention"}, Domain::intention},
+            {{"flow_atoms", "task_id"}, Domain::task_id},
+            {{"flow_atoms", "history"}, Domain::history},
+            {{"flow_events", "kind"}, Domain::change_kind},
+        };
+    const auto it = k_flows.find({table, column});
+    return it == k_flows.end() ? Domain::any : it->second;
   }
   static const std::map<std::string_view, Domain> k_tasks = {
       {"id", Domain::task_id},
@@ -97,6 +149,7 @@ Domain domain_of(std::string_view table, std::string_view column) {
       {"blockers", Domain::count},
       {"root", Domain::labels},
       {"sync", Domain::labels},
+      {"flow", Domain::flow_link},
   };
   const auto it = k_tasks.find(column);
   return it == k_tasks.end() ? Domain::any : it->second;
@@ -123,6 +176,8 @@ const char* integer_misfit(Domain domain, int64_t n) {
                : "a duration of 1 ms to 100 years in milliseconds";
   case Domain::task_id:
     return n >= 1 ? nullptr : "a task id (1 or more)";
+  case Domain::flow_id:
+    return n >= 1 ? nullptr : "a flow id (1 or more)";
   case Domain::count:
     return n >= 0 ? nullptr : "0 or more";
   case Domain::positive:
@@ -147,6 +202,24 @@ const char* string_misfit(Domain domain, const std::string& text) {
     return core::parse_state(text) ? nullptr : "a task state";
   case Domain::backoff:
     return core::parse_backoff(text) ? nullptr : "constant or exponential";
+  case Domain::flow_state:
+    return flow::parse_flow_state(text)
+               ? nullptr
+               : "a flow state (PENDING, RUNNING, ...)";
+  case Domain::atom_state:
+    return flow::parse_atom_state(text)
+               ? nullptr
+               : "an atom state (PENDING, RUNNING, ...)";
+  case Domain::intention:
+    return flow::parse_intention(text)
+               ? nullptr
+               : "an intention (EXECUTE, IGNORE, REVERT or RETRY)";
+  case Domain::atom_kind:
+    return text == "task" || text == "retry" ? nullptr : "task or retry";
+  case Domain::change_kind:
+    return text == "flow" || text == "task" || text == "retry"
+               ? nullptr
+               : "flow, task or retry";
   default:
     return nullptr;
   }
@@ -154,10 +227,45 @@ const char* string_misfit(Domain domain, const std::string& text) {
 
 // What JSON text of `domain` must be, or nullptr when `json` is one.
 const char* json_misfit(Domain domain, const std::string& json) {
-  if (domain != Domain::labels && domain != Domain::task_ids) {
+  if (domain == Domain::any) {
     return nullptr; // a payload, result or checkpoint: any JSON value
   }
   const auto v = nlohmann::json::parse(json, nullptr, false);
+  if (domain == Domain::object) {
+    return v.is_object() ? nullptr : "a JSON object";
+  }
+  if (domain == Domain::history) {
+    // As flow_store reads it back: one {"value", "failures"} per
+    // execution, failures an object of strings.
+    const bool ok =
+        v.is_array()
+        && std::all_of(v.begin(), v.end(), [](const nlohmann::json& e) {
+             return e.is_object() && e.size() == 2 && e.contains("value")
+                    && e.contains("failures") && e["failures"].is_object()
+                    && std::all_of(
+                        e["failures"].begin(), e["failures"].end(),
+                        [](const nlohmann::json& f) { return f.is_string(); });
+           });
+    return ok ? nullptr
+              : "an array of {\"value\": ..., \"failures\": {ATOM: "
+                "ERROR}}";
+  }
+  if (domain == Domain::flow_link) {
+    // As flow_store writes it: which flow, atom and action the task works
+    // for, and the args it was given.
+    const char* what = "an object {\"id\": FLOW, \"atom\": NAME, "
+                       "\"action\": \"execute\" or \"revert\", "
+                       "\"args\": {...}}";
+    if (!v.is_object() || v.size() != 4 || !v.contains("id")
+        || !v["id"].is_number_integer() || v["id"].get<int64_t>() < 1
+        || !v.contains("atom") || !v["atom"].is_string()
+        || !v.contains("action")
+        || (v["action"] != "execute" && v["action"] != "revert")
+        || !v.contains("args") || !v["args"].is_object()) {
+      return what;
+    }
+    return nullptr;
+  }
   if (domain == Domain::labels) {
     // As --label and tx's "labels" take them, label by label.
     const char* what = "an object of strings (KEY: letters, digits and "
@@ -190,7 +298,7 @@ ImageRow image_row(const Statement& st, std::string_view table) {
   ImageRow row;
   for (int c = 0; c < st.column_count(); ++c) {
     std::string name = st.column_name(c);
-    if (implied(table, name)) {
+    if (implied(table, name) || (st.is_null(c) && null_differs(table, name))) {
       continue;
     }
     std::string value;
@@ -239,29 +347,34 @@ std::string select_columns(Db& db, const std::string& table) {
   return "SELECT " + names + " FROM " + table;
 }
 
-// The rows beside the exported tasks, table by table: one query each for
-// the whole export, in task order, read alongside the tasks (a round trip
-// per task and table would dominate on a server).
+// The rows beside the exported tasks (or flows), table by table: one query
+// each for the whole export, in task order, read alongside the tasks (a
+// round trip per task and table would dominate on a server).
 class SideRows {
 public:
-  // `tasks`: the exported tasks' ids, as a subquery with parameter ?1.
+  // `owners`: the exported tasks' (or flows') ids, as a subquery with
+  // parameter ?1 (`queue`) unless `queue` is null; `key`: the column that
+  // names the owner.
   SideRows(Db& db, std::string table, std::string_view order,
-           std::string_view tasks, const std::optional<std::string>& queue)
+           std::string_view owners, const std::optional<std::string>* queue,
+           std::string_view key = "task_id")
       : m_table(std::move(table)),
-        m_st(db, select_columns(db, m_table) + " WHERE task_id IN ("
-                     + std::string(tasks) + ") ORDER BY task_id, "
-                     + std::string(order)) {
-    m_st.bind(1, queue);
+        m_st(db, select_columns(db, m_table) + " WHERE " + std::string(key)
+                     + " IN (" + std::string(owners) + ") ORDER BY "
+                     + std::string(key) + ", " + std::string(order)) {
+    if (queue != nullptr) {
+      m_st.bind(1, *queue);
+    }
     m_more = m_st.step();
     // (Columns are known once a row is: on PostgreSQL, with the result.)
     for (int c = 0; m_more && c < m_st.column_count(); ++c) {
-      if (m_st.column_name(c) == "task_id") {
+      if (m_st.column_name(c) == key) {
         m_task_column = c;
       }
     }
   }
 
-  // The rows of task `id`; ids must come in increasing order.
+  // The rows of task (or flow) `id`; ids must come in increasing order.
   std::vector<ImageRow> of(int64_t id) {
     std::vector<ImageRow> rows;
     while (m_more && m_st.get_int(m_task_column) <= id) {
@@ -294,10 +407,18 @@ const std::string* cell(const ImageRow& row, std::string_view column) {
 // table has one); usage errors for unknown columns and misfit values.
 class RowWriter {
 public:
-  // `list` names the table's rows in errors (as export lines do).
-  RowWriter(Db& db, std::string table, std::string list)
+  // `list` names the table's rows in errors (as export lines do); `owner`
+  // is the column write() fills with the owner's id.
+  RowWriter(Db& db, std::string table, std::string list,
+            std::string owner = "task_id")
       : m_db(db), m_table(std::move(table)), m_list(std::move(list)),
-        m_columns(by_name(columns_of(db, m_table))) {}
+        m_owner(std::move(owner)), m_columns(by_name(columns_of(db, m_table))) {
+  }
+
+  // Whether the table has a column `name` that an image may give.
+  bool takes(const std::string& name) const {
+    return m_columns.contains(name) && !implied(m_table, name);
+  }
 
   void write(const ImageRow& row, std::optional<int64_t> task_id) {
     std::string names;
@@ -322,7 +443,7 @@ public:
       }
     }
     if (task_id) {
-      add_name("task_id");
+      add_name(m_owner);
     }
     // Rows of one export share their columns: one statement per shape.
     Statement& st = m_inserts
@@ -373,8 +494,9 @@ private:
     };
     const Domain domain = domain_of(m_table, name);
     if (holds_json(m_table, name)) {
-      // JSON null: SQL NULL where the column allows it, else JSON text.
-      if (value == "null" && !col.not_null) {
+      // JSON null: SQL NULL where the column allows it (and nothing
+      // differs from JSON null), else JSON text.
+      if (value == "null" && !col.not_null && !null_differs(m_table, name)) {
         st.bind_null(index);
         return;
       }
@@ -418,6 +540,7 @@ private:
   Db& m_db;
   std::string m_table;
   std::string m_list;
+  std::string m_owner;
   std::map<std::string, Column, std::less<>> m_columns;
   std::map<std::string, Statement> m_inserts; // by column list
 };
@@ -469,31 +592,153 @@ int64_t import_one(const TaskImage& image, Statement& exists, RowWriter& tasks,
   return id;
 }
 
+// The text of string column `column` in `row`; std::nullopt when it is
+// missing or null. (Called once the row is written, its values checked.)
+std::optional<std::string> text_cell(const ImageRow& row,
+                                     std::string_view column) {
+  const std::string* v = cell(row, column);
+  if (v == nullptr) {
+    return std::nullopt;
+  }
+  const auto j = nlohmann::json::parse(*v, nullptr, false);
+  return j.is_string() ? std::optional(j.get<std::string>()) : std::nullopt;
+}
+
+// The writers of a flow's rows, for the whole import.
+struct FlowWriters {
+  explicit FlowWriters(Db& db)
+      : flows(db, "flows", "flow"),
+        documents(db, "flow_documents", "flow", "flow_id"),
+        atoms(db, "flow_atoms", "atoms", "flow_id"),
+        events(db, "flow_events", "events", "flow_id"),
+        exists(db, "SELECT 1 FROM flows WHERE id = ?1") {}
+  RowWriter flows;
+  RowWriter documents; // its columns travel in the flow's row
+  RowWriter atoms;
+  RowWriter events;
+  Statement exists;
+};
+
+// Checks one flow as a whole and writes its rows; returns its id. Its
+// atoms' rows must be its compiled document's nodes, in order; the links
+// between its atoms and their tasks are checked once every line is in.
+int64_t import_flow(const TaskImage::Flow& image, FlowWriters& w) {
+  const std::string* id_text = cell(image.flow, "id");
+  int64_t id = 0;
+  if (id_text == nullptr
+      || std::from_chars(id_text->data(), id_text->data() + id_text->size(), id)
+                 .ec
+             != std::errc()
+      || id < 1) {
+    throw Error(ErrorKind::usage, "flow: 'id' must be a flow id (1 or more)");
+  }
+  w.exists.bind(1, id);
+  const bool taken = w.exists.step();
+  w.exists.reset();
+  if (taken) {
+    throw Error(ErrorKind::conflict,
+                "flow " + std::to_string(id) + " already exists");
+  }
+  // The flow's row as exported: its `flows` row and its document's.
+  ImageRow flow_row;
+  ImageRow document;
+  for (const auto& column : image.flow) {
+    (w.documents.takes(column.first) ? document : flow_row).push_back(column);
+  }
+  w.flows.write(flow_row, std::nullopt);
+  w.documents.write(document, id);
+  const flow::Compiled c =
+      flow::compile_flow(text_cell(image.flow, "document").value_or(""));
+  if (!c.model) {
+    throw Error(ErrorKind::usage,
+                "flow: its 'document' does not compile: " + c.error);
+  }
+  const flow::FlowModel& model = *c.model;
+  if (text_cell(image.flow, "name") != model.name) {
+    throw Error(ErrorKind::usage, "flow: 'name' must be its document's name '"
+                                      + model.name + "'");
+  }
+  if (image.atoms.size() != model.nodes.size()) {
+    throw Error(ErrorKind::usage,
+                "atoms: its document has " + std::to_string(model.nodes.size())
+                    + " atoms (retry controllers included), one row each; "
+                      "there are "
+                    + std::to_string(image.atoms.size()));
+  }
+  for (size_t i = 0; i < image.atoms.size(); ++i) {
+    const ImageRow& row = image.atoms[i];
+    w.atoms.write(row, id);
+    const flow::Node& node = model.nodes[i];
+    const bool retry = node.kind == flow::NodeKind::retry;
+    const std::string* n = cell(row, "node");
+    const std::string* history = cell(row, "history");
+    const bool has_history = history != nullptr && *history != "null";
+    if (n == nullptr || *n != std::to_string(i)
+        || text_cell(row, "name") != node.name
+        || text_cell(row, "kind") != (retry ? "retry" : "task")
+        || has_history != retry) {
+      throw Error(ErrorKind::usage,
+                  "atoms: row " + std::to_string(i + 1) + " must be node "
+                      + std::to_string(i) + " of its document: "
+                      + (retry ? "retry controller" : "task atom") + " '"
+                      + node.name + "', with "
+                      + (retry ? "its history" : "no history"));
+    }
+  }
+  for (const ImageRow& row : image.events) {
+    w.events.write(row, id);
+  }
+  return id;
+}
+
 } // namespace
 
 void TaskStore::export_tasks(
     const std::optional<std::string>& queue,
     const std::function<void(const TaskImage&)>& each) {
   Transaction tx(*m_db, Transaction::Kind::read);
-  const std::string_view which = " WHERE ?1 IS NULL OR queue = ?1";
-  Statement st(*m_db, select_columns(*m_db, "tasks") + std::string(which)
-                          + " ORDER BY id");
-  st.bind(1, queue);
-  const std::string ids = "SELECT id FROM tasks" + std::string(which);
-  SideRows errors(*m_db, "task_errors", "rowid", ids, queue);
-  SideRows events(*m_db, "events", "id", ids, queue);
-  SideRows deps(*m_db, "task_deps", "dep_id", ids, queue);
-  SideRows deliveries(*m_db, "deliveries",
-                      "worker" + std::string(m_db->dialect().bytewise()), ids,
-                      queue);
+  {
+    const std::string_view which = " WHERE ?1 IS NULL OR queue = ?1";
+    Statement st(*m_db, select_columns(*m_db, "tasks") + std::string(which)
+                            + " ORDER BY id");
+    st.bind(1, queue);
+    const std::string ids = "SELECT id FROM tasks" + std::string(which);
+    SideRows errors(*m_db, "task_errors", "rowid", ids, &queue);
+    SideRows events(*m_db, "events", "id", ids, &queue);
+    SideRows deps(*m_db, "task_deps", "dep_id", ids, &queue);
+    SideRows deliveries(*m_db, "deliveries",
+                        "worker" + std::string(m_db->dialect().bytewise()), ids,
+                        &queue);
+    while (st.step()) {
+      TaskImage image;
+      image.task = image_row(st, "tasks");
+      const int64_t id = st.get_int(0); // the first column
+      image.errors = errors.of(id);
+      image.events = events.of(id);
+      image.deps = deps.of(id);
+      image.deliveries = deliveries.of(id);
+      each(image);
+    }
+  }
+  if (queue) {
+    return; // a flow's atoms' tasks may lie in any queue
+  }
+  Statement st(*m_db, select_columns(*m_db, "flows") + " ORDER BY id");
+  const std::string ids = "SELECT id FROM flows";
+  SideRows documents(*m_db, "flow_documents", "flow_id", ids, nullptr,
+                     "flow_id");
+  SideRows atoms(*m_db, "flow_atoms", "node", ids, nullptr, "flow_id");
+  SideRows events(*m_db, "flow_events", "id", ids, nullptr, "flow_id");
   while (st.step()) {
     TaskImage image;
-    image.task = image_row(st, "tasks");
+    image.flow.emplace();
+    image.flow->flow = image_row(st, "flows");
     const int64_t id = st.get_int(0); // the first column
-    image.errors = errors.of(id);
-    image.events = events.of(id);
-    image.deps = deps.of(id);
-    image.deliveries = deliveries.of(id);
+    for (const ImageRow& d : documents.of(id)) {
+      image.flow->flow.insert(image.flow->flow.end(), d.begin(), d.end());
+    }
+    image.flow->atoms = atoms.of(id);
+    image.flow->events = events.of(id);
     each(image);
   }
 }
@@ -505,29 +750,39 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
   RowWriter events(*m_db, "events", "events");
   RowWriter deps(*m_db, "task_deps", "deps");
   RowWriter deliveries(*m_db, "deliveries", "deliveries");
+  FlowWriters flows(*m_db);
   Statement exists(*m_db, "SELECT 1 FROM tasks WHERE id = ?1");
-  // Where each imported task came from, for errors found after the last
-  // row: its index in `lines` by id.
+  // Where each imported task and flow came from, for errors found after
+  // the last line: its index in `lines` by id.
   std::vector<int64_t> lines;
-  std::unordered_map<int64_t, size_t> place;
+  std::unordered_map<int64_t, size_t> task_place;
+  std::unordered_map<int64_t, size_t> flow_place;
   std::string ids = "[";
+  std::string flow_ids = "[";
   const auto at = [](int64_t line) {
     return line > 0 ? "line " + std::to_string(line) + ": " : std::string();
   };
   TaskImage image;
   while (next(image)) {
     try {
-      const int64_t id =
-          import_one(image, exists, tasks, errors, events, deps, deliveries);
-      place.emplace(id, lines.size());
+      if (image.flow) {
+        const int64_t id = import_flow(*image.flow, flows);
+        flow_ids += (flow_place.empty() ? "" : ",") + std::to_string(id);
+        flow_place.emplace(id, lines.size());
+      } else {
+        const int64_t id =
+            import_one(image, exists, tasks, errors, events, deps, deliveries);
+        ids += (task_place.empty() ? "" : ",") + std::to_string(id);
+        task_place.emplace(id, lines.size());
+      }
       lines.push_back(image.line);
-      ids += (lines.size() == 1 ? "" : ",") + std::to_string(id);
     } catch (const Error& e) {
       throw Error(e.kind(), at(image.line) + e.what());
     }
     image = TaskImage();
   }
   ids += "]";
+  flow_ids += "]";
   // The label index holds the labels of unfinished tasks: those imported,
   // in one statement.
   Statement(*m_db, "INSERT OR IGNORE INTO task_labels (key, value, task_id) "
@@ -540,28 +795,35 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
                          "'killed')")
       .bind(1, ids)
       .run();
-  // The rules db check verifies, on the imported tasks (they may depend on
-  // each other in any order, so only now): the first offender in the input
-  // names its line.
-  std::optional<std::pair<size_t, int64_t>> first; // (place, id)
+  // The rules db check verifies, on the imported tasks and flows (they may
+  // name each other in any order, so only now): the first offender in the
+  // input names its line.
+  std::optional<std::pair<size_t, std::string>> first; // (place, what)
   std::string_view problem;
-  find_violations(*m_db, ids, [&](const Invariant& rule, int64_t id) {
-    const size_t p = place.at(id);
-    if (!first || p < first->first) {
-      first = std::pair(p, id);
-      problem = rule.problem;
-    }
-  });
+  const auto offender = [&](const std::unordered_map<int64_t, size_t>& place,
+                            const char* what) {
+    return [&place, &first, &problem, what](const Invariant& rule, int64_t id) {
+      const size_t p = place.at(id);
+      if (!first || p < first->first) {
+        first = std::pair(p, what + std::to_string(id));
+        problem = rule.problem;
+      }
+    };
+  };
+  find_violations(*m_db, ids, offender(task_place, "task "));
+  find_flow_violations(*m_db, flow_ids, offender(flow_place, "flow "));
   if (first) {
-    throw Error(ErrorKind::usage, at(lines[first->first])
-                                      + task_ref(first->second) + ": "
+    throw Error(ErrorKind::usage, at(lines[first->first]) + first->second + ": "
                                       + std::string(problem));
   }
-  if (!lines.empty()) {
+  if (!task_place.empty()) {
     m_db->ids_given("tasks");
   }
+  if (!flow_place.empty()) {
+    m_db->ids_given("flows");
+  }
   tx.commit();
-  return static_cast<int64_t>(lines.size());
+  return static_cast<int64_t>(task_place.size());
 }
 
 } // namespace taskq::storage
