@@ -379,7 +379,17 @@ void flow_task_ended(Db& db, int64_t task_id, const std::string& link,
     Statement st(db, "SELECT result FROM tasks WHERE id = ?1");
     st.bind(1, task_id);
     if (st.step() && !st.is_null(0)) {
-      ended.result = json::parse(st.get_text(0));
+      try {
+        ended.result = json::parse(st.get_text(0));
+      } catch (const json::exception&) {
+        // Valid JSON that a flow's store cannot hold (a number beyond a
+        // double, such as 1e400): the task stays completed, as its worker
+        // reported, and its atom fails, so the flow's controllers decide.
+        ended.ok = false;
+        ended.error = task_ref(task_id)
+                      + "'s result holds a number out of range for a flow's "
+                        "store";
+      }
     }
   } else {
     ended.error = end_error(db, task_id, state);

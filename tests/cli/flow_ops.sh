@@ -117,3 +117,15 @@ expect_out "$two"
 expect_exit 2 "$TASKQ" flow list --state sleeping
 expect_exit 3 "$TASKQ" flow show 999
 expect_exit 2 "$TASKQ" flow show x
+
+section "a result the flow cannot hold (a number beyond a double) fails the atom; done still completes the task"
+fresh_db
+flow=$(tq flow submit - <<<'{"name":"z","atoms":[{"name":"a","execute":{"queue":"z"},"provides":"x"},{"name":"b","execute":{"queue":"z"},"requires":"x"}]}')
+expect_exit 0 "$TASKQ" lease z -o json
+expect_exit 0 "$TASKQ" done "$(jout .id)" --lease "$(jout .lease.token)" --result 1e400
+expect_exit 0 "$TASKQ" show 1 -o json
+expect_json "$out" '.state' completed "the task is completed"
+expect_exit 6 "$TASKQ" flow wait "$flow" --timeout 5s
+expect_out REVERTED
+expect_exit 0 "$TASKQ" flow show "$flow" -o json
+expect_match "$(jout '.atoms[0].failure')" 'result.*out of range' "the atom's failure says why"
