@@ -331,13 +331,17 @@ int run(int argc, char** argv) {
   register_flow(app, ctx);
   check_option_values(app);
 
-  // `taskq run QUEUE... -- CMD ARG...`: what follows the -- is the
-  // handler's argv, not taskq's, so it never reaches CLI11.
+  // `taskq run QUEUE... -- CMD ARG...` and `taskq add QUEUE -- CMD
+  // ARG...`: what follows the -- is a program's argv, not taskq's, so it
+  // never reaches CLI11.
   const int sub = subcommand_index(argc, argv);
-  if (sub > 0 && std::string_view(argv[sub]) == "run") {
+  if (sub > 0
+      && (std::string_view(argv[sub]) == "run"
+          || std::string_view(argv[sub]) == "add")) {
     for (int i = sub + 1; i < argc; ++i) {
       if (std::string_view(argv[i]) == "--") {
         ctx.command.assign(argv + i + 1, argv + argc);
+        ctx.command_given = true;
         argc = i;
         break;
       }
