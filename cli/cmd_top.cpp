@@ -41,9 +41,14 @@ using Clock = std::chrono::steady_clock;
 constexpr int64_t k_rows = 200;
 // The view reloads at most this often on changes (a busy queue commits
 // thousands of times a second), and at least this often without any (so
-// that leases running out and the last minute's counts move on).
-constexpr std::chrono::milliseconds k_min_reload{200};
+// that leases running out and the last minute's counts move on). A reload
+// that takes long (a big database) spaces them out further: reading
+// takes at most a fifth of the time.
+constexpr std::chrono::milliseconds k_min_reload{50};
 constexpr std::chrono::milliseconds k_max_reload{5000};
+// How long after the first wake-up of a change it reads: a commit comes as
+// a few writes, and reading at the first would miss it.
+constexpr std::chrono::milliseconds k_settle{20};
 // How long a message (an action's result) stays on the status line.
 constexpr std::chrono::seconds k_message_time{6};
 
@@ -314,13 +319,7 @@ public:
     while (!m_quit && g_signal == 0) {
       pollfd fds[2] = {{STDIN_FILENO, POLLIN, 0}, {m_feed.fd(), POLLIN, 0}};
       const nfds_t nfds = m_feed.polling() ? 1 : 2;
-      auto wake = next_tick;
-      if (m_changed || m_feed.polling()) {
-        wake = std::min(wake, m_loaded_at
-                                  + (m_feed.polling()
-                                         ? storage::ChangeFeed::k_fallback_poll
-                                         : k_min_reload));
-      }
+      const auto wake = std::min(next_tick, reload_due());
       const auto left = std::max(wake - Clock::now(), Clock::duration{0});
       const auto secs = std::chrono::duration_cast<std::chrono::seconds>(left);
       const timespec ts{
@@ -339,11 +338,10 @@ public:
         break;
       }
       bool dirty = false;
-      if (nfds == 2 && rc > 0 && (fds[1].revents & POLLIN) != 0) {
-        m_changed = m_feed.drain() || m_changed;
-      }
-      if (m_feed.polling()) {
+      if (nfds == 2 && rc > 0 && (fds[1].revents & POLLIN) != 0
+          && m_feed.drain() && !m_changed) {
         m_changed = true;
+        m_changed_at = Clock::now();
       }
       // Keys, and KEY_RESIZE, which ncurses makes of a SIGWINCH.
       for (int ch = getch(); ch != ERR && !m_quit; ch = getch()) {
@@ -351,8 +349,7 @@ public:
         dirty = true;
       }
       const auto now = Clock::now();
-      if ((m_changed && now >= m_loaded_at + k_min_reload)
-          || now >= m_loaded_at + k_max_reload) {
+      if (now >= reload_due()) {
         reload();
         dirty = true;
       }
@@ -371,6 +368,22 @@ public:
   }
 
 private:
+  // When to read the database again: a little after it changed (a commit
+  // on SQLite wakes the feed as it starts writing), not more often than
+  // k_min_reload allows, and every k_max_reload without a change.
+  Clock::time_point reload_due() const {
+    if (m_feed.polling()) {
+      return m_loaded_at + storage::ChangeFeed::k_fallback_poll;
+    }
+    if (m_changed) {
+      return std::max(
+          m_changed_at + k_settle,
+          m_loaded_at
+              + std::max<Clock::duration>(k_min_reload, 5 * m_reload_cost));
+    }
+    return m_loaded_at + k_max_reload;
+  }
+
   // The next turn of the wall clock's second, when elapsed times move on.
   static Clock::time_point next_second() {
     const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -389,6 +402,7 @@ private:
     m_now = m_ctx.live_now();
     m_loaded_now = m_now;
     m_view = m_store.top_view(m_now, k_rows);
+    m_reload_cost = Clock::now() - m_loaded_at;
     rebuild();
     if (m_logs) {
       try {
@@ -853,10 +867,12 @@ private:
   TextFit m_fit;
   bool m_colour = false;
   bool m_quit = false;
-  bool m_changed = false;
+  bool m_changed = false;         // the feed woke since the last reload
+  Clock::time_point m_changed_at; // when it first did
   Clock::time_point m_loaded_at;
-  core::Time m_now;        // the time the rows are drawn for
-  core::Time m_loaded_now; // the time of the snapshot
+  Clock::duration m_reload_cost{}; // how long the last snapshot took
+  core::Time m_now;                // the time the rows are drawn for
+  core::Time m_loaded_now;         // the time of the snapshot
   storage::TopView m_view;
   PaneView m_panes[3];
   Pane m_pane = Pane::tasks;
