@@ -502,3 +502,85 @@ EOF
     expect_exit 0 fish --no-config complete.fish '' "$TASKQ --db bad.db add "
     expect_eq "$err" "" "stderr of $cmd"
 fi
+
+# Task ids: each command is offered the tasks it can act on, newest first
+# (taskq __ids COMMAND, hidden), in that order by every shell.
+section "ids the command can act on, newest first"
+ids=(--db ids.db)
+running=$(tq "${ids[@]}" add ids)
+token=$(tq "${ids[@]}" lease ids -o json | jq -r .lease.token)
+paused=$(tq "${ids[@]}" add ids)
+tq "${ids[@]}" pause "$paused" >/dev/null
+sleeping=$(tq "${ids[@]}" add ids)
+tq "${ids[@]}" sleep "$sleeping" --for 1h >/dev/null
+killed=$(tq "${ids[@]}" add ids)
+tq "${ids[@]}" kill "$killed" >/dev/null
+failed=$(tq "${ids[@]}" add ids --priority 9)
+t=$(tq "${ids[@]}" lease ids -o json | jq -r .lease.token)
+tq "${ids[@]}" fail "$failed" --lease "$t" --no-retry --error boom >/dev/null
+completed=$(tq "${ids[@]}" add ids --priority 9)
+t=$(tq "${ids[@]}" lease ids -o json | jq -r .lease.token)
+tq "${ids[@]}" done "$completed" --lease "$t" >/dev/null
+runnable=$(tq "${ids[@]}" add ids)
+nl() { printf '%s\n' "$@"; }
+expect_exit 0 "$TASKQ" "${ids[@]}" __ids resume
+expect_out "$(nl "$sleeping" "$paused")"
+expect_exit 0 "$TASKQ" "${ids[@]}" __ids pause
+expect_out "$(nl "$runnable" "$sleeping" "$running")"
+for c in kill send wait why; do
+    expect_exit 0 "$TASKQ" "${ids[@]}" __ids "$c"
+    expect_out "$(nl "$runnable" "$sleeping" "$paused" "$running")"
+done
+expect_exit 0 "$TASKQ" "${ids[@]}" __ids retry
+expect_out "$(nl "$failed" "$killed")"
+for c in release checkpoint heartbeat done fail; do
+    expect_exit 0 "$TASKQ" "${ids[@]}" __ids "$c"
+    expect_out "$running"
+done
+expect_exit 0 "$TASKQ" "${ids[@]}" __ids show
+expect_out "$(nl "$runnable" "$completed" "$failed" "$killed" "$sleeping" "$paused" "$running")"
+expect_exit 0 "$TASKQ" "${ids[@]}" __ids show --limit 2
+expect_out "$(nl "$runnable" "$completed")"
+expect_exit 0 "$TASKQ" --help
+expect_not_contains "$out" "__ids" "taskq --help does not list __ids"
+check "the lease of task $running is still live (fixture)" test -n "$token"
+
+section "bash: ids by command"
+expect_exit 0 bash complete.bash "$paused" "$TASKQ" --db ids.db resume ''
+expect_contains "$out" "offered: $sleeping $paused" "resume: sleeping and paused, newest first"
+expect_contains "$out" "compopt -o nosort" "bash keeps the order"
+expect_exit 1 bash complete.bash "$runnable" "$TASKQ" --db ids.db resume ''
+expect_exit 1 bash complete.bash "$completed" "$TASKQ" --db ids.db kill ''
+expect_exit 0 bash complete.bash "$runnable" "$TASKQ" --db ids.db kill "$paused" ''
+expect_exit 0 bash complete.bash "$killed" "$TASKQ" --db ids.db retry ''
+expect_contains "$out" "offered: $failed $killed"
+expect_exit 1 bash complete.bash "$runnable" "$TASKQ" --db ids.db retry ''
+expect_exit 0 bash complete.bash "$completed" "$TASKQ" --db ids.db show ''
+expect_exit 0 bash complete.bash "$running" "$TASKQ" --db ids.db release ''
+expect_contains "$out" "offered: $running"
+expect_exit 0 bash complete.bash "$paused" "$TASKQ" --db ids.db send ''
+expect_exit 1 bash complete.bash "$failed" "$TASKQ" --db ids.db send "$paused" ''
+expect_exit 0 bash complete.bash "$completed" "$TASKQ" --db ids.db add q --after ''
+
+if command -v zsh >/dev/null; then
+    section "zsh: ids by command"
+    expect_exit 0 zsh -f complete.zsh "$paused" "$TASKQ" --db ids.db resume ''
+    expect_contains "$out" "offered: $sleeping $paused" "resume: sleeping and paused, newest first"
+    expect_exit 1 zsh -f complete.zsh "$runnable" "$TASKQ" --db ids.db resume ''
+    expect_exit 1 zsh -f complete.zsh "$completed" "$TASKQ" --db ids.db kill ''
+    expect_exit 0 zsh -f complete.zsh "$killed" "$TASKQ" --db ids.db retry ''
+    expect_exit 0 zsh -f complete.zsh "$completed" "$TASKQ" --db ids.db show ''
+    expect_contains "$out" "offered: $runnable $completed $failed" "show: every task, newest first"
+fi
+
+if command -v fish >/dev/null; then
+    section "fish: ids by command"
+    expect_exit 0 fish --no-config complete.fish "$paused" "$TASKQ --db ids.db resume "
+    expect_contains "$out" "offered: $sleeping $paused" "resume: sleeping and paused, newest first"
+    expect_exit 1 fish --no-config complete.fish "$runnable" "$TASKQ --db ids.db resume "
+    expect_exit 1 fish --no-config complete.fish "$completed" "$TASKQ --db ids.db kill "
+    expect_exit 0 fish --no-config complete.fish "$killed" "$TASKQ --db ids.db retry "
+    expect_exit 0 fish --no-config complete.fish "$running" "$TASKQ --db ids.db release "
+    expect_exit 0 fish --no-config complete.fish "$completed" "$TASKQ --db ids.db show "
+    expect_contains "$out" "offered: $runnable $completed $failed" "show: every task, newest first"
+fi
