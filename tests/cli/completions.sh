@@ -503,9 +503,8 @@ EOF
     expect_eq "$err" "" "stderr of $cmd"
 fi
 
-# Task ids: each command is offered the tasks it can act on, newest first
-# (taskq __ids COMMAND, hidden), in that order by every shell.
-section "ids the command can act on, newest first"
+# Task ids: each command is offered the tasks it can act on, newest first,
+# in that order by every shell (completion_ids.sh checks taskq __ids itself).
 ids=(--db ids.db)
 running=$(tq "${ids[@]}" add ids)
 token=$(tq "${ids[@]}" lease ids -o json | jq -r .lease.token)
@@ -522,29 +521,6 @@ completed=$(tq "${ids[@]}" add ids --priority 9)
 t=$(tq "${ids[@]}" lease ids -o json | jq -r .lease.token)
 tq "${ids[@]}" done "$completed" --lease "$t" >/dev/null
 runnable=$(tq "${ids[@]}" add ids)
-nl() { printf '%s\n' "$@"; }
-expect_exit 0 "$TASKQ" "${ids[@]}" __ids resume
-expect_out "$(nl "$sleeping" "$paused")"
-expect_exit 0 "$TASKQ" "${ids[@]}" __ids pause
-expect_out "$(nl "$runnable" "$sleeping" "$running")"
-for c in kill send wait why; do
-    expect_exit 0 "$TASKQ" "${ids[@]}" __ids "$c"
-    expect_out "$(nl "$runnable" "$sleeping" "$paused" "$running")"
-done
-expect_exit 0 "$TASKQ" "${ids[@]}" __ids retry
-expect_out "$(nl "$failed" "$killed")"
-for c in release checkpoint heartbeat done fail; do
-    expect_exit 0 "$TASKQ" "${ids[@]}" __ids "$c"
-    expect_out "$running"
-done
-expect_exit 0 "$TASKQ" "${ids[@]}" __ids show
-expect_out "$(nl "$runnable" "$completed" "$failed" "$killed" "$sleeping" "$paused" "$running")"
-expect_exit 0 "$TASKQ" "${ids[@]}" __ids show --limit 2
-expect_out "$(nl "$runnable" "$completed")"
-expect_exit 0 "$TASKQ" --help
-expect_not_contains "$out" "__ids" "taskq --help does not list __ids"
-check "the lease of task $running is still live (fixture)" test -n "$token"
-
 section "bash: ids by command"
 expect_exit 0 bash complete.bash "$paused" "$TASKQ" --db ids.db resume ''
 expect_contains "$out" "offered: $sleeping $paused" "resume: sleeping and paused, newest first"
