@@ -467,6 +467,11 @@ public:
   std::optional<core::Task> find(int64_t id);
   TaskDetail show(int64_t id); // not_found when missing
   std::vector<core::Task> list(const Selector& sel, core::Time now);
+  // Shell completion: the ids of the tasks in one of `states` (any state
+  // when empty; with `leased`, only those holding a lease), newest first,
+  // at most `limit` (complete_store.cpp).
+  std::vector<int64_t> recent_ids(const std::vector<core::TaskState>& states,
+                                  bool leased, int64_t limit);
   std::vector<QueueStats> stats(const std::optional<std::string>& queue,
                                 core::Time now);
   // One line per reason task `id` is not running now (empty: it is
