@@ -181,7 +181,7 @@ _taskq() {
             //0) words="add lease heartbeat done fail run wait progress release
                 sleep pause resume kill checkpoint send retry requeue purge show
                 list stats why events metrics queue schedule gate flow tick tx
-                export import db completion" ;;
+                export import db completion top" ;;
             queue//0) words="list set pause resume redrive" ;;
             db//0) words="check path migrate backup vacuum" ;;
             completion//0) words="bash zsh fish" ;;

@@ -159,6 +159,7 @@ complete -c taskq -n '__taskq_at 0' -a export -d 'Print every task with its hist
 complete -c taskq -n '__taskq_at 0' -a import -d 'Add the tasks of an export, keeping their ids'
 complete -c taskq -n '__taskq_at 0' -a db -d 'Check, locate, migrate, back up or vacuum the database'
 complete -c taskq -n '__taskq_at 0' -a completion -d 'Print a shell completion script'
+complete -c taskq -n '__taskq_at 0' -a top -d 'Show queues, tasks and failures live, full screen'
 
 # Arguments.
 set -l queues '(__taskq_ask queue list -o id)'
