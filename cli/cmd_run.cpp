@@ -280,9 +280,10 @@ void register_run(CLI::App& app, Context& ctx) {
   run->add_option("--checkpoint-signal", a->checkpoint_signal,
                   "signal for an operator's checkpoint request (default USR1)")
       ->type_name("SIG");
-  run->add_flag("-v,--verbose", a->verbose,
-                "a timestamped line per task on stderr: started, completed, "
-                "will retry at TIME, failed for good, released, revoked");
+  run->add_flag(
+      "-v,--verbose", a->verbose,
+      "a line per task event on stderr, timestamped, in the summary's "
+      "words");
   run->add_flag("-q,--quiet", a->quiet,
                 "print nothing when no task was leased (for cron)");
   run->add_option("--fail-on", a->fail_on,

@@ -523,6 +523,8 @@ int run(int argc, char** argv) {
   check_option_values(app);
   formatter->usages[app.get_subcommand("run")] =
       "taskq run [OPTIONS] QUEUE... [-- CMD [ARG...]]";
+  formatter->usages[app.get_subcommand("add")] =
+      "taskq add [OPTIONS] QUEUE [-- CMD [ARG...]]";
   add_help_footers(app);
   std::vector<char*> help_argv;
   rewrite_help(app, argc, argv, help_argv);
