@@ -13,13 +13,17 @@ namespace taskq::cli {
 // Defined in the generated completions.cpp.
 std::optional<std::string_view> completion_script(std::string_view shell);
 
-void register_completion(CLI::App& app, Context& /*ctx*/) {
+void register_completion(CLI::App& app, Context& ctx) {
   auto shell = std::make_shared<std::string>();
   CLI::App* cmd = add_command(
       app, "completion", "Print the completion script for bash, zsh or fish",
       "source <(taskq completion bash)");
   cmd->add_option("shell", *shell, "bash, zsh or fish")->required();
-  cmd->callback([shell] {
+  cmd->callback([shell, &ctx] {
+    if (ctx.output_option && *ctx.output_option != "table") {
+      throw Error(ErrorKind::usage, "completion prints a shell script; -o "
+                                    "does not apply");
+    }
     const auto script = completion_script(*shell);
     if (!script) {
       throw Error(ErrorKind::usage,
