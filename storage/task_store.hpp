@@ -26,9 +26,13 @@ bool is_postgres_url(std::string_view path);
 std::string redact_url(std::string_view url);
 
 // How to open the database file.
+// A missing SQLite file is ErrorKind::unavailable ("no database at PATH
+// (the first add creates it)") for every mode but `write`, and nothing is
+// created (no file, folder, -wal or -shm).
 enum class OpenMode {
-  read,  // a missing file reads as an empty database; nothing is created
-  write, // create the file (0600) and its folder when missing
+  read,   // reads only
+  update, // writes to a database that exists (lease, run, pause, ...)
+  write,  // creates the file (0600) and its folder when missing (add, ...)
   // PostgreSQL only: for the server's clock, before a command has checked
   // its input. The schema is left as it is until open_for() names what
   // the command does, so that a refused command creates no tables.
