@@ -111,6 +111,7 @@ struct ListOptions {
   std::optional<std::string> state;
   std::vector<std::string> match;
   std::optional<int64_t> limit;
+  bool newest = false;
 };
 
 void run_list(const ListOptions& o, Context& ctx) {
@@ -121,7 +122,10 @@ void run_list(const ListOptions& o, Context& ctx) {
     check_queue_name(*o.queue);
   }
   sel.queue = o.queue;
-  sel.state = o.state;
+  if (o.state) {
+    sel.states = parse_states(*o.state);
+  }
+  sel.newest = o.newest;
   sel.match = parse_patterns(o.match);
   if (o.limit && *o.limit < 1) {
     throw Error(ErrorKind::usage, "--limit must be at least 1");
@@ -238,17 +242,22 @@ void register_inspect(CLI::App& app, Context& ctx) {
   });
 
   auto lo = std::make_shared<ListOptions>();
-  CLI::App* list = add_command(app, "list", "List tasks, oldest first",
-                               "taskq list --queue thumbs --state ready");
+  CLI::App* list = add_command(
+      app, "list",
+      "List tasks, oldest first (running ones with worker and elapsed time, "
+      "failed ones with their last error)",
+      "taskq list --state failed,killed --newest --limit 10");
   list->add_option("--queue", lo->queue, "only QUEUE")->type_name("QUEUE");
   list->add_option("--state", lo->state,
-                   "only STATE: runnable, sleeping, paused, completed, "
-                   "failed, killed, running (leased) or ready (eligible)")
-      ->type_name("STATE");
+                   "only these states, comma-separated: runnable, sleeping, "
+                   "paused, completed, failed, killed, running (leased) or "
+                   "ready (eligible)")
+      ->type_name("S,...");
   list->add_option("--match", lo->match,
                    "only tasks with labels matching K=V (repeatable)")
       ->type_name("K=V");
   list->add_option("--limit", lo->limit, "at most N tasks")->type_name("N");
+  list->add_flag("--newest", lo->newest, "newest first (default: oldest)");
   list->callback([lo, &ctx] { run_list(*lo, ctx); });
 
   auto sq = std::make_shared<std::optional<std::string>>();
@@ -277,6 +286,69 @@ void register_inspect(CLI::App& app, Context& ctx) {
         print_metrics(store.metrics(ctx.now()));
         print_flow_metrics(store.flow_counts());
       });
+
+  auto since = std::make_shared<OptText>();
+  CLI::App* workers = add_command(
+      app, "workers",
+      "List the workers seen recently: those holding a lease now, or that "
+      "leased, completed or failed a task within --since (default 1h), with "
+      "their tasks and last heartbeat",
+      "taskq workers -o json | jq -r '.worker'");
+  workers->add_option("--since", *since, "seen within DUR (default 1h)")
+      ->type_name("DUR");
+  workers->callback([since, &ctx] {
+    const Format format =
+        ctx.format(Format::table, {Format::table, Format::json, Format::id});
+    const core::Time now = ctx.now();
+    const auto within =
+        parse_duration_arg(*since, "--since").value_or(std::chrono::hours(1));
+    const auto seen =
+        ctx.store(storage::OpenMode::read).workers(now - within, now);
+    if (format == Format::id) {
+      for (const auto& w : seen) {
+        std::puts(w.name.c_str());
+      }
+      return;
+    }
+    const auto opt_time = [](const std::optional<core::Time>& t) {
+      return t ? Json(core::format_time(*t)) : Json(nullptr);
+    };
+    if (format == Format::json) {
+      for (const auto& w : seen) {
+        Json running = Json::array();
+        for (const auto& t : w.running) {
+          running.push_back({{"id", t.id},
+                             {"queue", t.queue},
+                             {"started_at", opt_time(t.started_at)},
+                             {"expires_at", core::format_time(t.expires_at)}});
+        }
+        print_json(Json{{"worker", w.name},
+                        {"running", running},
+                        {"last_seen", core::format_time(w.last_seen)},
+                        {"last_heartbeat", opt_time(w.last_heartbeat)}});
+      }
+      return;
+    }
+    const TableTimes times = table_times(now);
+    std::vector<std::vector<std::string>> rows;
+    for (const auto& w : seen) {
+      std::string tasks, queues;
+      for (const auto& t : w.running) {
+        tasks += (tasks.empty() ? "" : ",") + std::to_string(t.id);
+        if (("," + queues + ",").find("," + t.queue + ",")
+            == std::string::npos) {
+          queues += (queues.empty() ? "" : ",") + t.queue;
+        }
+      }
+      rows.push_back({w.name, std::to_string(w.running.size()),
+                      tasks.empty() ? "-" : tasks,
+                      queues.empty() ? "-" : queues,
+                      w.last_heartbeat ? times(*w.last_heartbeat) : "-",
+                      times(w.last_seen)});
+    }
+    print_table({"WORKER", "RUNNING", "TASKS", "QUEUES", "HEARTBEAT", "SEEN"},
+                rows);
+  });
 
   auto wid = std::make_shared<std::string>();
   CLI::App* why = add_command(app, "why",

@@ -25,8 +25,10 @@ struct SendOptions {
 void add_selector_options(CLI::App* cmd, SendOptions& o) {
   cmd->add_option("--queue", o.queue, "every task of QUEUE")
       ->type_name("QUEUE");
-  cmd->add_option("--state", o.state, "every task in STATE (or running, ready)")
-      ->type_name("STATE");
+  cmd->add_option("--state", o.state,
+                  "every task in these states, comma-separated (or running, "
+                  "ready)")
+      ->type_name("S,...");
   cmd->add_option("--match", o.match,
                   "every task with labels matching K=V (repeatable)")
       ->type_name("K=V");
@@ -51,7 +53,9 @@ void send_message(const SendOptions& o, const std::vector<std::string>& ids,
     check_queue_name(*o.queue);
   }
   sel.queue = o.queue;
-  sel.state = o.state;
+  if (o.state) {
+    sel.states = parse_states(*o.state);
+  }
   sel.match = parse_patterns(o.match);
   if (sel.ids.empty() == !sel.has_filters()) {
     throw Error(ErrorKind::usage,
@@ -215,16 +219,66 @@ void register_operate(CLI::App& app, Context& ctx) {
     send_message(*o, ids, *msg, ctx);
   });
 
-  auto rid = std::make_shared<std::string>();
+  struct RetryOptions {
+    std::vector<std::string> ids;
+    OptText queue, state;
+    std::vector<std::string> match;
+    bool again = false;
+  };
+  auto ro = std::make_shared<RetryOptions>();
   CLI::App* retry = add_command(
       app, "retry",
-      "Add a new task with the spec of a failed or killed one (prints its id)",
-      "taskq retry 42");
-  retry->add_option("id", *rid, "task id")->required()->type_name("ID");
-  retry->callback([rid, &ctx] {
-    const int64_t id = ctx.store(storage::OpenMode::update)
-                           .retry(parse_id(*rid), ctx.actor(), ctx.now());
-    std::printf("%lld\n", static_cast<long long>(id));
+      "Add a new task with the spec of each failed or killed one (prints the "
+      "new ids; ids: all or nothing; a task whose retry is still unfinished "
+      "is refused, or skipped in bulk, unless --again)",
+      "taskq retry 42 43   # bulk: taskq retry --queue thumbs --state failed");
+  retry->add_option("id", ro->ids, "task ids")->type_name("ID...");
+  retry->add_option("--queue", ro->queue, "every task of QUEUE")
+      ->type_name("QUEUE");
+  retry
+      ->add_option("--state", ro->state,
+                   "every task in these states: failed, killed or "
+                   "failed,killed (needed with --queue/--match)")
+      ->type_name("S,...");
+  retry
+      ->add_option("--match", ro->match,
+                   "every task with labels matching K=V (repeatable)")
+      ->type_name("K=V");
+  retry->add_flag("--again", ro->again,
+                  "retry even a task whose last retry is still unfinished");
+  retry->callback([ro, &ctx] {
+    storage::Selector sel;
+    sel.ids = parse_ids(ro->ids);
+    if (ro->queue) {
+      check_queue_name(*ro->queue);
+    }
+    sel.queue = ro->queue;
+    if (ro->state) {
+      sel.states = parse_states(*ro->state);
+    }
+    sel.match = parse_patterns(ro->match);
+    if (sel.ids.empty() == !sel.has_filters()) {
+      throw Error(ErrorKind::usage,
+                  sel.ids.empty()
+                      ? "which tasks? give IDs, or --queue/--state/--match"
+                      : "give either IDs or --queue/--state/--match, not both");
+    }
+    const Format format =
+        ctx.format(Format::id, {Format::table, Format::json, Format::id});
+    const auto done = ctx.store(storage::OpenMode::update)
+                          .retry_many(sel,
+                                      ro->again ? storage::LiveRetry::again
+                                                : storage::LiveRetry::refuse,
+                                      ctx.actor(), ctx.now());
+    for (const auto& r : done) {
+      if (r.retry == 0) {
+        std::fprintf(stderr, "taskq: skipped: %s\n", r.skipped.c_str());
+      } else if (format == Format::json) {
+        print_json(Json{{"task", r.task}, {"retry", r.retry}});
+      } else {
+        std::printf("%lld\n", static_cast<long long>(r.retry));
+      }
+    }
   });
 
   auto rq = std::make_shared<std::string>();

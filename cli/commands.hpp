@@ -29,6 +29,10 @@ core::PolicyOverrides to_overrides(const PolicyArgs& args);
 void check_name(const std::string& name, std::string_view what);
 void check_queue_name(const std::string& name);
 
+// `--state a,b`: state names, `running` or `ready`, separated by commas
+// (usage error for an empty or unknown one).
+std::vector<std::string> parse_states(const std::string& text);
+
 // The payload of --payload JSON or --text STR (at most one), checked and
 // minified; std::nullopt when neither is given.
 std::optional<std::string> payload_arg(const OptText& payload,

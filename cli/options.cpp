@@ -85,4 +85,30 @@ std::optional<std::string> payload_arg(const OptText& payload,
   return std::nullopt;
 }
 
+std::vector<std::string> parse_states(const std::string& text) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (true) {
+    const size_t comma = text.find(',', at);
+    std::string name = text.substr(
+        at, comma == std::string::npos ? std::string::npos : comma - at);
+    if (name.empty()) {
+      throw Error(ErrorKind::usage,
+                  "invalid --state '" + text
+                      + "': expected state names separated by commas");
+    }
+    if (!core::parse_state(name) && name != "running" && name != "ready") {
+      throw Error(ErrorKind::usage,
+                  "unknown state '" + name
+                      + "': expected runnable, sleeping, paused, completed, "
+                        "failed, killed, running or ready");
+    }
+    out.push_back(std::move(name));
+    if (comma == std::string::npos) {
+      return out;
+    }
+    at = comma + 1;
+  }
+}
+
 } // namespace taskq::cli

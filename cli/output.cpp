@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <iostream>
+#include <unistd.h>
 
 namespace taskq::cli {
 namespace {
@@ -78,7 +81,10 @@ std::string task_json(const core::Task& t, core::Time now,
   if (t.leased(now)) {
     lease = {{"token", t.lease->token},
              {"worker", t.lease->worker},
-             {"expires_at", core::format_time(t.lease->expires_at)}};
+             {"expires_at", core::format_time(t.lease->expires_at)},
+             {"started_at", t.lease_started
+                                ? Json(core::format_time(*t.lease_started))
+                                : Json(nullptr)}};
   }
   Json errors = Json::array();
   for (const auto& e : t.errors) {
@@ -101,6 +107,8 @@ std::string task_json(const core::Task& t, core::Time now,
       .field("updated_at", core::format_time(t.updated_at))
       .field("lease", lease)
       .field("errors", errors)
+      .field("last_error",
+             t.errors.empty() ? Json(nullptr) : Json(t.errors.back().message))
       .raw("checkpoint", t.checkpoint.value_or("null"))
       .raw("result", t.result.value_or("null"))
       .field("reason", or_null(t.reason))
@@ -284,16 +292,62 @@ void print_table(const std::vector<std::string>& header,
   }
 }
 
+TableTimes table_times(core::Time now) {
+  const char* env = std::getenv("TASKQ_TIMES");
+  if (env != nullptr && std::strcmp(env, "relative") == 0) {
+    return {now, true};
+  }
+  if (env != nullptr && std::strcmp(env, "absolute") == 0) {
+    return {now, false};
+  }
+  return {now, isatty(STDOUT_FILENO) == 1};
+}
+
 void print_task_table(const std::vector<core::Task>& tasks, core::Time now) {
+  const TableTimes times = table_times(now);
+  // Running tasks bring their worker, start and elapsed time; failed ones
+  // their last error (last, as it is the longest).
+  bool running = false, failed = false;
+  for (const auto& t : tasks) {
+    running = running || t.leased(now);
+    failed = failed || t.state == core::TaskState::failed;
+  }
+  std::vector<std::string> header = {"ID",  "QUEUE", "STATE",
+                                     "PRI", "ATT",   "RUN_AT"};
+  if (running) {
+    header.insert(header.end(), {"WORKER", "STARTED", "ELAPSED"});
+  }
+  header.emplace_back("PAYLOAD");
+  if (failed) {
+    header.emplace_back("LAST_ERROR");
+  }
   std::vector<std::vector<std::string>> rows;
   rows.reserve(tasks.size());
   for (const auto& t : tasks) {
-    rows.push_back({std::to_string(t.id), t.queue, display_state(t, now),
-                    std::to_string(t.priority), std::to_string(t.attempts),
-                    core::format_time(t.run_at), cell(t.payload, 40)});
+    std::vector<std::string> row = {
+        std::to_string(t.id),       t.queue,
+        display_state(t, now),      std::to_string(t.priority),
+        std::to_string(t.attempts), times(t.run_at)};
+    if (running) {
+      if (t.leased(now)) {
+        row.push_back(t.lease->worker);
+        row.push_back(t.lease_started ? times(*t.lease_started) : "-");
+        row.push_back(t.lease_started
+                          ? core::format_elapsed(now - *t.lease_started)
+                          : "-");
+      } else {
+        row.insert(row.end(), {"-", "-", "-"});
+      }
+    }
+    row.push_back(cell(t.payload, 40));
+    if (failed) {
+      row.push_back(t.state == core::TaskState::failed && !t.errors.empty()
+                        ? cell(t.errors.back().message, 60)
+                        : "-");
+    }
+    rows.push_back(std::move(row));
   }
-  print_table({"ID", "QUEUE", "STATE", "PRI", "ATT", "RUN_AT", "PAYLOAD"},
-              rows);
+  print_table(header, rows);
 }
 
 void print_task_detail(const storage::TaskDetail& d, core::Time now) {
@@ -318,12 +372,18 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
   line("attempts:",
        std::to_string(t.attempts)
            + (t.max_attempts ? " of " + std::to_string(*t.max_attempts) : ""));
-  line("run_at:", core::format_time(t.run_at));
-  line("created_at:", core::format_time(t.created_at));
-  line("updated_at:", core::format_time(t.updated_at));
+  const TableTimes times = table_times(now);
+  line("run_at:", times(t.run_at));
+  line("created_at:", times(t.created_at));
+  line("updated_at:", times(t.updated_at));
   if (t.leased(now)) {
-    line("lease:", "held by " + t.lease->worker + " until "
-                       + core::format_time(t.lease->expires_at));
+    line("worker:", t.lease->worker);
+    if (t.lease_started) {
+      line("started:", times(*t.lease_started));
+      line("elapsed:", core::format_elapsed(now - *t.lease_started));
+    }
+    line("lease:",
+         "held by " + t.lease->worker + " until " + times(t.lease->expires_at));
   }
   if (t.checkpoint) {
     line("checkpoint:", *t.checkpoint);
@@ -371,14 +431,14 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
   }
   std::printf("\nerrors (%zu):\n", t.errors.size());
   for (const auto& e : t.errors) {
-    std::printf("  %s  %s\n", core::format_time(e.time).c_str(),
+    std::printf("  %s  %s\n", times(e.time).c_str(),
                 cell(e.message, 200).c_str());
   }
   std::printf("\nevents (%zu):\n", d.events.size());
   std::vector<std::vector<std::string>> rows;
   for (const auto& e : d.events) {
     rows.push_back(
-        {"  " + core::format_time(e.time), e.message,
+        {"  " + times(e.time), e.message,
          (e.from.empty() ? "-" : e.from) + " -> " + (e.to.empty() ? "-" : e.to),
          e.actor, cell(e.detail, 80)});
   }

@@ -94,6 +94,18 @@ std::string payload_text(const std::string& payload_json);
 // The display state: `running` for a runnable task with a live lease.
 std::string display_state(const core::Task& task, core::Time now);
 
+// How tables write times: relative to now (`3m ago`, `in 2h`) when stdout
+// is a terminal, else RFC 3339 (as -o json always does). TASKQ_TIMES=
+// relative or absolute decides instead (tests, scripts under `script`).
+struct TableTimes {
+  core::Time now;
+  bool relative = false;
+  std::string operator()(core::Time t) const {
+    return relative ? core::format_relative(t, now) : core::format_time(t);
+  }
+};
+TableTimes table_times(core::Time now);
+
 // A human table with a header row; columns padded to the widest cell.
 void print_table(const std::vector<std::string>& header,
                  const std::vector<std::vector<std::string>>& rows);

@@ -48,7 +48,10 @@ struct Task {
   Time run_at; // due time; for `sleeping`, the time it wakes
   Time created_at;
   Time updated_at;
-  std::optional<Lease> lease;            // as stored, possibly expired
+  std::optional<Lease> lease; // as stored, possibly expired
+  // When that lease was taken (its `lease` event), when the reader loaded
+  // it (list, show, lease).
+  std::optional<Time> lease_started;
   std::vector<ErrorEntry> errors;        // oldest first
   std::optional<std::string> checkpoint; // JSON text
   std::optional<std::string> result;     // JSON text

@@ -235,4 +235,50 @@ std::string format_time(Time t) {
   return out;
 }
 
+namespace {
+
+struct Unit {
+  int64_t seconds;
+  const char* name;
+};
+constexpr Unit k_units[] = {{86400, "d"}, {3600, "h"}, {60, "m"}, {1, "s"}};
+
+} // namespace
+
+std::string format_relative(Time t, Time now) {
+  const int64_t ms = (t - now).count();
+  const int64_t secs = (ms < 0 ? -ms : ms) / 1000;
+  if (secs == 0) {
+    return "now";
+  }
+  std::string amount;
+  for (const Unit& u : k_units) {
+    if (secs >= u.seconds) {
+      amount = std::to_string(secs / u.seconds) + u.name;
+      break;
+    }
+  }
+  return ms < 0 ? amount + " ago" : "in " + amount;
+}
+
+std::string format_elapsed(Millis d) {
+  int64_t secs = d.count() < 0 ? 0 : d.count() / 1000;
+  std::string out;
+  int parts = 0;
+  for (const Unit& u : k_units) {
+    if (parts == 2 || (parts == 1 && secs == 0)) {
+      break;
+    }
+    if (secs >= u.seconds || (parts == 1)) {
+      const int64_t n = secs / u.seconds;
+      secs %= u.seconds;
+      if (n > 0) {
+        out += std::to_string(n) + u.name;
+      }
+      ++parts;
+    }
+  }
+  return out.empty() ? "0s" : out;
+}
+
 } // namespace taskq::core

@@ -40,6 +40,16 @@ std::optional<Time> parse_time(std::string_view text);
 // refuses.
 std::string format_time(Time t);
 
+// How a table shows time `t` to a person at `now`: `now` within a second
+// either way, else the distance in its largest whole unit (s, m, h, d,
+// truncated): `3m ago` in the past, `in 2h` in the future.
+std::string format_relative(Time t, Time now);
+
+// A length of time for a table, in whole seconds and at most its two
+// largest units: `0s`, `45s`, `3m12s`, `2h`, `2h5m`, `3d4h`. Negative
+// lengths (a clock that went back) read as `0s`.
+std::string format_elapsed(Millis d);
+
 // Milliseconds since the Unix epoch, and back.
 inline int64_t to_unix_ms(Time t) {
   return t.time_since_epoch().count();

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <functional>
 #include <iterator>
+#include <map>
 #include <optional>
 #include <string>
 #include <tuple>
@@ -393,24 +394,50 @@ std::vector<Task> TaskStore::requeue(const std::string& queue,
   return changed;
 }
 
-int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  const Task old = load_full(*m_db, id);
+namespace {
+
+constexpr const char* k_unfinished_states =
+    "('runnable', 'sleeping', 'paused', 'fault')";
+
+// The live retry of each task from `from_id` on that has one: task id ->
+// its first unfinished retry. A task's retries have larger ids, so one
+// scan from `from_id` finds them (there is no index on retry_of).
+std::map<int64_t, int64_t> live_retries(Db& db, int64_t from_id) {
+  Statement st(db, std::string("SELECT retry_of, min(id) FROM tasks WHERE "
+                               "id > ?1 AND retry_of IS NOT NULL AND state IN ")
+                       + k_unfinished_states + " GROUP BY retry_of");
+  st.bind(1, from_id);
+  std::map<int64_t, int64_t> out;
+  while (st.step()) {
+    out.emplace(st.get_int(0), st.get_int(1));
+  }
+  return out;
+}
+
+// Why task `old` cannot be retried; empty when it can. `live` is its live
+// retry (0: none, or it does not count).
+std::string retry_refusal(const Task& old, int64_t live) {
   if (old.state != TaskState::failed && old.state != TaskState::killed) {
-    throw Error(ErrorKind::conflict,
-                "cannot retry " + task_ref(id) + ": it is "
-                    + std::string(core::to_string(old.state))
-                    + " (only failed or killed tasks are retried)");
+    return "cannot retry " + task_ref(old.id) + ": it is "
+           + std::string(core::to_string(old.state))
+           + " (only failed or killed tasks are retried)";
   }
   if (old.flow) {
     // A copy would run without its flow; the flow decides what runs again.
     const auto flow_id = nlohmann::json::parse(*old.flow).at("id").dump();
-    throw Error(ErrorKind::conflict,
-                "cannot retry " + task_ref(id) + ": it is an atom's task of "
-                    + "flow " + flow_id + ", whose controllers decide what "
-                    + "runs again (taskq flow rerun " + flow_id + ")");
+    return "cannot retry " + task_ref(old.id) + ": it is an atom's task of "
+           + "flow " + flow_id + ", whose controllers decide what "
+           + "runs again (taskq flow rerun " + flow_id + ")";
   }
+  if (live != 0) {
+    return task_ref(old.id) + " already has a live retry: " + task_ref(live)
+           + " (use --again)";
+  }
+  return "";
+}
+
+int64_t insert_retry(Db& db, const Task& old, Time now,
+                     const std::string& actor) {
   NewTask spec;
   spec.queue = old.queue;
   spec.payload = old.payload;
@@ -423,9 +450,80 @@ int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
   spec.to_worker = old.to_worker;
   spec.trigger = old.trigger;
   spec.command = old.command;
-  const int64_t new_id = insert_task(*m_db, spec, now, actor);
+  return insert_task(db, spec, now, actor);
+}
+
+} // namespace
+
+int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
+  Selector sel;
+  sel.ids = {id};
+  return retry_many(sel, LiveRetry::refuse, actor, now).at(0).retry;
+}
+
+std::vector<Retried> TaskStore::retry_many(const Selector& sel, LiveRetry live,
+                                           const std::string& actor, Time now) {
+  if (sel.ids.empty() == !sel.has_filters()) {
+    throw Error(ErrorKind::usage, "which tasks? give ids or filters");
+  }
+  for (const auto& s : sel.states) {
+    if (s != "failed" && s != "killed") {
+      throw Error(ErrorKind::usage, "invalid --state '" + s
+                                        + "' for retry: expected failed or "
+                                          "killed (or both: failed,killed)");
+    }
+  }
+  if (sel.has_filters() && sel.states.empty()) {
+    throw Error(ErrorKind::usage,
+                "a bulk retry needs --state failed, killed or failed,killed");
+  }
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  std::vector<Task> olds;
+  if (!sel.ids.empty()) {
+    for (const int64_t id : sel.ids) {
+      if (std::none_of(olds.begin(), olds.end(),
+                       [id](const Task& t) { return t.id == id; })) {
+        olds.push_back(load_full(*m_db, id));
+      }
+    }
+  } else {
+    olds = select_tasks(*m_db, sel, now);
+  }
+  // Phase 1: every refusal, before anything is written.
+  std::map<int64_t, int64_t> open_retries;
+  if (live == LiveRetry::refuse && !olds.empty()) {
+    open_retries =
+        live_retries(*m_db, std::min_element(olds.begin(), olds.end(),
+                                             [](const Task& a, const Task& b) {
+                                               return a.id < b.id;
+                                             })
+                                ->id);
+  }
+  std::vector<Retried> out;
+  std::vector<const Task*> go;
+  for (const Task& old : olds) {
+    const auto found = open_retries.find(old.id);
+    std::string why =
+        retry_refusal(old, found == open_retries.end() ? 0 : found->second);
+    if (why.empty()) {
+      go.push_back(&old);
+      out.push_back({old.id, 0, ""});
+    } else if (!sel.ids.empty()) {
+      throw Error(ErrorKind::conflict, why);
+    } else {
+      out.push_back({old.id, 0, std::move(why)});
+    }
+  }
+  // Phase 2: the new tasks.
+  size_t next = 0;
+  for (Retried& r : out) {
+    if (r.skipped.empty()) {
+      r.retry = insert_retry(*m_db, *go[next++], now, actor);
+    }
+  }
   tx.commit();
-  return new_id;
+  return out;
 }
 
 } // namespace taskq::storage

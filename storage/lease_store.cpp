@@ -216,6 +216,7 @@ void deliver_broadcasts(Db& db, const std::string& queue,
               req.worker, "broadcast delivery");
     Task copy = load_full(db, t.id);
     copy.lease = core::Lease{token, req.worker, now + req.lease_for};
+    copy.lease_started = now;
     out.push_back(std::move(copy));
     --room;
   }
@@ -325,6 +326,7 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
               "attempt " + std::to_string(t.attempts + 1) + ", until "
                   + core::format_time(expires));
     leased.push_back(load_full(*m_db, t.id));
+    leased.back().lease_started = now;
     --from->capacity;
   }
   tx.commit();

@@ -19,13 +19,6 @@ using namespace detail;
 // Operator messages
 // ---------------------------------------------------------------------------
 
-namespace {
-
-// Loads the tasks a selector names: ids (each must exist), or filters.
-std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now);
-
-} // namespace
-
 std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
                                   std::optional<Time> until,
                                   const std::string& actor, Time now) {
@@ -106,33 +99,19 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
 // Reading
 // ---------------------------------------------------------------------------
 
+namespace detail {
+
 namespace {
 
-std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
-  std::vector<Task> out;
-  if (!sel.ids.empty()) {
-    std::vector<int64_t> seen;
-    for (int64_t id : sel.ids) {
-      if (std::find(seen.begin(), seen.end(), id) == seen.end()) {
-        seen.push_back(id);
-        out.push_back(load_full(db, id));
-      }
-    }
-    return out;
-  }
-  // Conditions are added only when given, so the planner sees plain
-  // equalities it can look up in an index.
+// The SQL of one state of a selector (`state` empty: every state), in id
+// order, with `?4` its limit when `limited`. Conditions are added only
+// when given, so the planner sees plain equalities it can look up in an
+// index.
+std::string select_sql(const Selector& sel, const std::string& state,
+                       bool limited) {
   std::string sql = join(join("SELECT ", k_task_columns),
                          sel.queue ? " FROM tasks WHERE queue = ?1"
                                    : " FROM tasks WHERE ?1 IS NULL");
-  const std::string state = sel.state.value_or("");
-  if (sel.state && !core::parse_state(state) && state != "running"
-      && state != "ready") {
-    throw Error(ErrorKind::usage,
-                "unknown state '" + state
-                    + "': expected runnable, sleeping, paused, completed, "
-                      "failed, killed, running or ready");
-  }
   if (state == "running") {
     sql += " AND state = 'runnable' AND lease_token IS NOT NULL AND "
            "lease_expires > ?2";
@@ -148,36 +127,112 @@ std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
   } else {
     sql += " AND ?2 IS NOT NULL";
   }
-  sql += " ORDER BY id";
-  const bool limit_in_sql = sel.match.empty() && sel.limit;
-  if (limit_in_sql) {
+  sql += sel.newest ? " ORDER BY id DESC" : " ORDER BY id";
+  if (limited) {
     sql += " LIMIT ?4";
   }
-  Statement st(db, sql);
-  st.bind(1, sel.queue).bind(2, to_unix_ms(now));
-  if (!state.empty() && state != "running" && state != "ready") {
-    st.bind(3, state);
-  }
-  if (limit_in_sql) {
-    st.bind(4, *sel.limit);
-  }
-  while (st.step()) {
-    Task t = read_task(st);
-    if (!core::matches(t.labels, sel.match)) {
+  return sql;
+}
+
+// When each lease among `tasks` was taken: its latest `lease` event (one
+// lookup in events_task per leased task).
+void load_lease_starts(Db& db, std::vector<Task>& tasks) {
+  std::optional<Statement> st;
+  for (Task& t : tasks) {
+    if (!t.lease) {
       continue;
     }
-    out.push_back(std::move(t));
-    if (sel.limit && static_cast<int64_t>(out.size()) >= *sel.limit) {
-      break;
+    if (!st) {
+      st.emplace(db, "SELECT time FROM events WHERE task_id = ?1 AND "
+                     "message = 'lease' ORDER BY id DESC LIMIT 1");
+    }
+    st->bind(1, t.id);
+    if (st->step()) {
+      t.lease_started = core::from_unix_ms(st->get_int(0));
+    }
+    st->reset();
+  }
+}
+
+} // namespace
+
+void check_states(const std::vector<std::string>& states) {
+  for (const auto& state : states) {
+    if (!core::parse_state(state) && state != "running" && state != "ready") {
+      throw Error(ErrorKind::usage,
+                  "unknown state '" + state
+                      + "': expected runnable, sleeping, paused, completed, "
+                        "failed, killed, running or ready");
+    }
+  }
+}
+
+std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
+  std::vector<Task> out;
+  if (!sel.ids.empty()) {
+    std::vector<int64_t> seen;
+    for (int64_t id : sel.ids) {
+      if (std::find(seen.begin(), seen.end(), id) == seen.end()) {
+        seen.push_back(id);
+        out.push_back(load_full(db, id));
+      }
+    }
+    return out;
+  }
+  check_states(sel.states);
+  // One query per state, each in id order through its own index and cut at
+  // the limit, then merged: an OR of states would cost the planner its
+  // indexes.
+  std::vector<std::string> states = sel.states;
+  std::sort(states.begin(), states.end());
+  states.erase(std::unique(states.begin(), states.end()), states.end());
+  if (states.empty()) {
+    states.emplace_back();
+  }
+  const bool limit_in_sql = sel.match.empty() && sel.limit;
+  for (const auto& state : states) {
+    Statement st(db, select_sql(sel, state, limit_in_sql));
+    st.bind(1, sel.queue).bind(2, to_unix_ms(now));
+    if (!state.empty() && state != "running" && state != "ready") {
+      st.bind(3, state);
+    }
+    if (limit_in_sql) {
+      st.bind(4, *sel.limit);
+    }
+    int64_t taken = 0;
+    while (st.step()) {
+      Task t = read_task(st);
+      if (!core::matches(t.labels, sel.match)) {
+        continue;
+      }
+      out.push_back(std::move(t));
+      if (sel.limit && ++taken >= *sel.limit) {
+        break;
+      }
+    }
+  }
+  if (states.size() > 1) {
+    std::sort(out.begin(), out.end(), [&sel](const Task& a, const Task& b) {
+      return sel.newest ? a.id > b.id : a.id < b.id;
+    });
+    // `running` and `runnable` (or `ready` and a state) can both hold a
+    // task.
+    out.erase(
+        std::unique(out.begin(), out.end(),
+                    [](const Task& a, const Task& b) { return a.id == b.id; }),
+        out.end());
+    if (sel.limit && static_cast<int64_t>(out.size()) > *sel.limit) {
+      out.resize(static_cast<size_t>(*sel.limit));
     }
   }
   for (Task& t : out) {
     t.errors = load_errors(db, t.id);
   }
+  load_lease_starts(db, out);
   return out;
 }
 
-} // namespace
+} // namespace detail
 
 std::optional<Task> TaskStore::find(int64_t id) {
   Transaction tx(*m_db, Transaction::Kind::read);
@@ -191,6 +246,11 @@ std::optional<Task> TaskStore::find(int64_t id) {
 TaskDetail TaskStore::show(int64_t id) {
   Transaction tx(*m_db, Transaction::Kind::read);
   TaskDetail out{load_full(*m_db, id), {}};
+  {
+    std::vector<Task> one{out.task};
+    load_lease_starts(*m_db, one);
+    out.task = std::move(one.front());
+  }
   {
     Statement by(*m_db, "SELECT created_by FROM tasks WHERE id = ?1");
     by.bind(1, id);

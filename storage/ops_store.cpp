@@ -4,6 +4,7 @@
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -19,6 +20,131 @@ void TaskStore::set_queue_paused(const std::string& queue, bool paused) {
       .bind(2, paused ? 1 : 0)
       .run();
   tx.commit();
+}
+
+namespace {
+
+// Every row of `queues` (`name` set: that one), by name, with zero counts.
+std::vector<QueueInfo> queue_rows(Db& db, const std::optional<std::string>& q) {
+  Statement st(db, "SELECT name, paused, max_running, max_attempts, "
+                   "max_errors, error_window_ms, retry_delay_ms, backoff, "
+                   "max_delay_ms FROM queues WHERE ?1 IS NULL OR name = ?1 "
+                   "ORDER BY name");
+  st.bind(1, q);
+  std::vector<QueueInfo> out;
+  while (st.step()) {
+    QueueInfo i;
+    i.name = st.get_text(0);
+    i.paused = st.get_int(1) != 0;
+    i.max_running = st.get_opt_int(2);
+    i.max_attempts = st.get_opt_int(3);
+    i.policy.max_errors = opt_int(st.get_opt_int(4));
+    i.policy.window = opt_millis(st.get_opt_int(5));
+    i.policy.retry_delay = opt_millis(st.get_opt_int(6));
+    if (auto b = st.get_opt_text(7)) {
+      i.policy.backoff = core::parse_backoff(*b);
+    }
+    i.policy.max_delay = opt_millis(st.get_opt_int(8));
+    i.stats.queue = i.name;
+    out.push_back(std::move(i));
+  }
+  return out;
+}
+
+// The settings rows and the stats of `q` (all when null), merged by name.
+std::vector<QueueInfo> read_queues(Db& db, const std::optional<std::string>& q,
+                                   Time now) {
+  std::map<std::string, QueueInfo> by_name;
+  for (QueueInfo& i : queue_rows(db, q)) {
+    std::string name = i.name;
+    by_name.emplace(std::move(name), std::move(i));
+  }
+  for (QueueStats& s : read_stats(db, q, now)) {
+    QueueInfo& i = by_name[s.queue];
+    i.name = s.queue;
+    i.stats = std::move(s);
+  }
+  std::vector<QueueInfo> out;
+  out.reserve(by_name.size());
+  for (auto& [name, info] : by_name) {
+    out.push_back(std::move(info));
+  }
+  return out;
+}
+
+} // namespace
+
+std::vector<QueueInfo> TaskStore::queues(Time now) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  return read_queues(*m_db, std::nullopt, now);
+}
+
+QueueInfo TaskStore::queue(const std::string& name, Time now) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  auto found = read_queues(*m_db, name, now);
+  if (found.empty()) {
+    throw Error(ErrorKind::not_found,
+                "no queue " + name + ": it has no tasks and no settings");
+  }
+  return std::move(found.front());
+}
+
+std::vector<WorkerInfo> TaskStore::workers(Time since, Time now) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  std::map<std::string, WorkerInfo> by_name;
+  const auto seen = [&by_name](const std::string& name, Time at) {
+    auto [it, added] = by_name.try_emplace(name);
+    WorkerInfo& w = it->second;
+    if (added) {
+      w.name = name;
+      w.last_seen = at;
+    } else {
+      w.last_seen = std::max(w.last_seen, at);
+    }
+    return &w;
+  };
+  {
+    // Live leases: a heartbeat or the lease itself last set updated_at.
+    Statement st(*m_db, "SELECT id, queue, lease_worker, updated_at, "
+                        "lease_expires FROM tasks INDEXED BY tasks_leased "
+                        "WHERE lease_token IS NOT NULL AND lease_expires > ?1 "
+                        "ORDER BY id");
+    st.bind(1, to_unix_ms(now));
+    while (st.step()) {
+      const Time beat = core::from_unix_ms(st.get_int(3));
+      WorkerInfo* w = seen(st.get_text(2), beat);
+      w->last_heartbeat =
+          w->last_heartbeat ? std::max(*w->last_heartbeat, beat) : beat;
+      w->running.push_back({st.get_int(0), st.get_text(1), std::nullopt,
+                            core::from_unix_ms(st.get_int(4))});
+    }
+  }
+  {
+    // What only a worker logs (an operator's release or sleep looks like
+    // a worker's, so those are left out).
+    Statement st(*m_db, "SELECT actor, max(time) FROM events "
+                        "WHERE time >= ?1 AND message IN ('lease', "
+                        "'complete', 'error') AND actor <> ?2 "
+                        "GROUP BY actor");
+    st.bind(1, to_unix_ms(since)).bind(2, k_system_actor);
+    while (st.step()) {
+      seen(st.get_text(0), core::from_unix_ms(st.get_int(1)));
+    }
+  }
+  Statement start(*m_db, "SELECT time FROM events WHERE task_id = ?1 AND "
+                         "message = 'lease' ORDER BY id DESC LIMIT 1");
+  std::vector<WorkerInfo> out;
+  for (auto& [name, w] : by_name) {
+    for (WorkerTask& t : w.running) {
+      start.bind(1, t.id);
+      if (start.step()) {
+        t.started_at = core::from_unix_ms(start.get_int(0));
+      }
+      start.reset();
+    }
+    out.push_back(std::move(w));
+  }
+  return out;
 }
 
 int64_t TaskStore::redrive(const std::string& from, const std::string& to,

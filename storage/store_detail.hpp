@@ -68,6 +68,10 @@ core::Task read_task(const Statement& st);
 std::optional<core::Task> load_task(Db& db, int64_t id);
 // With its errors; not_found when missing.
 core::Task load_full(Db& db, int64_t id);
+// The tasks a selector names: ids (each must exist, not_found otherwise),
+// or filters (operator_store.cpp). Usage error for an unknown state.
+std::vector<core::Task> select_tasks(Db& db, const Selector& sel,
+                                     core::Time now);
 // A task's error history, oldest first.
 std::vector<core::ErrorEntry> load_errors(Db& db, int64_t id);
 

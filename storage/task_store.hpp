@@ -132,10 +132,29 @@ struct LeaseRequest {
 struct Selector {
   std::vector<int64_t> ids;
   std::optional<std::string> queue;
-  std::optional<std::string> state; // a state name, `running` or `ready`
+  // Any of these: state names, `running` or `ready` (none: every state).
+  std::vector<std::string> states;
   std::vector<core::LabelPattern> match;
   std::optional<int64_t> limit;
-  bool has_filters() const { return queue || state || !match.empty(); }
+  bool newest = false; // by id, newest first (else oldest first)
+  bool has_filters() const {
+    return queue || !states.empty() || !match.empty();
+  }
+};
+
+// What `retry` does with a task that already has a live retry (a task whose
+// retry_of is it, not finished).
+enum class LiveRetry {
+  refuse, // conflict, naming the live retry (ids), or skip it (filters)
+  again,  // retry it anyway (`--again`)
+};
+
+// One retried task: the old id, the new id; or, in a bulk retry, a task
+// skipped (retry 0) and why.
+struct Retried {
+  int64_t task = 0;
+  int64_t retry = 0;
+  std::string skipped; // why it was skipped, when retry is 0
 };
 
 enum class FailMode { policy, no_retry, move_to };
@@ -194,6 +213,33 @@ struct TopView {
   // Unfinished tasks: the running ones by id, then the others newest first.
   std::vector<TopTask> tasks;
   std::vector<TopTask> failures; // failed tasks, the latest to fail first
+};
+
+// A queue's settings (`queue set`, `queue pause`) and its counts.
+struct QueueInfo {
+  std::string name;
+  bool paused = false;
+  std::optional<int64_t> max_running;
+  std::optional<int64_t> max_attempts;
+  core::PolicyOverrides policy;
+  QueueStats stats; // zero counts when it has no tasks
+};
+
+// A worker seen recently (`taskq workers`), derived from its live leases
+// and the events it logged (lease, complete, error): no worker row is
+// kept, so a worker that only waits on an empty queue is not seen.
+struct WorkerTask {
+  int64_t id = 0;
+  std::string queue;
+  std::optional<core::Time> started_at; // its lease event
+  core::Time expires_at;
+};
+struct WorkerInfo {
+  std::string name;
+  std::vector<WorkerTask> running; // live leases, by id
+  core::Time last_seen;            // its latest event or heartbeat
+  // The latest lease or heartbeat of its live leases (none: idle).
+  std::optional<core::Time> last_heartbeat;
 };
 
 // Which finished tasks `purge` deletes.
@@ -466,7 +512,16 @@ public:
                     const std::string& actor);
 
   // A new task with the spec of failed/killed task `id`; returns its id.
+  // Conflict when it already has a live retry (see retry_many).
   int64_t retry(int64_t id, const std::string& actor, core::Time now);
+  // Retries the selected tasks in one transaction. With ids: all or
+  // nothing; a task not failed or killed, an atom's task, or (unless
+  // `live` is again) one with a live retry is a conflict naming it. With
+  // filters (states only failed and/or killed, usage error otherwise):
+  // such tasks are skipped and reported with `skipped`. Ids in the order
+  // given; filters: by id.
+  std::vector<Retried> retry_many(const Selector& sel, LiveRetry live,
+                                  const std::string& actor, core::Time now);
 
   std::optional<core::Task> find(int64_t id);
   TaskDetail show(int64_t id); // not_found when missing
@@ -518,6 +573,15 @@ public:
   std::vector<GateInfo> gates();
   GateInfo gate(const std::string& name);
   void remove_gate(const std::string& name);
+
+  // Every queue that has tasks, settings or counters, by name, with its
+  // settings and stats.
+  std::vector<QueueInfo> queues(core::Time now);
+  // One queue; not_found when it has no tasks, settings or counters.
+  QueueInfo queue(const std::string& name, core::Time now);
+  // The workers holding a live lease at `now` or that logged a lease,
+  // complete or error at or after `since`, by name.
+  std::vector<WorkerInfo> workers(core::Time since, core::Time now);
 
   void set_queue(const std::string& queue, const QueueSettings& settings);
   // A paused queue leases nothing; its leased tasks run on and finish.

@@ -132,7 +132,7 @@ inline storage::Selector by_queue(const std::string& queue) {
 
 inline storage::Selector by_state(const std::string& state) {
   storage::Selector sel;
-  sel.state = state;
+  sel.states = {state};
   return sel;
 }
 

@@ -315,7 +315,7 @@ TEST_CASE("a bulk kill by state and label changes only the selected tasks") {
   send_one(store, red_paused, Message::pause, t0);
 
   storage::Selector sel;
-  sel.state = "runnable";
+  sel.states = {"runnable"};
   sel.match = {core::LabelPattern{"colour", "red"}};
   const auto changed =
       store.send(sel, Message::kill, std::nullopt, k_operator, t0 + 1s);
@@ -632,7 +632,7 @@ TEST_CASE("list filters by queue, state, running, ready, labels and limit") {
         == std::vector<int64_t>{ready_a, ready_b, other});
 
   storage::Selector ready_in_q = by_queue("q");
-  ready_in_q.state = "ready";
+  ready_in_q.states = {"ready"};
   CHECK(sorted(ids_of(store.list(ready_in_q, now)))
         == std::vector<int64_t>{ready_a, ready_b});
 
