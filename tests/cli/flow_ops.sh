@@ -86,6 +86,7 @@ expect_eq "$(db_dump)" "$before" "the database is unchanged"
 
 section "stats and metrics count flows by state; events streams their changes"
 fresh_db
+tq db migrate >/dev/null # an empty database (a missing one is exit 5)
 expect_exit 0 "$TASKQ" stats -o json
 expect_out_empty
 expect_exit 0 "$TASKQ" metrics
