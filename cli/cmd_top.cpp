@@ -919,6 +919,9 @@ private:
 };
 
 void run_top(Context& ctx) {
+  // A screen, not a report: `-o json` is refused (usage) rather than
+  // ignored; stats and list print snapshots in every format.
+  ctx.format(Format::table, {Format::table});
   if (isatty(STDOUT_FILENO) == 0 || isatty(STDIN_FILENO) == 0) {
     throw Error(ErrorKind::usage,
                 "top needs a terminal on stdin and stdout (for a snapshot: "

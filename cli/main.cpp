@@ -558,6 +558,13 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     print_error(parse_error_message(app, e));
     return 2;
+  } catch (const Error& e) {
+    if (ctx.output_option == "env") {
+      // `eval "$(taskq lease q -o env)" || exit` must fail on an error too
+      // (a missing database), not eval nothing and carry on.
+      std::printf("(exit %d)\n", exit_code_for(e.kind()));
+    }
+    throw;
   }
   return ctx.exit_code;
 }

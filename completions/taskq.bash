@@ -2,7 +2,8 @@
 # Load with `source <(taskq completion bash)`, or install it:
 #   taskq completion bash > /etc/bash_completion.d/taskq
 
-# Prints the dynamic values `taskq ARGS...` lists (queue names, task ids),
+# Prints the dynamic values `taskq ARGS...` lists (queue names, task ids:
+# `taskq __ids COMMAND` prints those COMMAND can act on, newest first),
 # asking the taskq being completed, with the --db given on the line if any
 # (the caller's db array).
 _taskq_ask() {
@@ -121,7 +122,7 @@ _taskq() {
         fi
         ;;
     --queue | --move-to) words=$(_taskq_ask queue list -o id) ;;
-    --after) words=$(_taskq_ask list -o id --limit 200) ;;
+    --after) words=$(_taskq_ask __ids add) ;;
     --checkpoint-signal) words="USR1 USR2 HUP INT QUIT TERM" ;;
     --fail-on) words="failed retry never" ;;
     --worker | --payload | --text | --label | --priority | --delay | --at | \
@@ -181,7 +182,7 @@ _taskq() {
             //0) words="add lease heartbeat done fail run wait progress release
                 sleep pause resume kill checkpoint send retry requeue purge show
                 list stats why events metrics queue schedule gate flow tick tx
-                export import db completion" ;;
+                export import db completion top" ;;
             queue//0) words="list set pause resume redrive" ;;
             db//0) words="check path migrate backup vacuum" ;;
             completion//0) words="bash zsh fish" ;;
@@ -202,14 +203,16 @@ _taskq() {
                 queue/pause/0 | queue/resume/0 | queue/redrive/0 | queue/redrive/1)
                 words=$(_taskq_ask queue list -o id) ;;
             send//0) [[ $bulk ]] && words=$messages ||
-                words=$(_taskq_ask list -o id --limit 200) ;;
+                words=$(_taskq_ask __ids send) ;;
             send//*) # send ID... MESSAGE: ids until a message
                 [[ $bulk || $last == @(${messages// /|}) ]] ||
-                    words="$messages $(_taskq_ask list -o id --limit 200)" ;;
+                    words="$messages $(_taskq_ask __ids send)" ;;
             heartbeat//0 | done//0 | fail//0 | retry//0 | show//0 | why//0 | \
                 wait//* | release//* | sleep//* | pause//* | resume//* | kill//* | \
                 checkpoint//*)
-                words=$(_taskq_ask list -o id --limit 200) ;;
+                # The ids of the tasks the command can act on, newest first.
+                words=$(_taskq_ask __ids "$cmd")
+                compopt -o nosort 2>/dev/null ;;
             esac
         fi
         ;;

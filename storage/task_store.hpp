@@ -26,9 +26,13 @@ bool is_postgres_url(std::string_view path);
 std::string redact_url(std::string_view url);
 
 // How to open the database file.
+// A missing SQLite file is ErrorKind::unavailable ("no database at PATH
+// (the first add creates it)") for every mode but `write`, and nothing is
+// created (no file, folder, -wal or -shm).
 enum class OpenMode {
-  read,  // a missing file reads as an empty database; nothing is created
-  write, // create the file (0600) and its folder when missing
+  read,   // reads only
+  update, // writes to a database that exists (lease, run, pause, ...)
+  write,  // creates the file (0600) and its folder when missing (add, ...)
   // PostgreSQL only: for the server's clock, before a command has checked
   // its input. The schema is left as it is until open_for() names what
   // the command does, so that a refused command creates no tables.
@@ -467,6 +471,11 @@ public:
   std::optional<core::Task> find(int64_t id);
   TaskDetail show(int64_t id); // not_found when missing
   std::vector<core::Task> list(const Selector& sel, core::Time now);
+  // Shell completion: the ids of the tasks in one of `states` (any state
+  // when empty; with `leased`, only those holding a lease), newest first,
+  // at most `limit` (complete_store.cpp).
+  std::vector<int64_t> recent_ids(const std::vector<core::TaskState>& states,
+                                  bool leased, int64_t limit);
   std::vector<QueueStats> stats(const std::optional<std::string>& queue,
                                 core::Time now);
   // One line per reason task `id` is not running now (empty: it is

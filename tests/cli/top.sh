@@ -106,6 +106,8 @@ section "not on a terminal"
 expect_exit 2 "$TASKQ" top
 expect_err_contains "needs a terminal"
 expect_out_empty
+expect_exit 2 "$TASKQ" top -o json
+expect_err_contains "invalid output format 'json'"
 
 a=$(add_task thumbs --payload '{"file":"a.png"}')
 
