@@ -407,10 +407,26 @@ private:
   }
 
   // A -v line: "TIME taskq: task ID: WHAT", TIME as RFC 3339 UTC.
+  // One line whatever `what` holds (an error's stderr tail, a command's
+  // words): control characters are written escaped, \n, \t, \r or \xNN.
   void say(int64_t id, const std::string& what) {
+    static constexpr char k_hex[] = "0123456789abcdef";
+    std::string line;
+    for (const char c : what) {
+      const auto byte = static_cast<unsigned char>(c);
+      if (c == '\n' || c == '\t' || c == '\r') {
+        line += c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r";
+      } else if (byte < 0x20 || byte == 0x7f) {
+        line += "\\x";
+        line += k_hex[byte >> 4];
+        line += k_hex[byte & 0xf];
+      } else {
+        line += c;
+      }
+    }
     std::fprintf(stderr, "%s taskq: task %lld: %s\n",
                  core::format_time(m_ctx.live_now()).c_str(),
-                 static_cast<long long>(id), what.c_str());
+                 static_cast<long long>(id), line.c_str());
   }
 
   void stop(Running& r, core::StopCause cause) {

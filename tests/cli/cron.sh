@@ -127,6 +127,14 @@ expect_match "$err" "$ts $b: released \\(after [0-9a-z]+\\)" "-v released"
 expect_eq "$(grep -v '^boom: ' <<<"$err" | grep -cvE "^$ts [0-9]+: ")" 0 \
   "lines of run -v without a timestamp"
 
+section "-v: a multi-line error stays on its line, the newlines escaped"
+id=$(add_task vlines -- sh -c 'printf "first\nsecond\n" >&2; exit 4')
+expect_exit 0 "$TASKQ" run vlines --until-empty -v
+expect_contains "$err" "task $id: will retry at $at_10m (" "-v will retry"
+expect_contains "$err" '): exit status 4: first\nsecond' "-v error, one line"
+expect_eq "$(grep -v -x -e first -e second <<<"$err" | grep -cvE "^$ts [0-9]+: ")" 0 \
+  "lines of run -v without a timestamp"
+
 section "-q on an empty queue prints nothing at all: cron sends no mail"
 expect_exit 0 "$TASKQ" run nothing --until-empty -q
 expect_out_empty
