@@ -24,7 +24,11 @@ void register_completion(CLI::App& app, Context& ctx) {
       app, "completion", "Print the completion script for bash, zsh or fish",
       "source <(taskq completion bash)");
   cmd->add_option("shell", *shell, "bash, zsh or fish")->required();
-  cmd->callback([shell] {
+  cmd->callback([shell, &ctx] {
+    if (ctx.output_option && *ctx.output_option != "table") {
+      throw Error(ErrorKind::usage, "completion prints a shell script; -o "
+                                    "does not apply");
+    }
     const auto script = completion_script(*shell);
     if (!script) {
       throw Error(ErrorKind::usage,

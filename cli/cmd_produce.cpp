@@ -262,7 +262,8 @@ void run_add(const AddOptions& o, Context& ctx) {
     return;
   }
 
-  const Format format = ctx.format(Format::table, {Format::table, Format::id});
+  const Format format =
+      ctx.format(Format::table, {Format::table, Format::id, Format::json});
   JsonlReader reader(*bulk, "nothing was added", o.lines.has_value());
   auto& store = ctx.store(storage::OpenMode::write);
   // Ids within one write transaction are consecutive, so the first and
@@ -280,6 +281,11 @@ void run_add(const AddOptions& o, Context& ctx) {
     for (int64_t i = 0; i < count; ++i) {
       std::printf("%lld\n", static_cast<long long>(first + i));
     }
+  } else if (format == Format::json) {
+    print_json(
+        Json{{"added", count},
+             {"first_id", count > 0 ? Json(first) : Json(nullptr)},
+             {"last_id", count > 0 ? Json(first + count - 1) : Json(nullptr)}});
   } else {
     std::printf("%lld\n", static_cast<long long>(count));
   }

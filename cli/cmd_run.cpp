@@ -178,7 +178,9 @@ void run_progress(const std::string& queue, const std::string& interval_arg,
   if (interval.count() <= 0) {
     throw Error(ErrorKind::usage, "--interval must be longer than 0");
   }
-  const bool tty = ::isatty(STDOUT_FILENO) == 1;
+  const bool json =
+      ctx.format(Format::table, {Format::table, Format::json}) == Format::json;
+  const bool tty = !json && ::isatty(STDOUT_FILENO) == 1;
   auto& store = ctx.store(storage::OpenMode::read);
   auto feed = store.changes();
   const auto counts = [&] {
@@ -205,7 +207,17 @@ void run_progress(const std::string& queue, const std::string& interval_arg,
     view.rate = meter.per_second();
     view.eta = meter.eta(open);
     const std::string line = core::format_progress(view, tty ? 30 : 0);
-    if (tty) {
+    if (json) {
+      print_json(
+          Json{{"queue", queue},
+               {"done", view.done},
+               {"total", view.total},
+               {"failed", view.failed},
+               {"rate", view.rate ? Json(*view.rate) : Json(nullptr)},
+               {"eta_seconds",
+                view.eta ? Json(static_cast<double>(view.eta->count()) / 1000.0)
+                         : Json(nullptr)}});
+    } else if (tty) {
       std::printf("\r\033[K%s %s", queue.c_str(), line.c_str());
     } else {
       std::printf("%s %s\n", queue.c_str(), line.c_str());
@@ -280,9 +292,10 @@ void register_run(CLI::App& app, Context& ctx) {
   run->add_option("--checkpoint-signal", a->checkpoint_signal,
                   "signal for an operator's checkpoint request (default USR1)")
       ->type_name("SIG");
-  run->add_flag("-v,--verbose", a->verbose,
-                "a timestamped line per task on stderr: started, completed, "
-                "will retry at TIME, failed for good, released, revoked");
+  run->add_flag(
+      "-v,--verbose", a->verbose,
+      "a line per task event on stderr, timestamped, in the summary's "
+      "words");
   run->add_flag("-q,--quiet", a->quiet,
                 "print nothing when no task was leased (for cron)");
   run->add_option("--fail-on", a->fail_on,

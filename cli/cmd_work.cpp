@@ -25,7 +25,7 @@ struct LeaseOptions {
 // the next task comes due, never polling.
 std::vector<core::Task>
 lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
-  auto& store = ctx.store(storage::OpenMode::write);
+  auto& store = ctx.store(storage::OpenMode::update);
   if (!o.wait) {
     return store.lease(req, ctx.now());
   }
@@ -187,6 +187,8 @@ void register_work(CLI::App& app, Context& ctx) {
                  "save progress (JSON), kept across attempts")
       ->type_name("JSON");
   hb->callback([ho, &ctx] {
+    const Format format =
+        ctx.format(Format::table, {Format::table, Format::json});
     const WorkerRef ref = worker_ref(ho->id, ho->lease);
     const auto extend = parse_duration_arg(ho->extend, "--for");
     if (extend && extend->count() <= 0) {
@@ -196,17 +198,24 @@ void register_work(CLI::App& app, Context& ctx) {
       time_after(ctx.now(), *extend, "--for");
     }
     const auto checkpoint = parse_json_arg(ho->checkpoint, "--checkpoint");
-    auto& store = ctx.store(storage::OpenMode::write);
+    auto& store = ctx.store(storage::OpenMode::update);
     try {
       const auto r =
           store.heartbeat(ref.id, ref.token, extend, checkpoint, ctx.now());
-      if (r.checkpoint_requested) {
+      if (format == Format::json) {
+        print_json(Json{{"id", ref.id},
+                        {"checkpoint_requested", r.checkpoint_requested}});
+      } else if (r.checkpoint_requested) {
         std::puts("checkpoint");
       }
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::conflict) {
         if (auto why = store.revoked_reason(ref.id, ref.token)) {
-          std::puts(why->c_str());
+          if (format == Format::json) {
+            print_json(Json{{"id", ref.id}, {"revoked", *why}});
+          } else {
+            std::puts(why->c_str());
+          }
         }
       }
       throw;
@@ -236,7 +245,7 @@ void register_work(CLI::App& app, Context& ctx) {
     } catch (const Error& e) {
       throw Error(ErrorKind::usage, std::string("--sync: ") + e.what());
     }
-    ctx.store(storage::OpenMode::write)
+    ctx.store(storage::OpenMode::update)
         .complete(ref.id, ref.token, result, ctx.now(), sync);
   });
 
@@ -286,7 +295,8 @@ void register_work(CLI::App& app, Context& ctx) {
         time_after(ctx.now(), *req.retry_in, "--retry-in");
       }
     }
-    ctx.store(storage::OpenMode::write).fail(ref.id, ref.token, req, ctx.now());
+    ctx.store(storage::OpenMode::update)
+        .fail(ref.id, ref.token, req, ctx.now());
   });
 }
 

@@ -513,6 +513,7 @@ int run(int argc, char** argv) {
   register_tx(app, ctx);
   register_transfer(app, ctx);
   register_flow(app, ctx);
+  register_top(app, ctx);
   // Listed for --help; rewrite_help() turns it into CMD --help.
   std::vector<std::string> help_words;
   add_command(app, "help", "Print a command's help, as taskq CMD --help does",
@@ -522,6 +523,8 @@ int run(int argc, char** argv) {
   check_option_values(app);
   formatter->usages[app.get_subcommand("run")] =
       "taskq run [OPTIONS] QUEUE... [-- CMD [ARG...]]";
+  formatter->usages[app.get_subcommand("add")] =
+      "taskq add [OPTIONS] QUEUE [-- CMD [ARG...]]";
   add_help_footers(app);
   std::vector<char*> help_argv;
   rewrite_help(app, argc, argv, help_argv);
@@ -555,6 +558,13 @@ int run(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     print_error(parse_error_message(app, e));
     return 2;
+  } catch (const Error& e) {
+    if (ctx.output_option == "env") {
+      // `eval "$(taskq lease q -o env)" || exit` must fail on an error too
+      // (a missing database), not eval nothing and carry on.
+      std::printf("(exit %d)\n", exit_code_for(e.kind()));
+    }
+    throw;
   }
   return ctx.exit_code;
 }

@@ -230,7 +230,7 @@ int poll_timeout(Instant now, const std::optional<Instant>& until) {
 class Runner {
 public:
   Runner(const RunOptions& o, Context& ctx)
-      : m_o(o), m_ctx(ctx), m_store(ctx.store(storage::OpenMode::write)),
+      : m_o(o), m_ctx(ctx), m_store(ctx.store(storage::OpenMode::update)),
         m_feed(m_store.changes()),
         m_db_path(storage::is_postgres_url(ctx.db_path())
                       ? ctx.db_path()

@@ -30,8 +30,8 @@ _taskq() {
         w=${COMP_WORDS[i]}
         case $w in
         --db | --worker | -o | --output | --payload | --text | --payload-file | \
-            --jsonl | --label | --priority | --delay | --at | --max-attempts | --unique | \
-            --max-errors | --error-window | --retry-delay | --backoff | \
+            --jsonl | --lines | --label | --priority | --delay | --at | --max-attempts | --unique | \
+            --fail-on | --max-errors | --error-window | --retry-delay | --backoff | \
             --max-delay | --for | --match | --count | --lease | --checkpoint | \
             --result | --error | --move-to | --retry-in | --until | --queue | \
             --state | --limit | --max-running | --concurrency | --max-tasks | \
@@ -87,7 +87,7 @@ _taskq() {
     [[ $prev == --wait && $cur != -* ]] && ((npos || eq)) && return
 
     case $prev in
-    --db | --payload-file | --jsonl)
+    --db | --payload-file | --jsonl | --lines)
         compopt -o default
         return
         ;;
@@ -124,6 +124,7 @@ _taskq() {
     --queue | --move-to) words=$(_taskq_ask queue list -o id) ;;
     --after) words=$(_taskq_ask __ids add) ;;
     --checkpoint-signal) words="USR1 USR2 HUP INT QUIT TERM" ;;
+    --fail-on) words="failed retry never" ;;
     --worker | --payload | --text | --label | --priority | --delay | --at | \
         --unique | --max-attempts | --max-errors | --error-window | --retry-delay | \
         --max-delay | --for | --match | --count | --lease | --checkpoint | \
@@ -137,14 +138,14 @@ _taskq() {
         if [[ $cur == -* ]]; then
             local bulkopts="--queue --state --match"
             case $cmd in
-            add) words="--payload --text --payload-file --jsonl --label
+            add) words="--payload --text --payload-file --jsonl --lines --label
                 --priority --delay --at --unique --max-attempts --max-errors
                 --error-window --retry-delay --backoff --max-delay --after --root
                 --to --broadcast --ttl --trigger" ;;
-            lease) words="--for --match --count --wait" ;;
+            lease) words="--for --match --count --wait -q --quiet" ;;
             run) words="--for --concurrency --max-tasks --until-empty --timeout
                 --grace --release-delay --result-stdout --match
-                --checkpoint-signal -v --verbose" ;;
+                --checkpoint-signal -v --verbose -q --quiet --fail-on" ;;
             wait) words="--timeout" ;;
             progress) words="--interval" ;;
             heartbeat) words="--lease --for --checkpoint" ;;
@@ -181,7 +182,7 @@ _taskq() {
             //0) words="add lease heartbeat done fail run wait progress release
                 sleep pause resume kill checkpoint send retry requeue purge show
                 list stats why events metrics queue schedule gate flow tick tx
-                export import db completion" ;;
+                export import db completion top" ;;
             queue//0) words="list set pause resume redrive" ;;
             db//0) words="check path migrate backup vacuum" ;;
             completion//0) words="bash zsh fish" ;;

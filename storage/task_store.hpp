@@ -26,9 +26,13 @@ bool is_postgres_url(std::string_view path);
 std::string redact_url(std::string_view url);
 
 // How to open the database file.
+// A missing SQLite file is ErrorKind::unavailable ("no database at PATH
+// (the first add creates it)") for every mode but `write`, and nothing is
+// created (no file, folder, -wal or -shm).
 enum class OpenMode {
-  read,  // a missing file reads as an empty database; nothing is created
-  write, // create the file (0600) and its folder when missing
+  read,   // reads only
+  update, // writes to a database that exists (lease, run, pause, ...)
+  write,  // creates the file (0600) and its folder when missing (add, ...)
   // PostgreSQL only: for the server's clock, before a command has checked
   // its input. The schema is left as it is until open_for() names what
   // the command does, so that a refused command creates no tables.
@@ -171,6 +175,25 @@ struct QueueMetrics {
   QueueStats stats;
   int64_t errors_total = 0;         // errors workers reported (fail)
   int64_t leases_expired_total = 0; // leases that ran out on their worker
+};
+
+// What `taskq top` shows at one moment (TaskStore::top_view).
+struct TopQueue {
+  QueueStats stats;
+  bool paused = false; // `queue pause`: it leases nothing
+};
+struct TopTask {
+  core::Task task; // without its error history
+  // When its live lease began (its latest `lease` event); running only.
+  std::optional<core::Time> leased_at;
+  std::optional<std::string> last_error; // its latest error, if any
+};
+struct TopView {
+  // Every queue with tasks or a row of settings, by name.
+  std::vector<TopQueue> queues;
+  // Unfinished tasks: the running ones by id, then the others newest first.
+  std::vector<TopTask> tasks;
+  std::vector<TopTask> failures; // failed tasks, the latest to fail first
 };
 
 // Which finished tasks `purge` deletes.
@@ -547,6 +570,11 @@ public:
   // the counters. A lease that has expired but not been reclaimed yet
   // counts as expired.
   std::vector<QueueMetrics> metrics(core::Time now);
+
+  // What `top` shows, read from one snapshot: every queue, at most `limit`
+  // running tasks and `limit` other unfinished ones, and the `limit` latest
+  // failed tasks. Costs O(queues' tasks) for the counts, as stats does.
+  TopView top_view(core::Time now, int64_t limit);
 
   // The events after `cursor`, oldest first, at most `limit`, of `queue`
   // (all when null) at or after `since`; advances `cursor` past them.

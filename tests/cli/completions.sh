@@ -147,6 +147,8 @@ tq --db q.db gate add gate-one "$queue" --keys a,b >/dev/null
 expect_exit 0 bash complete.bash schedule "$TASKQ" sch
 expect_exit 0 bash complete.bash gate "$TASKQ" ga
 expect_exit 0 bash complete.bash tick "$TASKQ" ti
+expect_exit 0 bash complete.bash top "$TASKQ" to
+expect_exit 0 bash complete.bash --db "$TASKQ" top --d
 expect_exit 0 bash complete.bash resume "$TASKQ" schedule ''
 expect_exit 0 bash complete.bash rm "$TASKQ" gate ''
 expect_exit 1 bash complete.bash pause "$TASKQ" gate ''
@@ -327,6 +329,7 @@ else
 fi
 EOF
     expect_exit 0 zsh -f complete.zsh pause "$TASKQ" pa
+    expect_exit 0 zsh -f complete.zsh top "$TASKQ" to
     expect_exit 0 zsh -f complete.zsh ready "$TASKQ" list --state ''
     expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db add ''
     expect_exit 1 zsh -f complete.zsh "$queue" "$TASKQ" add ''
@@ -441,6 +444,7 @@ EOF
     expect_exit 0 fish --no-config complete.fish --wait "$TASKQ lease q --w"
     expect_exit 0 fish --no-config complete.fish schedule "$TASKQ sch"
     expect_exit 0 fish --no-config complete.fish tick "$TASKQ ti"
+    expect_exit 0 fish --no-config complete.fish top "$TASKQ to"
     expect_exit 0 fish --no-config complete.fish resume "$TASKQ schedule "
     expect_exit 0 fish --no-config complete.fish rm "$TASKQ gate "
     expect_exit 0 fish --no-config complete.fish --every "$TASKQ schedule add n q --e"

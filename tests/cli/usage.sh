@@ -105,10 +105,12 @@ while read -r cmd; do
     for g in "--db PATH" "-o,--output FORMAT" "--worker NAME"; do
       expect_contains "$out" "$g" "$g in taskq ${words[*]} --help"
     done
-    if grep -q ' DUR' <<<"${out%%Global options*}"; then
+    # An option or positional whose value is a DUR or TIME (not the words
+    # in a description, like run -v's "will retry at TIME").
+    if grep -qE '^ +[^ ]+ DUR( |$)' <<<"${out%%Global options*}"; then
       expect_contains "$out" "DUR: 90s, 5m, 1h30m" "DUR in taskq ${words[*]} --help"
     fi
-    if grep -q ' TIME' <<<"${out%%Global options*}"; then
+    if grep -qE '^ +[^ ]+ TIME( |$)' <<<"${out%%Global options*}"; then
       expect_contains "$out" "TIME: RFC 3339" "TIME in taskq ${words[*]} --help"
     fi
   done
