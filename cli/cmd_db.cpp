@@ -1,27 +1,12 @@
 // Database administration: db path, check, migrate, backup, vacuum.
 #include "cli/commands.hpp"
+#include "cli/output.hpp"
 #include "core/error.hpp"
 
 #include <cstdio>
-#include <filesystem>
 #include <memory>
 
 namespace taskq::cli {
-namespace {
-
-// Administration of a database that does not exist is a mistake (a typo in
-// --db), not an empty database.
-storage::TaskStore& existing_store(Context& ctx) {
-  const std::string path = ctx.db_path();
-  std::error_code ec;
-  if (!storage::is_postgres_url(path) && !std::filesystem::exists(path, ec)) {
-    throw Error(ErrorKind::unavailable, "no database at " + path);
-  }
-  return ctx.store(storage::OpenMode::read);
-}
-
-} // namespace
-
 void register_db(CLI::App& app, Context& ctx) {
   CLI::App* db =
       add_command(app, "db", "Database administration", "taskq db check");
@@ -30,7 +15,14 @@ void register_db(CLI::App& app, Context& ctx) {
   add_command(*db, "path", "Print the database file's path", "taskq db path")
       ->callback([&ctx] {
         // A URL's password is never printed (SPEC §5).
-        std::puts(storage::redact_url(ctx.db_path()).c_str());
+        const Format format =
+            ctx.format(Format::table, {Format::table, Format::json});
+        const std::string path = storage::redact_url(ctx.db_path());
+        if (format == Format::json) {
+          print_json(Json{{"path", path}});
+        } else {
+          std::puts(path.c_str());
+        }
       });
 
   add_command(*db, "check",
@@ -38,7 +30,9 @@ void register_db(CLI::App& app, Context& ctx) {
               "when unhealthy)",
               "taskq db check")
       ->callback([&ctx] {
-        const auto r = existing_store(ctx).check();
+        const Format format =
+            ctx.format(Format::table, {Format::table, Format::json});
+        const auto r = ctx.store(storage::OpenMode::read).check();
         if (!r.ok) {
           // One line, as every error: the problems joined by "; ".
           std::string problems;
@@ -49,8 +43,14 @@ void register_db(CLI::App& app, Context& ctx) {
                       "database " + storage::redact_url(ctx.db_path())
                           + " is unhealthy:" + problems);
         }
-        std::printf("ok: schema version %d, %lld tasks\n", r.schema_version,
-                    static_cast<long long>(r.tasks));
+        if (format == Format::json) {
+          print_json(Json{{"ok", true},
+                          {"schema_version", r.schema_version},
+                          {"tasks", r.tasks}});
+        } else {
+          std::printf("ok: schema version %d, %lld tasks\n", r.schema_version,
+                      static_cast<long long>(r.tasks));
+        }
       });
 
   add_command(*db, "migrate",
@@ -58,7 +58,14 @@ void register_db(CLI::App& app, Context& ctx) {
               "open); prints the schema version",
               "taskq db migrate")
       ->callback([&ctx] {
-        std::printf("%d\n", ctx.store(storage::OpenMode::write).migrate());
+        const Format format =
+            ctx.format(Format::table, {Format::table, Format::json});
+        const int version = ctx.store(storage::OpenMode::write).migrate();
+        if (format == Format::json) {
+          print_json(Json{{"schema_version", version}});
+        } else {
+          std::printf("%d\n", version);
+        }
       });
 
   auto dest = std::make_shared<std::string>();
@@ -67,16 +74,14 @@ void register_db(CLI::App& app, Context& ctx) {
       "Copy the database to FILE (online: workers may keep running)",
       "taskq db backup /var/backups/taskq.db");
   backup->add_option("file", *dest, "a new file")->required();
-  backup->callback([dest, &ctx] { existing_store(ctx).backup(*dest); });
+  backup->callback(
+      [dest, &ctx] { ctx.store(storage::OpenMode::read).backup(*dest); });
 
   add_command(*db, "vacuum",
               "Rebuild the database file, giving the space of deleted tasks "
               "back (waits for other writers; run it after a big purge)",
               "taskq db vacuum")
-      ->callback([&ctx] {
-        existing_store(ctx);
-        ctx.store(storage::OpenMode::write).vacuum();
-      });
+      ->callback([&ctx] { ctx.store(storage::OpenMode::update).vacuum(); });
 }
 
 } // namespace taskq::cli

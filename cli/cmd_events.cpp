@@ -66,7 +66,7 @@ void run_events(const EventsOptions& o, Context& ctx) {
   // A follower waits on the file, so it needs one: it creates the
   // database when missing, as a write would.
   auto& store =
-      ctx.store(o.follow ? storage::OpenMode::write : storage::OpenMode::read);
+      ctx.store(o.follow ? storage::OpenMode::update : storage::OpenMode::read);
   // Following without --since starts at the end, as `tail -f` would after
   // a long log: only what happens from now on.
   storage::EventCursor cursor;

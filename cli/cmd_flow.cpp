@@ -168,7 +168,7 @@ void run_request(const std::string& id_arg, storage::FlowRequest req,
       ctx.format(Format::table, {Format::table, Format::json});
   const int64_t id = parse_flow_id(id_arg);
   const auto reply =
-      ctx.store(storage::OpenMode::write).flow_request(id, req, ctx.now());
+      ctx.store(storage::OpenMode::update).flow_request(id, req, ctx.now());
   if (reply.ignored) {
     std::fprintf(stderr, "taskq: note: %s\n", reply.note.c_str());
   }

@@ -277,6 +277,11 @@ void register_inspect(CLI::App& app, Context& ctx) {
               "/var/lib/node_exporter/taskq.prom.$$ "
               "/var/lib/node_exporter/taskq.prom")
       ->callback([&ctx] {
+        if (ctx.output_option && *ctx.output_option != "table") {
+          throw Error(ErrorKind::usage,
+                      "metrics prints Prometheus text only; for JSON, use "
+                      "taskq stats -o json");
+        }
         auto& store = ctx.store(storage::OpenMode::read);
         print_metrics(store.metrics(ctx.now()));
         print_flow_metrics(store.flow_counts());
@@ -352,9 +357,19 @@ void register_inspect(CLI::App& app, Context& ctx) {
                               "taskq why 42");
   why->add_option("id", *wid, "task id")->required()->type_name("ID");
   why->callback([wid, &ctx] {
+    const Format format =
+        ctx.format(Format::table, {Format::table, Format::json});
     const int64_t id = parse_id(*wid);
     auto& store = ctx.store(storage::OpenMode::read);
     const auto reasons = store.why(id, ctx.now(), ctx.worker());
+    if (format == Format::json) {
+      const auto line = flow_line(store.find(id));
+      print_json(Json{{"id", id},
+                      {"eligible", reasons.empty()},
+                      {"reasons", reasons},
+                      {"flow", line ? Json(*line) : Json(nullptr)}});
+      return;
+    }
     if (const auto line = flow_line(store.find(id))) {
       std::puts(line->c_str());
     }

@@ -73,7 +73,7 @@ void send_message(const SendOptions& o, const std::vector<std::string>& ids,
   if (msg != core::Message::sleep && until) {
     throw Error(ErrorKind::usage, "--until and --for only go with sleep");
   }
-  const auto changed = ctx.store(storage::OpenMode::write)
+  const auto changed = ctx.store(storage::OpenMode::update)
                            .send(sel, msg, until, ctx.actor(), now);
   for (const auto& t : changed) {
     if (format == Format::json) {
@@ -140,7 +140,7 @@ CLI::App* operator_command(CLI::App& app, Context& ctx, core::Message msg,
     if ((msg == core::Message::sleep || msg == core::Message::release)
         && is_worker_form(*o)) {
       const WorkerRef ref = worker_ref(single_id(*o), o->lease);
-      auto& store = ctx.store(storage::OpenMode::write);
+      auto& store = ctx.store(storage::OpenMode::update);
       const core::Time now = ctx.now();
       if (msg == core::Message::release) {
         const auto delay = parse_duration_arg(o->delay, "--delay");
@@ -265,7 +265,7 @@ void register_operate(CLI::App& app, Context& ctx) {
     }
     const Format format =
         ctx.format(Format::id, {Format::table, Format::json, Format::id});
-    const auto done = ctx.store(storage::OpenMode::write)
+    const auto done = ctx.store(storage::OpenMode::update)
                           .retry_many(sel,
                                       ro->again ? storage::LiveRetry::again
                                                 : storage::LiveRetry::refuse,
@@ -294,7 +294,7 @@ void register_operate(CLI::App& app, Context& ctx) {
         ctx.format(Format::table, {Format::table, Format::json, Format::id});
     const core::Time now = ctx.now();
     const auto changed =
-        ctx.store(storage::OpenMode::write).requeue(*rq, ctx.actor(), now);
+        ctx.store(storage::OpenMode::update).requeue(*rq, ctx.actor(), now);
     for (const auto& t : changed) {
       if (format == Format::json) {
         print_task_json(t, now);
@@ -334,6 +334,8 @@ void register_operate(CLI::App& app, Context& ctx) {
   purge->add_flag("--dry-run", po->dry_run,
                   "print how many would go; delete nothing");
   purge->callback([po, &ctx] {
+    const Format format =
+        ctx.format(Format::table, {Format::table, Format::json});
     storage::PurgeRequest req;
     if (po->queue) {
       check_queue_name(*po->queue);
@@ -352,8 +354,13 @@ void register_operate(CLI::App& app, Context& ctx) {
     req.older_than = parse_duration_arg(po->older_than, "--older-than");
     req.force = po->force;
     req.dry_run = po->dry_run;
-    const int64_t n = ctx.store(storage::OpenMode::write).purge(req, ctx.now());
-    std::printf("%lld\n", static_cast<long long>(n));
+    const int64_t n =
+        ctx.store(storage::OpenMode::update).purge(req, ctx.now());
+    if (format == Format::json) {
+      print_json(Json{{po->dry_run ? "would_purge" : "purged", n}});
+    } else {
+      std::printf("%lld\n", static_cast<long long>(n));
+    }
   });
 }
 

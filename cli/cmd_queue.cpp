@@ -211,7 +211,10 @@ void register_queue(CLI::App& app, Context& ctx) {
     cmd->add_option("queue", *name, "queue name")->required();
     cmd->callback([name, pause, &ctx] {
       check_queue_name(*name);
-      ctx.store(storage::OpenMode::write).set_queue_paused(*name, pause);
+      // Pausing a queue before its first task is a setting worth keeping
+      // (it creates the database); resuming one needs it to exist.
+      ctx.store(pause ? storage::OpenMode::write : storage::OpenMode::update)
+          .set_queue_paused(*name, pause);
     });
   }
 
@@ -226,11 +229,17 @@ void register_queue(CLI::App& app, Context& ctx) {
   redrive->add_option("from", *from, "queue to empty")->required();
   redrive->add_option("to", *to, "queue to fill")->required();
   redrive->callback([from, to, &ctx] {
+    const Format format =
+        ctx.format(Format::table, {Format::table, Format::json});
     check_queue_name(*from);
     check_queue_name(*to);
-    const int64_t n = ctx.store(storage::OpenMode::write)
+    const int64_t n = ctx.store(storage::OpenMode::update)
                           .redrive(*from, *to, ctx.actor(), ctx.now());
-    std::printf("%lld\n", static_cast<long long>(n));
+    if (format == Format::json) {
+      print_json(Json{{"moved", n}});
+    } else {
+      std::printf("%lld\n", static_cast<long long>(n));
+    }
   });
 }
 

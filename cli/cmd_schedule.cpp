@@ -274,7 +274,7 @@ void register_schedules(CLI::App& app, Context& ctx) {
         ->type_name("NAME");
     const bool paused = t.paused;
     cmd->callback([name, paused, &ctx] {
-      ctx.store(storage::OpenMode::write)
+      ctx.store(storage::OpenMode::update)
           .set_schedule_paused(*name, paused, ctx.now());
     });
   }
@@ -288,7 +288,7 @@ void register_schedules(CLI::App& app, Context& ctx) {
       ->required()
       ->type_name("NAME");
   rm->callback([rm_name, &ctx] {
-    ctx.store(storage::OpenMode::write).remove_schedule(*rm_name);
+    ctx.store(storage::OpenMode::update).remove_schedule(*rm_name);
   });
 }
 
@@ -469,7 +469,7 @@ void register_gates(CLI::App& app, Context& ctx) {
       "taskq gate rm publish");
   rm->add_option("name", *rm_name, "gate name")->required()->type_name("NAME");
   rm->callback([rm_name, &ctx] {
-    ctx.store(storage::OpenMode::write).remove_gate(*rm_name);
+    ctx.store(storage::OpenMode::update).remove_gate(*rm_name);
   });
 }
 
@@ -493,7 +493,7 @@ void register_schedule(CLI::App& app, Context& ctx) {
       check_queue_name(**queue);
     }
     const core::Time now = ctx.now();
-    auto& store = ctx.store(storage::OpenMode::write);
+    auto& store = ctx.store(storage::OpenMode::update);
     const auto ids = store.tick(*queue, now, ctx.actor());
     for (const int64_t id : ids) {
       if (format == Format::json) {

@@ -193,7 +193,8 @@ void register_transfer(CLI::App& app, Context& ctx) {
       ->type_name("FILE|-")
       ->required();
   imp->callback([file, &ctx] {
-    ctx.format(Format::table, {Format::table});
+    const Format format =
+        ctx.format(Format::table, {Format::table, Format::json});
     JsonlReader reader(*file, "nothing was imported");
     std::string line;
     bool reading = false; // errors while reading name their line and outcome
@@ -225,6 +226,10 @@ void register_transfer(CLI::App& app, Context& ctx) {
       }
       // The store names the line of the task it refused.
       throw Error(e.kind(), std::string(e.what()) + "; nothing was imported");
+    }
+    if (format == Format::json) {
+      print_json(Json{{"imported", n}, {"flows", flows}});
+      return;
     }
     std::printf("imported %lld task%s", static_cast<long long>(n),
                 n == 1 ? "" : "s");

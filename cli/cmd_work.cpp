@@ -17,6 +17,7 @@ struct LeaseOptions {
   std::vector<std::string> match;
   int count = 1;
   OptText wait; // "" when --wait has no value: no limit
+  bool quiet = false;
 };
 
 // Leases as `lease` does; with --wait, blocks until something can be leased
@@ -24,7 +25,7 @@ struct LeaseOptions {
 // the next task comes due, never polling.
 std::vector<core::Task>
 lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
-  auto& store = ctx.store(storage::OpenMode::write);
+  auto& store = ctx.store(storage::OpenMode::update);
   if (!o.wait) {
     return store.lease(req, ctx.now());
   }
@@ -100,7 +101,9 @@ void run_lease(const LeaseOptions& o, Context& ctx) {
     for (const auto& q : o.queues) {
       names += (names.empty() ? "" : ", ") + q;
     }
-    std::fprintf(stderr, "taskq: nothing to lease in %s\n", names.c_str());
+    if (!o.quiet) {
+      std::fprintf(stderr, "taskq: nothing to lease in %s\n", names.c_str());
+    }
     ctx.exit_code = k_exit_nothing;
     return;
   }
@@ -161,6 +164,9 @@ void register_work(CLI::App& app, Context& ctx) {
                    "(then exit 75)")
       ->expected(0, 1)
       ->type_name("[DUR]");
+  lease->add_flag("-q,--quiet", lo->quiet,
+                  "say nothing when there is nothing to lease (still exit 75; "
+                  "-o env still prints `(exit 75)` for eval)");
   lease->callback([lo, &ctx] { run_lease(*lo, ctx); });
 
   struct HeartbeatOptions : WorkerOptions {
@@ -181,6 +187,8 @@ void register_work(CLI::App& app, Context& ctx) {
                  "save progress (JSON), kept across attempts")
       ->type_name("JSON");
   hb->callback([ho, &ctx] {
+    const Format format =
+        ctx.format(Format::table, {Format::table, Format::json});
     const WorkerRef ref = worker_ref(ho->id, ho->lease);
     const auto extend = parse_duration_arg(ho->extend, "--for");
     if (extend && extend->count() <= 0) {
@@ -190,17 +198,24 @@ void register_work(CLI::App& app, Context& ctx) {
       time_after(ctx.now(), *extend, "--for");
     }
     const auto checkpoint = parse_json_arg(ho->checkpoint, "--checkpoint");
-    auto& store = ctx.store(storage::OpenMode::write);
+    auto& store = ctx.store(storage::OpenMode::update);
     try {
       const auto r =
           store.heartbeat(ref.id, ref.token, extend, checkpoint, ctx.now());
-      if (r.checkpoint_requested) {
+      if (format == Format::json) {
+        print_json(Json{{"id", ref.id},
+                        {"checkpoint_requested", r.checkpoint_requested}});
+      } else if (r.checkpoint_requested) {
         std::puts("checkpoint");
       }
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::conflict) {
         if (auto why = store.revoked_reason(ref.id, ref.token)) {
-          std::puts(why->c_str());
+          if (format == Format::json) {
+            print_json(Json{{"id", ref.id}, {"revoked", *why}});
+          } else {
+            std::puts(why->c_str());
+          }
         }
       }
       throw;
@@ -230,7 +245,7 @@ void register_work(CLI::App& app, Context& ctx) {
     } catch (const Error& e) {
       throw Error(ErrorKind::usage, std::string("--sync: ") + e.what());
     }
-    ctx.store(storage::OpenMode::write)
+    ctx.store(storage::OpenMode::update)
         .complete(ref.id, ref.token, result, ctx.now(), sync);
   });
 
@@ -280,7 +295,8 @@ void register_work(CLI::App& app, Context& ctx) {
         time_after(ctx.now(), *req.retry_in, "--retry-in");
       }
     }
-    ctx.store(storage::OpenMode::write).fail(ref.id, ref.token, req, ctx.now());
+    ctx.store(storage::OpenMode::update)
+        .fail(ref.id, ref.token, req, ctx.now());
   });
 }
 

@@ -2,7 +2,8 @@
 # Load with `source <(taskq completion bash)`, or install it:
 #   taskq completion bash > /etc/bash_completion.d/taskq
 
-# Prints the dynamic values `taskq ARGS...` lists (queue names, task ids),
+# Prints the dynamic values `taskq ARGS...` lists (queue names, task ids:
+# `taskq __ids COMMAND` prints those COMMAND can act on, newest first),
 # asking the taskq being completed, with the --db given on the line if any
 # (the caller's db array).
 _taskq_ask() {
@@ -29,8 +30,8 @@ _taskq() {
         w=${COMP_WORDS[i]}
         case $w in
         --db | --worker | -o | --output | --payload | --text | --payload-file | \
-            --jsonl | --label | --priority | --delay | --at | --max-attempts | --unique | \
-            --max-errors | --error-window | --retry-delay | --backoff | \
+            --jsonl | --lines | --label | --priority | --delay | --at | --max-attempts | --unique | \
+            --fail-on | --max-errors | --error-window | --retry-delay | --backoff | \
             --max-delay | --for | --match | --count | --lease | --checkpoint | \
             --result | --error | --move-to | --retry-in | --until | --queue | \
             --state | --limit | --max-running | --concurrency | --max-tasks | \
@@ -86,7 +87,7 @@ _taskq() {
     [[ $prev == --wait && $cur != -* ]] && ((npos || eq)) && return
 
     case $prev in
-    --db | --payload-file | --jsonl)
+    --db | --payload-file | --jsonl | --lines)
         compopt -o default
         return
         ;;
@@ -124,8 +125,9 @@ _taskq() {
         fi
         ;;
     --queue | --move-to) words=$(_taskq_ask queue list -o id) ;;
-    --after) words=$(_taskq_ask list -o id --limit 200) ;;
+    --after) words=$(_taskq_ask __ids add) ;;
     --checkpoint-signal) words="USR1 USR2 HUP INT QUIT TERM" ;;
+    --fail-on) words="failed retry never" ;;
     --worker | --payload | --text | --label | --priority | --delay | --at | \
         --unique | --max-attempts | --max-errors | --error-window | --retry-delay | \
         --max-delay | --for | --match | --count | --lease | --checkpoint | \
@@ -139,14 +141,14 @@ _taskq() {
         if [[ $cur == -* ]]; then
             local bulkopts="--queue --state --match"
             case $cmd in
-            add) words="--payload --text --payload-file --jsonl --label
+            add) words="--payload --text --payload-file --jsonl --lines --label
                 --priority --delay --at --unique --max-attempts --max-errors
                 --error-window --retry-delay --backoff --max-delay --after --root
                 --to --broadcast --ttl --trigger" ;;
-            lease) words="--for --match --count --wait" ;;
+            lease) words="--for --match --count --wait -q --quiet" ;;
             run) words="--for --concurrency --max-tasks --until-empty --timeout
                 --grace --release-delay --result-stdout --match
-                --checkpoint-signal -v --verbose" ;;
+                --checkpoint-signal -v --verbose -q --quiet --fail-on" ;;
             wait) words="--timeout" ;;
             progress) words="--interval" ;;
             heartbeat) words="--lease --for --checkpoint" ;;
@@ -185,7 +187,7 @@ _taskq() {
             //0) words="add lease heartbeat done fail run wait progress release
                 sleep pause resume kill checkpoint send retry requeue purge show
                 list stats why workers events metrics queue schedule gate flow tick tx
-                export import db completion" ;;
+                export import db completion top" ;;
             queue//0) words="list show set pause resume redrive" ;;
             db//0) words="check path migrate backup vacuum" ;;
             completion//0) words="bash zsh fish" ;;
@@ -207,14 +209,16 @@ _taskq() {
                 queue/redrive/1)
                 words=$(_taskq_ask queue list -o id) ;;
             send//0) [[ $bulk ]] && words=$messages ||
-                words=$(_taskq_ask list -o id --limit 200) ;;
+                words=$(_taskq_ask __ids send) ;;
             send//*) # send ID... MESSAGE: ids until a message
                 [[ $bulk || $last == @(${messages// /|}) ]] ||
-                    words="$messages $(_taskq_ask list -o id --limit 200)" ;;
+                    words="$messages $(_taskq_ask __ids send)" ;;
             heartbeat//0 | done//0 | fail//0 | retry//* | show//0 | why//0 | \
                 wait//* | release//* | sleep//* | pause//* | resume//* | kill//* | \
                 checkpoint//*)
-                words=$(_taskq_ask list -o id --limit 200) ;;
+                # The ids of the tasks the command can act on, newest first.
+                words=$(_taskq_ask __ids "$cmd")
+                compopt -o nosort 2>/dev/null ;;
             esac
         fi
         ;;

@@ -11,7 +11,7 @@ function __taskq_words
     while set -q toks[1]
         switch $toks[1]
             case --db --worker -o --output --payload --text --payload-file \
-                --jsonl --label --priority --delay --at --unique --max-attempts \
+                --jsonl --lines --fail-on --label --priority --delay --at --unique --max-attempts \
                 --max-errors --error-window --retry-delay --backoff --max-delay \
                 --for --match --count --lease --checkpoint --result --error \
                 --move-to --retry-in --until --queue --state --limit --max-running \
@@ -113,6 +113,13 @@ function __taskq_ask
     command -q $cmd[1]; and command $cmd $argv 2>/dev/null
 end
 
+# The ids of the tasks the command being completed can act on, newest first
+# (taskq __ids COMMAND; complete -k keeps that order).
+function __taskq_ids
+    set -l words (__taskq_words)
+    __taskq_ask __ids $words[1]
+end
+
 complete -c taskq -f
 
 # Global options, anywhere on the line.
@@ -164,23 +171,24 @@ complete -c taskq -n '__taskq_at 0' -a export -d 'Print every task with its hist
 complete -c taskq -n '__taskq_at 0' -a import -d 'Add the tasks of an export, keeping their ids'
 complete -c taskq -n '__taskq_at 0' -a db -d 'Check, locate, migrate, back up or vacuum the database'
 complete -c taskq -n '__taskq_at 0' -a completion -d 'Print a shell completion script'
+complete -c taskq -n '__taskq_at 0' -a top -d 'Show queues, tasks and failures live, full screen'
 
 # Arguments.
 set -l queues '(__taskq_ask queue list -o id)'
-set -l tasks '(__taskq_ask list -o id --limit 200)'
+set -l tasks '(__taskq_ids)'
 set -l messages 'run pause sleep release checkpoint kill'
 complete -c taskq -n '__taskq_at add 0; or __taskq_at lease; or __taskq_at queue set 0' -a $queues
 complete -c taskq -n '__taskq_at run; and not __taskq_handler; or __taskq_at progress 0; or __taskq_at requeue 0' -a $queues
 complete -c taskq -n __taskq_handler -a '(__taskq_complete_handler)'
-complete -c taskq -n '__taskq_at wait' -a $tasks
-complete -c taskq -n '__taskq_at heartbeat 0; or __taskq_at done 0; or __taskq_at fail 0' -a $tasks
-complete -c taskq -n '__taskq_at retry; or __taskq_at show 0; or __taskq_at why 0' -a $tasks
+complete -c taskq -k -n '__taskq_at wait' -a $tasks
+complete -c taskq -k -n '__taskq_at heartbeat 0; or __taskq_at done 0; or __taskq_at fail 0' -a $tasks
+complete -c taskq -k -n '__taskq_at retry; or __taskq_at show 0; or __taskq_at why 0' -a $tasks
 for cmd in release sleep pause resume kill checkpoint
-    complete -c taskq -n "__taskq_at $cmd" -a $tasks
+    complete -c taskq -k -n "__taskq_at $cmd" -a $tasks
 end
-complete -c taskq -n '__taskq_at send 0; and not __taskq_bulk' -a $tasks
+complete -c taskq -k -n '__taskq_at send 0; and not __taskq_bulk' -a $tasks
 complete -c taskq -n '__taskq_at send 0; and __taskq_bulk' -a $messages
-complete -c taskq -n __taskq_send_more -a "$messages $tasks"
+complete -c taskq -k -n __taskq_send_more -a "$messages $tasks"
 complete -c taskq -n '__taskq_at queue 0' -a list -d 'List queues'
 complete -c taskq -n '__taskq_at queue 0' -a show -d 'Show a queue: settings and counts'
 complete -c taskq -n '__taskq_at queue 0' -a set -d 'Configure a queue'
@@ -228,12 +236,13 @@ complete -c taskq -n $add -l payload -x -d 'JSON payload'
 complete -c taskq -n $add -l text -x -d 'Payload as a JSON string'
 complete -c taskq -n $add -l payload-file -r -F -d 'Read the JSON payload from a file'
 complete -c taskq -n $add -l jsonl -r -F -d 'Add one task per JSON line (- for stdin)'
+complete -c taskq -n $add -l lines -r -F -d 'Add one task per line, its text the payload (- for stdin)'
 complete -c taskq -n $add -l label -x -d 'Label the task (K=V)'
 complete -c taskq -n $add -l priority -x -d 'Higher is leased first'
 complete -c taskq -n $add -l delay -x -d 'Make it due later'
 complete -c taskq -n $add -l at -x -d 'Make it due at a time'
 complete -c taskq -n $add -l unique -x -d 'Add nothing while an unfinished task has this key'
-complete -c taskq -n $add -l after -x -a $tasks -d 'Wait until these tasks are completed (ID,...)'
+complete -c taskq -k -n $add -l after -x -a $tasks -d 'Wait until these tasks are completed (ID,...)'
 complete -c taskq -n $add -l root -x -d 'Obsolete while an unfinished task has these labels (K=V,...)'
 complete -c taskq -n $add -l to -x -d 'Deliver to this worker only'
 complete -c taskq -n $add -l broadcast -d 'Deliver once to every worker of the queue'
@@ -252,6 +261,7 @@ complete -c taskq -n '__taskq_at lease' -l for -x -d 'Lease duration'
 complete -c taskq -n '__taskq_at lease' -l match -x -d 'Only tasks with matching labels (K=V)'
 complete -c taskq -n '__taskq_at lease' -l count -x -d 'Lease up to this many tasks'
 complete -c taskq -n '__taskq_at lease' -l wait -d 'Wait for an eligible task (--wait=DUR: at most DUR)'
+complete -c taskq -n '__taskq_at lease' -s q -l quiet -d 'Say nothing when there is nothing to lease'
 
 set -l run '__taskq_at run; and not __taskq_handler'
 complete -c taskq -n $run -l for -x -d 'Lease duration'
@@ -265,6 +275,8 @@ complete -c taskq -n $run -l result-stdout -d "Store the handler's stdout as the
 complete -c taskq -n $run -l match -x -d 'Only tasks with matching labels (K=V)'
 complete -c taskq -n $run -l checkpoint-signal -x -a 'USR1 USR2 HUP INT QUIT TERM' -d 'Signal for a checkpoint request'
 complete -c taskq -n $run -s v -l verbose -d 'One line per task on stderr'
+complete -c taskq -n $run -s q -l quiet -d 'Print nothing when no task was leased'
+complete -c taskq -n $run -l fail-on -x -a 'failed retry never' -d 'Which outcomes make run exit 6'
 complete -c taskq -n '__taskq_at wait' -l timeout -x -d 'Give up after'
 complete -c taskq -n '__taskq_at progress' -l interval -x -d 'Time between lines when not on a terminal'
 

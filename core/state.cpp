@@ -72,6 +72,19 @@ std::optional<TaskState> transition(TaskState from, Message msg) {
   return k_table.at(index(from)).at(index(msg));
 }
 
+std::vector<TaskState> states_acted_on(Message msg) {
+  std::vector<TaskState> out;
+  for (const auto s : k_all_states) {
+    const auto to = transition(s, msg);
+    if (s != S::fault && to
+        && (*to != s || msg == Message::sleep || msg == Message::release
+            || msg == Message::checkpoint)) {
+      out.push_back(s);
+    }
+  }
+  return out;
+}
+
 bool is_operator_message(Message m) {
   return m != Message::complete && m != Message::error;
 }

@@ -3,6 +3,7 @@
 #include <array>
 #include <optional>
 #include <string_view>
+#include <vector>
 
 namespace taskq::core {
 
@@ -49,6 +50,12 @@ bool is_terminal(TaskState s);
 // The transition table of SPEC §2, exactly: the state `msg` moves `from` to,
 // or std::nullopt where the table has "—" (the caller refuses with exit 4).
 std::optional<TaskState> transition(TaskState from, Message msg);
+
+// The states a task rests in (never `fault`) in which `msg` is accepted and
+// does something: it changes the state, or it is `sleep` (a new time),
+// `release` or `checkpoint` (which act on the lease). Shell completion
+// offers the ids of such tasks.
+std::vector<TaskState> states_acted_on(Message msg);
 
 // The six messages an operator may send (`complete` and `error` come only
 // from the lease holder).

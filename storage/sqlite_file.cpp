@@ -237,11 +237,11 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
                                               + ", not a regular file");
     }
   }
-  if (!exists && mode == OpenMode::read) {
-    // Reading a database that was never written: an empty one, in memory.
-    m_db = std::make_unique<SqliteDb>(":memory:", true);
-    apply_migrations(*m_db);
-    return;
+  if (!exists && mode != OpenMode::write) {
+    // Only the commands that add something create the database: a read or
+    // a worker's command on a path with a typo creates nothing.
+    throw Error(ErrorKind::unavailable,
+                "no database at " + path + " (the first add creates it)");
   }
   if (!exists) {
     const bool created = create_private_file(path);

@@ -26,9 +26,13 @@ bool is_postgres_url(std::string_view path);
 std::string redact_url(std::string_view url);
 
 // How to open the database file.
+// A missing SQLite file is ErrorKind::unavailable ("no database at PATH
+// (the first add creates it)") for every mode but `write`, and nothing is
+// created (no file, folder, -wal or -shm).
 enum class OpenMode {
-  read,  // a missing file reads as an empty database; nothing is created
-  write, // create the file (0600) and its folder when missing
+  read,   // reads only
+  update, // writes to a database that exists (lease, run, pause, ...)
+  write,  // creates the file (0600) and its folder when missing (add, ...)
   // PostgreSQL only: for the server's clock, before a command has checked
   // its input. The schema is left as it is until open_for() names what
   // the command does, so that a refused command creates no tables.
@@ -60,6 +64,9 @@ struct NewTask {
   std::optional<core::Millis> broadcast_ttl;
   std::optional<std::string> trigger; // a gate key it covers on completion
   std::optional<std::string> flow;    // an atom's task: see core::Task::flow
+  // The argv it runs (core::Task::command): empty, or valid UTF-8 strings
+  // (checked by the caller), the first not empty.
+  std::vector<std::string> command;
 };
 
 // What add_unique did: a new task, the unfinished one with the same key
@@ -214,6 +221,25 @@ struct WorkerInfo {
   core::Time last_seen;            // its latest event or heartbeat
   // The latest lease or heartbeat of its live leases (none: idle).
   std::optional<core::Time> last_heartbeat;
+};
+
+// What `taskq top` shows at one moment (TaskStore::top_view).
+struct TopQueue {
+  QueueStats stats;
+  bool paused = false; // `queue pause`: it leases nothing
+};
+struct TopTask {
+  core::Task task; // without its error history
+  // When its live lease began (its latest `lease` event); running only.
+  std::optional<core::Time> leased_at;
+  std::optional<std::string> last_error; // its latest error, if any
+};
+struct TopView {
+  // Every queue with tasks or a row of settings, by name.
+  std::vector<TopQueue> queues;
+  // Unfinished tasks: the running ones by id, then the others newest first.
+  std::vector<TopTask> tasks;
+  std::vector<TopTask> failures; // failed tasks, the latest to fail first
 };
 
 // Which finished tasks `purge` deletes.
@@ -500,6 +526,11 @@ public:
   std::optional<core::Task> find(int64_t id);
   TaskDetail show(int64_t id); // not_found when missing
   std::vector<core::Task> list(const Selector& sel, core::Time now);
+  // Shell completion: the ids of the tasks in one of `states` (any state
+  // when empty; with `leased`, only those holding a lease), newest first,
+  // at most `limit` (complete_store.cpp).
+  std::vector<int64_t> recent_ids(const std::vector<core::TaskState>& states,
+                                  bool leased, int64_t limit);
   std::vector<QueueStats> stats(const std::optional<std::string>& queue,
                                 core::Time now);
   // One line per reason task `id` is not running now (empty: it is
@@ -603,6 +634,11 @@ public:
   // the counters. A lease that has expired but not been reclaimed yet
   // counts as expired.
   std::vector<QueueMetrics> metrics(core::Time now);
+
+  // What `top` shows, read from one snapshot: every queue, at most `limit`
+  // running tasks and `limit` other unfinished ones, and the `limit` latest
+  // failed tasks. Costs O(queues' tasks) for the counts, as stats does.
+  TopView top_view(core::Time now, int64_t limit);
 
   // The events after `cursor`, oldest first, at most `limit`, of `queue`
   // (all when null) at or after `since`; advances `cursor` past them.

@@ -147,6 +147,8 @@ tq --db q.db gate add gate-one "$queue" --keys a,b >/dev/null
 expect_exit 0 bash complete.bash schedule "$TASKQ" sch
 expect_exit 0 bash complete.bash gate "$TASKQ" ga
 expect_exit 0 bash complete.bash tick "$TASKQ" ti
+expect_exit 0 bash complete.bash top "$TASKQ" to
+expect_exit 0 bash complete.bash --db "$TASKQ" top --d
 expect_exit 0 bash complete.bash resume "$TASKQ" schedule ''
 expect_exit 0 bash complete.bash rm "$TASKQ" gate ''
 expect_exit 1 bash complete.bash pause "$TASKQ" gate ''
@@ -347,6 +349,7 @@ else
 fi
 EOF
     expect_exit 0 zsh -f complete.zsh pause "$TASKQ" pa
+    expect_exit 0 zsh -f complete.zsh top "$TASKQ" to
     expect_exit 0 zsh -f complete.zsh ready "$TASKQ" list --state ''
     expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db add ''
     expect_exit 1 zsh -f complete.zsh "$queue" "$TASKQ" add ''
@@ -470,6 +473,7 @@ EOF
     expect_exit 0 fish --no-config complete.fish --wait "$TASKQ lease q --w"
     expect_exit 0 fish --no-config complete.fish schedule "$TASKQ sch"
     expect_exit 0 fish --no-config complete.fish tick "$TASKQ ti"
+    expect_exit 0 fish --no-config complete.fish top "$TASKQ to"
     expect_exit 0 fish --no-config complete.fish resume "$TASKQ schedule "
     expect_exit 0 fish --no-config complete.fish rm "$TASKQ gate "
     expect_exit 0 fish --no-config complete.fish --every "$TASKQ schedule add n q --e"
@@ -540,4 +544,62 @@ EOF
     expect_exit 1 fish --no-config complete.fish --db "$TASKQ run q -- bin/handler.sh --d"
     expect_exit 0 fish --no-config complete.fish '' "$TASKQ --db bad.db add "
     expect_eq "$err" "" "stderr of $cmd"
+fi
+
+# Task ids: each command is offered the tasks it can act on, newest first,
+# in that order by every shell (completion_ids.sh checks taskq __ids itself).
+ids=(--db ids.db)
+running=$(tq "${ids[@]}" add ids)
+token=$(tq "${ids[@]}" lease ids -o json | jq -r .lease.token)
+paused=$(tq "${ids[@]}" add ids)
+tq "${ids[@]}" pause "$paused" >/dev/null
+sleeping=$(tq "${ids[@]}" add ids)
+tq "${ids[@]}" sleep "$sleeping" --for 1h >/dev/null
+killed=$(tq "${ids[@]}" add ids)
+tq "${ids[@]}" kill "$killed" >/dev/null
+failed=$(tq "${ids[@]}" add ids --priority 9)
+t=$(tq "${ids[@]}" lease ids -o json | jq -r .lease.token)
+tq "${ids[@]}" fail "$failed" --lease "$t" --no-retry --error boom >/dev/null
+completed=$(tq "${ids[@]}" add ids --priority 9)
+t=$(tq "${ids[@]}" lease ids -o json | jq -r .lease.token)
+tq "${ids[@]}" done "$completed" --lease "$t" >/dev/null
+runnable=$(tq "${ids[@]}" add ids)
+section "bash: ids by command"
+expect_exit 0 bash complete.bash "$paused" "$TASKQ" --db ids.db resume ''
+expect_contains "$out" "offered: $sleeping $paused" "resume: sleeping and paused, newest first"
+expect_contains "$out" "compopt -o nosort" "bash keeps the order"
+expect_exit 1 bash complete.bash "$runnable" "$TASKQ" --db ids.db resume ''
+expect_exit 1 bash complete.bash "$completed" "$TASKQ" --db ids.db kill ''
+expect_exit 0 bash complete.bash "$runnable" "$TASKQ" --db ids.db kill "$paused" ''
+expect_exit 0 bash complete.bash "$killed" "$TASKQ" --db ids.db retry ''
+expect_contains "$out" "offered: $failed $killed"
+expect_exit 1 bash complete.bash "$runnable" "$TASKQ" --db ids.db retry ''
+expect_exit 0 bash complete.bash "$completed" "$TASKQ" --db ids.db show ''
+expect_exit 0 bash complete.bash "$running" "$TASKQ" --db ids.db release ''
+expect_contains "$out" "offered: $running"
+expect_exit 0 bash complete.bash "$paused" "$TASKQ" --db ids.db send ''
+expect_exit 1 bash complete.bash "$failed" "$TASKQ" --db ids.db send "$paused" ''
+expect_exit 0 bash complete.bash "$completed" "$TASKQ" --db ids.db add q --after ''
+
+if command -v zsh >/dev/null; then
+    section "zsh: ids by command"
+    expect_exit 0 zsh -f complete.zsh "$paused" "$TASKQ" --db ids.db resume ''
+    expect_contains "$out" "offered: $sleeping $paused" "resume: sleeping and paused, newest first"
+    expect_exit 1 zsh -f complete.zsh "$runnable" "$TASKQ" --db ids.db resume ''
+    expect_exit 1 zsh -f complete.zsh "$completed" "$TASKQ" --db ids.db kill ''
+    expect_exit 0 zsh -f complete.zsh "$killed" "$TASKQ" --db ids.db retry ''
+    expect_exit 0 zsh -f complete.zsh "$completed" "$TASKQ" --db ids.db show ''
+    expect_contains "$out" "offered: $runnable $completed $failed" "show: every task, newest first"
+fi
+
+if command -v fish >/dev/null; then
+    section "fish: ids by command"
+    expect_exit 0 fish --no-config complete.fish "$paused" "$TASKQ --db ids.db resume "
+    expect_contains "$out" "offered: $sleeping $paused" "resume: sleeping and paused, newest first"
+    expect_exit 1 fish --no-config complete.fish "$runnable" "$TASKQ --db ids.db resume "
+    expect_exit 1 fish --no-config complete.fish "$completed" "$TASKQ --db ids.db kill "
+    expect_exit 0 fish --no-config complete.fish "$killed" "$TASKQ --db ids.db retry "
+    expect_exit 0 fish --no-config complete.fish "$running" "$TASKQ --db ids.db release "
+    expect_exit 0 fish --no-config complete.fish "$completed" "$TASKQ --db ids.db show "
+    expect_contains "$out" "offered: $runnable $completed $failed" "show: every task, newest first"
 fi

@@ -15,15 +15,20 @@ expect_out "$scratch/env.db"
 expect_exit 0 env TASKQ_DB="$scratch/env.db" "$TASKQ" db path --db "$scratch/flag.db"
 expect_out "$scratch/flag.db" # --db wins over TASKQ_DB
 
-section "reading a missing database reads as empty and creates nothing"
-expect_exit 0 "$TASKQ" list
-expect_exit 0 "$TASKQ" list -o id
-expect_out_empty
-expect_exit 0 "$TASKQ" stats
-expect_exit 3 "$TASKQ" show 1
+section "reading a missing database exits 5 and creates nothing"
 # On PostgreSQL the harness has made the (empty) database already.
 if sqlite_only; then
+  expect_exit 5 "$TASKQ" list
+  expect_err_contains "no database at $TASKQ_DB (the first add creates it)"
+  expect_exit 5 "$TASKQ" list -o id
+  expect_out_empty
+  expect_exit 5 "$TASKQ" stats
+  expect_exit 5 "$TASKQ" show 1
   check "no database file after reads" test ! -e "$TASKQ_DB"
+else
+  expect_exit 0 "$TASKQ" list -o id
+  expect_out_empty
+  expect_exit 3 "$TASKQ" show 1
 fi
 
 # Files, their modes and folders: SQLite only.

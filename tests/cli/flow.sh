@@ -98,6 +98,12 @@ drain() {
   expect_exit 0 "$TASKQ" run fq --until-empty --result-stdout "$@" -- "$H"
 }
 
+# drain_failing: the same where an atom's task fails for good, which makes
+# run exit 6.
+drain_failing() {
+  expect_exit 6 "$TASKQ" run fq --until-empty --result-stdout -- "$H"
+}
+
 # fshow ID FILTER: jq -rc FILTER over `taskq flow show ID -o json`.
 fshow() {
   local j
@@ -247,7 +253,7 @@ expect_eq "$(fshow "$mn_id" .store)" '{}' "store after the revert"
 section "a step that fails for good is reverted in reverse order; the flow ends REVERTED"
 : >"$scratch/flags/c_fails"
 rv_id=$(submit "$(linear_doc rev ', "payload": {"fail_if": "c_fails"}')")
-drain
+drain_failing
 wait_flow 6 "$rv_id" REVERTED
 expect_eq "$(actions "$rv_id")" \
   "a:execute b:execute c:execute c:revert b:revert a:revert" "handler runs"
@@ -267,7 +273,7 @@ expect_eq "$(flow_events "$rv_id" flow)" "RUNNING REVERTED" "flow events"
 
 section "a revert that fails ends the flow FAILURE"
 fr_id=$(submit "$(linear_doc revfail ', "payload": {"fail": true}' ', "payload": {"fail_revert": true}')")
-drain
+drain_failing
 wait_flow 6 "$fr_id" FAILURE
 expect_eq "$(actions "$fr_id")" \
   "a:execute b:execute c:execute c:revert b:revert" "handler runs (nothing after b's revert failed)"
@@ -288,7 +294,7 @@ tm_id=$(submit '{"name": "tm", "pattern": "linear",
     "requires": ["attempt"], "provides": "px"},
    {"name": "y", "execute": {"queue": "fq", "payload": {"fail": true}},
     "requires": ["attempt", "px"], "max_errors": 1}]}')
-drain
+drain_failing
 wait_flow 6 "$tm_id" REVERTED
 expect_eq "$(actions "$tm_id")" \
   "x:execute y:execute x:revert x:execute y:execute x:revert x:execute y:execute x:revert" \
@@ -307,7 +313,7 @@ fe_id=$(submit '{"name": "fe", "pattern": "linear",
  "atoms": [
    {"name": "up", "execute": {"queue": "fq", "payload": {"ok_if": "m-c"}},
     "revert": {"queue": "fq"}, "requires": ["mirror"], "provides": "where", "max_errors": 1}]}')
-drain
+drain_failing
 wait_flow 0 "$fe_id" SUCCESS
 expect_eq "$(log_of "$fe_id" '[.[] | "\(.action):\(.args.mirror)"] | join(" ")')" \
   "execute:m-a revert:m-a execute:m-b revert:m-b execute:m-c" "handler runs and their mirror"

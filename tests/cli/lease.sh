@@ -5,6 +5,7 @@ T0=2026-11-21T08:00:00Z
 set_now $T0
 
 section "lease on an empty or unknown queue finds nothing"
+tq db migrate >/dev/null # the database exists (a missing one is exit 5)
 expect_exit 75 "$TASKQ" lease empty
 expect_out_empty
 expect_exit 75 "$TASKQ" lease empty -o env
@@ -12,6 +13,15 @@ expect_out "(exit 75)"
 # eval of "(exit 75)" fails, so a shell worker takes its || branch.
 expect_exit 0 bash -c 'eval "$("$TASKQ" lease empty -o env)" || echo none'
 expect_out none
+# On a missing database too, a shell worker's eval fails: (exit 5).
+if sqlite_only; then
+  expect_exit 5 "$TASKQ" --db "$scratch/missing.db" lease empty -o env
+  expect_out "(exit 5)"
+  expect_exit 0 bash -c 'eval "$("$TASKQ" --db "$1" lease empty -o env)" ||
+    echo "none $?"' - "$scratch/missing.db"
+  expect_out "none 5"
+  check "lease created no database" test ! -e "$scratch/missing.db"
+fi
 
 section "a live lease is exclusive"
 id=$(add_task q)

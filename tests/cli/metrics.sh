@@ -70,6 +70,7 @@ expect_eq "$(sample 'taskq_tasks{queue="mq",state="failed"}')" 0 "failed purged"
 
 section "an empty database prints the families and no samples"
 fresh_db
+tq db migrate >/dev/null # a missing database is exit 5
 expect_exit 0 "$TASKQ" metrics
 expect_eq "$(grep -vc '^#' <<<"$out")" 0 "no samples"
 expect_eq "$(grep -c '^# TYPE' <<<"$out")" 7 "seven families (taskq_flows too)"

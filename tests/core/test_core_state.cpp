@@ -5,6 +5,7 @@
 #include <array>
 #include <string>
 #include <string_view>
+#include <vector>
 
 using taskq::core::Message;
 using taskq::core::TaskState;
@@ -152,5 +153,26 @@ TEST_CASE("unknown, empty or differently cased names are refused") {
        {"", "Run", "resume", "done", "fail", "kill ", "completed"}) {
     CAPTURE(text);
     CHECK_FALSE(core::parse_message(text));
+  }
+}
+
+TEST_CASE("states_acted_on: the states completion offers for each message") {
+  using S = TaskState;
+  using V = std::vector<TaskState>;
+  CHECK(core::states_acted_on(Message::run) == V{S::sleeping, S::paused});
+  CHECK(core::states_acted_on(Message::pause) == V{S::runnable, S::sleeping});
+  CHECK(core::states_acted_on(Message::kill)
+        == V{S::runnable, S::sleeping, S::paused});
+  CHECK(core::states_acted_on(Message::sleep)
+        == V{S::runnable, S::sleeping, S::paused});
+  CHECK(core::states_acted_on(Message::release)
+        == V{S::runnable, S::sleeping, S::paused});
+  CHECK(core::states_acted_on(Message::complete) == V{S::runnable});
+  // Never fault (no task rests in it), never a final state.
+  for (const auto m : core::k_all_messages) {
+    for (const auto s : core::states_acted_on(m)) {
+      CHECK(s != S::fault);
+      CHECK_FALSE(core::is_terminal(s));
+    }
   }
 }

@@ -179,18 +179,24 @@ TEST_CASE("a database whose schema is newer than this binary is refused as "
   CHECK(user_version(db.path()) == too_new);
 }
 
-TEST_CASE("opening a missing database for reading creates nothing"
+TEST_CASE("opening a missing database but to create it is refused and "
+          "creates nothing"
           * sqlite_only()) {
   TempDb db;
-  const std::string path = (db.dir() / "not" / "yet" / "taskq.db").string();
-  {
-    TaskStore store(path, OpenMode::read);
-    CHECK(store.list(storage::Selector{}, t0).empty());
-    CHECK(store.stats(std::nullopt, t0).empty());
-    CHECK_FALSE(store.find(1));
+  for (const char* where : {"not/yet/taskq.db", "taskq.db"}) {
+    const std::string path = (db.dir() / where).string();
+    for (const OpenMode mode : {OpenMode::read, OpenMode::update}) {
+      try {
+        TaskStore store(path, mode);
+        FAIL("opened a missing database");
+      } catch (const Error& e) {
+        CHECK(e.kind() == ErrorKind::unavailable);
+        CHECK(std::string(e.what())
+              == "no database at " + path + " (the first add creates it)");
+      }
+    }
   }
-  CHECK_FALSE(fs::exists(path));
-  CHECK_FALSE(fs::exists(db.dir() / "not"));
+  CHECK(fs::is_empty(db.dir()));
 }
 
 TEST_CASE("opening for writing creates the file with mode 0600 and its "

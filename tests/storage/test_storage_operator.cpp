@@ -358,6 +358,41 @@ TEST_CASE("retry creates a new linked task with the same spec") {
   CHECK(leased->id == new_id);
 }
 
+TEST_CASE("a task's command is stored as given, in bulk too, and retry "
+          "copies it") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const std::vector<std::string> argv = {"convert", "a b.png",    "$(x)",
+                                         "",        "h\u00e9llo", "*"};
+  storage::NewTask spec = new_task("q");
+  spec.command = argv;
+  const int64_t id = store.add(spec, t0, k_operator);
+  CHECK(store.find(id)->command == argv);
+  CHECK(store.find(add_task(store, "q"))->command.empty());
+
+  std::vector<std::string> payloads = {"1", "2", "3"};
+  size_t next = 0;
+  std::vector<int64_t> bulk;
+  store.add_many(
+      spec,
+      [&](std::string& out) {
+        if (next == payloads.size()) {
+          return false;
+        }
+        out = payloads[next++];
+        return true;
+      },
+      [&](int64_t added) { bulk.push_back(added); }, t0, k_operator);
+  REQUIRE(bulk.size() == 3);
+  for (const int64_t added : bulk) {
+    CHECK(store.find(added)->command == argv);
+  }
+
+  send_one(store, id, Message::kill, t0);
+  const int64_t again = store.retry(id, k_operator, t0 + 1h);
+  CHECK(store.find(again)->command == argv);
+}
+
 TEST_CASE("retry of a failed task works; of a live or missing task it is "
           "refused") {
   TempDb db;

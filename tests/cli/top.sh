@@ -1,0 +1,253 @@
+# taskq top in a real terminal (issue 14, acceptance 2). tmux runs a shell
+# in a detached 120x40 window; the suite types `taskq top` and keys into it
+# (send-keys) and reads the screen (capture-pane). Every wait is for a
+# condition on the screen or in the database, with a generous deadline for
+# the setup; the one measured figure is how soon a new task shows.
+
+if ! command -v tmux >/dev/null; then
+  _ko "tmux is required for this suite (scripts/setup test installs it)"
+  return
+fi
+
+# A server of the suite's own (its socket in the scratch folder, no user
+# configuration), killed with its panes when the suite ends.
+tmx() { tmux -f /dev/null -S "$scratch/tmux.sock" "$@" 3>&-; }
+trap 'tmx kill-server >/dev/null 2>&1; _finish' EXIT
+
+# Seconds allowed for what is only setup (a shell starting, top drawing its
+# first screen) on a loaded machine.
+setup_wait=30
+
+# The pane's shell gets the suite's database and PostgreSQL settings
+# explicitly, whatever the server's environment.
+pane_env=(-e "TASKQ_DB=$TASKQ_DB" -e "HOME=$HOME")
+for v in PGHOST PGPORT PGUSER PGDATABASE PGPASSWORD XDG_DATA_HOME; do
+  [[ -n ${!v:-} ]] && pane_env+=(-e "$v=${!v}")
+done
+
+# start_shell NAME [VAR=VALUE...]: a new window NAME (120x40) running bash;
+# the extra variables go into its environment.
+start_shell() {
+  local name=$1 v extra=()
+  shift
+  for v in "$@"; do extra+=(-e "$v"); done
+  if ! tmx new-session -d -s "$name" -x 120 -y 40 "${pane_env[@]}" \
+    "${extra[@]}" "PS1='tq\$ ' exec bash --norc --noprofile"; then
+    _ko "tmux new-session $name failed"
+    return 1
+  fi
+  if ! wait_until "$setup_wait" screen_has "$name" 'tq$'; then
+    _ko "the shell in window $name starts" "screen:" "$(screen "$name")"
+    return 1
+  fi
+}
+
+# screen NAME [-e]: what window NAME shows (-e: with its escape sequences).
+screen() { tmx capture-pane -p -t "$1" ${2:+"$2"} 2>/dev/null; }
+screen_has() { [[ $(screen "$1") == *"$2"* ]]; }
+# coloured NAME: window NAME shows a colour (SGR 30-37, 40-47, 38;..., 48;...).
+coloured() {
+  screen "$1" -e | grep -Eq $'\e\\[([0-9;]*;)?(3[0-7]|4[0-7]|38|48)(;[0-9;]*)?m'
+}
+# narrow NAME WIDTH: no line of window NAME is wider than WIDTH characters.
+narrow() {
+  local LC_ALL=C.UTF-8 line
+  while IFS= read -r line; do
+    ((${#line} <= $2)) || return 1
+  done < <(screen "$1")
+}
+# A task's row in the tasks or failures pane: its id right-aligned, then
+# its queue.
+row_shown() { screen "$1" | grep -Eq "^ *$2 $3 "; }
+
+# type_line NAME TEXT: types TEXT and Enter into window NAME's shell.
+type_line() { tmx send-keys -t "$1" -l "$2" && tmx send-keys -t "$1" Enter; }
+
+# run_top NAME [ARGS...]: starts taskq top in window NAME; when it exits,
+# the shell prints "top exited STATUS".
+run_top() {
+  local name=$1
+  shift
+  type_line "$name" "\"\$TASKQ_BIN\" $* top; echo \"top exited \$?\""
+}
+
+# expect_screen NAME TEXT WHAT: window NAME shows TEXT within the setup
+# deadline.
+expect_screen() {
+  if wait_until "$setup_wait" screen_has "$1" "$2"; then
+    _ok "$3"
+  else
+    _ko "$3" "the screen did not show: $2" "screen:" "$(screen "$1")"
+  fi
+}
+
+# expect_sane NAME: the terminal of window NAME's shell is back in its
+# normal mode (canonical input, echo) and the alternate screen was left.
+expect_sane() {
+  local file=$scratch/stty.$1
+  rm -f "$file"
+  type_line "$1" "stty -a >$file.tmp; mv $file.tmp $file"
+  if ! wait_until "$setup_wait" test -s "$file"; then
+    _ko "stty -a ran in window $1" "screen:" "$(screen "$1")"
+    return
+  fi
+  local modes
+  modes=$(tr ' ;' '\n\n' <"$file")
+  check "icanon after top ($1)" grep -qx icanon <<<"$modes"
+  check "echo after top ($1)" grep -qx echo <<<"$modes"
+  expect_not_contains "$(screen "$1")" "Recent failures" \
+    "the screen after top left ($1)"
+}
+
+export TASKQ_BIN=$TASKQ
+pane_env+=(-e "TASKQ_BIN=$TASKQ")
+
+section "not on a terminal"
+expect_exit 2 "$TASKQ" top
+expect_err_contains "needs a terminal"
+expect_out_empty
+expect_exit 2 "$TASKQ" top -o json
+expect_err_contains "invalid output format 'json'"
+
+a=$(add_task thumbs --payload '{"file":"a.png"}')
+
+start_shell main || return
+if sqlite_only; then
+  section "a missing database is not created"
+  run_top main --db "$scratch/none.db"
+  expect_screen main "top exited 5" "top on a missing database exits 5"
+  expect_contains "$(screen main)" "no database at $scratch/none.db" \
+    "its message"
+  check "no file was created" test ! -e "$scratch/none.db"
+fi
+
+section "a new task shows within 1 s"
+run_top main
+expect_screen main "taskq top" "top draws its first screen"
+if wait_until "$setup_wait" row_shown main "$a" thumbs; then
+  _ok "the task added before top started shows"
+else
+  _ko "task $a shows" "screen:" "$(screen main)"
+fi
+b=$(add_task thumbs --payload '{"file":"b.png"}')
+t0=$(now_ms)
+seen=""
+until row_shown main "$b" thumbs; do
+  (($(now_ms) - t0 < 10000)) || break
+  sleep 0.01
+done
+row_shown main "$b" thumbs && seen=$(($(now_ms) - t0))
+echo "top ($backend): task $b showed ${seen:-never} ms after its add returned" >&3
+if [[ -n $seen ]] && ((seen <= 1000)); then
+  _ok "task $b shows within 1 s ($seen ms)"
+else
+  _ko "task $b shows within 1 s" "after: ${seen:-more than 10000} ms" \
+    "screen:" "$(screen main)"
+fi
+
+section "pause, resume and kill the selected task"
+# The tasks pane is selected at start, newest first: G goes to the last
+# row (a), k one up (b).
+tmx send-keys -t main G k p
+expect_screen main "paused task $b" "top says it paused task $b"
+expect_eq "$(state "$b")" paused "show -o json: task $b after p"
+expect_eq "$(state "$a")" runnable "show -o json: task $a is not touched"
+expect_eq "$(field "$b" '.events[-1].actor')" "$(
+  tq show "$a" -o json | jq -r .events[0].actor
+)" "top pauses as the operator the commands log"
+tmx send-keys -t main r
+expect_screen main "resumed task $b" "top says it resumed task $b"
+expect_eq "$(state "$b")" runnable "show -o json: task $b after r"
+tmx send-keys -t main x
+expect_screen main "kill task $b? (y/n)" "x asks before killing"
+tmx send-keys -t main n
+expect_screen main "not killed" "n answers no"
+expect_eq "$(state "$b")" runnable "task $b after x, n"
+tmx send-keys -t main K y
+expect_screen main "killed task $b" "top says it killed task $b"
+expect_eq "$(state "$b")" killed "show -o json: task $b after K, y"
+
+section "pause and resume the selected queue"
+# Tab: tasks -> failures -> queues.
+tmx send-keys -t main Tab Tab p
+expect_screen main "paused queue thumbs" "top says it paused the queue"
+expect_exit 75 "$TASKQ" lease thumbs
+tmx send-keys -t main r
+expect_screen main "resumed queue thumbs" "top says it resumed the queue"
+expect_exit 0 "$TASKQ" lease thumbs --worker w-top -o env
+eval "$out"
+if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$a thumbs +running +w-top "'; then
+  _ok "a leased task shows as running, with its worker"
+else
+  _ko "task $a shows as running by w-top" "screen:" "$(screen main)"
+fi
+
+section "failures and logs"
+expect_exit 0 "$TASKQ" fail --error "convert: disk full" --no-retry
+unset TASKQ_ID TASKQ_LEASE
+if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$a thumbs .*convert: disk full"'; then
+  _ok "the failure shows with its error"
+else
+  _ko "task $a shows in the failures with its error" "screen:" "$(screen main)"
+fi
+# Tab: queues -> tasks -> failures; l opens the selected task's logs.
+tmx send-keys -t main Tab Tab l
+expect_screen main "errors, oldest first:" "l shows the task's errors"
+expect_contains "$(screen main)" "task $a" "the logs are task $a's"
+tmx send-keys -t main q
+expect_screen main "Recent failures" "q in the logs goes back to the panes"
+tmx send-keys -t main p
+expect_screen main "cannot pause task $a: it is failed" \
+  "a refused pause is shown, and top goes on"
+
+section "colour"
+check "NO_COLOR=1: no colour" eval '! coloured main'
+start_shell colour NO_COLOR= || return
+run_top colour
+expect_screen colour "Recent failures" "top with colours draws"
+if wait_until "$setup_wait" coloured colour; then
+  _ok "colour when NO_COLOR is empty and the terminal has colours"
+else
+  _ko "colour when NO_COLOR is empty" "screen:" "$(screen colour -e | cat -v)"
+fi
+tmx send-keys -t colour q
+expect_screen colour "top exited 0" "q exits 0 (with colour)"
+
+section "resize"
+tmx resize-window -t main -x 80 -y 24
+if wait_until "$setup_wait" eval '[[ $(screen main | sed -n 24p) == "Tab pane"* ]]'; then
+  _ok "after a resize the status line is on the new last line"
+else
+  _ko "the view follows a resize" "screen:" "$(screen main)"
+fi
+check "no line is wider than 80 columns" narrow main 80
+tmx resize-window -t main -x 120 -y 40
+
+section "q quits and leaves the terminal sane"
+tmx send-keys -t main q
+expect_screen main "top exited 0" "q exits 0"
+expect_sane main
+
+section "SIGTERM and Ctrl-C leave the terminal sane"
+run_top main
+expect_screen main "Recent failures" "top runs again"
+shell=$(tmx display-message -p -t main '#{pane_pid}')
+pid=""
+wait_until "$setup_wait" eval 'pid=$(pgrep -P "$shell" -x taskq)' || true
+if [[ -n $pid ]]; then
+  kill -TERM "$pid"
+  expect_screen main "top exited 143" "SIGTERM ends top as the signal does"
+  expect_sane main
+else
+  _ko "top's process found under the pane's shell $shell"
+fi
+# An interactive bash drops the rest of a command list that SIGINT ends,
+# so the status is asked for once top has left the screen.
+type_line main '"$TASKQ_BIN" top'
+expect_screen main "Recent failures" "top runs again"
+tmx send-keys -t main C-c
+if wait_until "$setup_wait" eval '! screen_has main "Recent failures"'; then
+  type_line main 'echo "top exited $?"'
+fi
+expect_screen main "top exited 130" "Ctrl-C ends top as SIGINT does"
+expect_sane main
