@@ -109,12 +109,15 @@ _taskq() {
         if [[ $cmd == flow ]]; then
             words="PENDING RUNNING SUCCESS FAILURE REVERTED SUSPENDING
                 SUSPENDED RESUMING"
-        elif [[ $cmd != purge ]]; then
-            words="runnable sleeping paused completed failed killed running ready"
         else
-            # purge --state S,...: after the last comma, a state not typed yet.
-            local typed=${cur%"${cur##*,}"} s
-            for s in runnable sleeping paused fault completed failed killed; do
+            # --state S,...: after the last comma, a state not typed yet.
+            local typed=${cur%"${cur##*,}"} s states
+            case $cmd in
+            purge) states="runnable sleeping paused fault completed failed killed" ;;
+            retry) states="failed killed" ;;
+            *) states="runnable sleeping paused completed failed killed running ready" ;;
+            esac
+            for s in $states; do
                 [[ ,$typed == *,$s,* ]] || words+=" $s"
             done
             mapfile -t COMPREPLY < <(compgen -P "$typed" -W "$words" -- "${cur##*,}")
@@ -155,7 +158,9 @@ _taskq() {
             sleep) words="--until --for --lease $bulkopts" ;;
             send) words="--until --for $bulkopts" ;;
             pause | resume | kill | checkpoint) words=$bulkopts ;;
-            list) words="--queue --state --match --limit" ;;
+            list) words="--queue --state --match --limit --newest" ;;
+            retry) words="$bulkopts --again" ;;
+            workers) words="--since" ;;
             stats) words="--queue" ;;
             events) words="--queue --since -f --follow" ;;
             export) words="--queue" ;;
@@ -181,9 +186,9 @@ _taskq() {
             case $cmd/$sub/$npos in
             //0) words="add lease heartbeat done fail run wait progress release
                 sleep pause resume kill checkpoint send retry requeue purge show
-                list stats why events metrics queue schedule gate flow tick tx
+                list stats why workers events metrics queue schedule gate flow tick tx
                 export import db completion top" ;;
-            queue//0) words="list set pause resume redrive" ;;
+            queue//0) words="list show set pause resume redrive" ;;
             db//0) words="check path migrate backup vacuum" ;;
             completion//0) words="bash zsh fish" ;;
             schedule//0) words="add list show pause resume rm" ;;
@@ -200,14 +205,15 @@ _taskq() {
                 return
                 ;;
             add//0 | lease//* | run//* | progress//0 | requeue//0 | queue/set/0 | \
-                queue/pause/0 | queue/resume/0 | queue/redrive/0 | queue/redrive/1)
+                queue/show/0 | queue/pause/0 | queue/resume/0 | queue/redrive/0 | \
+                queue/redrive/1)
                 words=$(_taskq_ask queue list -o id) ;;
             send//0) [[ $bulk ]] && words=$messages ||
                 words=$(_taskq_ask __ids send) ;;
             send//*) # send ID... MESSAGE: ids until a message
                 [[ $bulk || $last == @(${messages// /|}) ]] ||
                     words="$messages $(_taskq_ask __ids send)" ;;
-            heartbeat//0 | done//0 | fail//0 | retry//0 | show//0 | why//0 | \
+            heartbeat//0 | done//0 | fail//0 | retry//* | show//0 | why//0 | \
                 wait//* | release//* | sleep//* | pause//* | resume//* | kill//* | \
                 checkpoint//*)
                 # The ids of the tasks the command can act on, newest first.

@@ -85,6 +85,17 @@ function __taskq_purge_states
     end
 end
 
+# --state S,... of list, the bulk forms and retry: after the last comma,
+# one of the states given (argv) not typed yet.
+function __taskq_state_list
+    set -l typed (string replace -r -- '^--state=' '' (commandline -ct))
+    set -l prefix (string match -r -- '^.*,' "$typed")
+    set -l done (string split , -- "$prefix")
+    for s in $argv
+        contains -- $s $done; or echo "$prefix$s"
+    end
+end
+
 # Asks the taskq being completed for dynamic values (queue names, task ids),
 # with the --db given on the line if any.
 function __taskq_ask
@@ -147,6 +158,7 @@ complete -c taskq -n '__taskq_at 0' -a show -d 'Show a task, its errors and even
 complete -c taskq -n '__taskq_at 0' -a list -d 'List tasks'
 complete -c taskq -n '__taskq_at 0' -a stats -d 'Show counts per queue and state'
 complete -c taskq -n '__taskq_at 0' -a why -d 'Explain why a task is not running'
+complete -c taskq -n '__taskq_at 0' -a workers -d 'List the workers seen recently'
 complete -c taskq -n '__taskq_at 0' -a events -d 'Print the event log, or follow it'
 complete -c taskq -n '__taskq_at 0' -a metrics -d 'Print Prometheus metrics of the queues'
 complete -c taskq -n '__taskq_at 0' -a queue -d 'List, configure, pause or redrive queues'
@@ -170,7 +182,7 @@ complete -c taskq -n '__taskq_at run; and not __taskq_handler; or __taskq_at pro
 complete -c taskq -n __taskq_handler -a '(__taskq_complete_handler)'
 complete -c taskq -k -n '__taskq_at wait' -a $tasks
 complete -c taskq -k -n '__taskq_at heartbeat 0; or __taskq_at done 0; or __taskq_at fail 0' -a $tasks
-complete -c taskq -k -n '__taskq_at retry 0; or __taskq_at show 0; or __taskq_at why 0' -a $tasks
+complete -c taskq -k -n '__taskq_at retry; or __taskq_at show 0; or __taskq_at why 0' -a $tasks
 for cmd in release sleep pause resume kill checkpoint
     complete -c taskq -k -n "__taskq_at $cmd" -a $tasks
 end
@@ -178,11 +190,12 @@ complete -c taskq -k -n '__taskq_at send 0; and not __taskq_bulk' -a $tasks
 complete -c taskq -n '__taskq_at send 0; and __taskq_bulk' -a $messages
 complete -c taskq -k -n __taskq_send_more -a "$messages $tasks"
 complete -c taskq -n '__taskq_at queue 0' -a list -d 'List queues'
+complete -c taskq -n '__taskq_at queue 0' -a show -d 'Show a queue: settings and counts'
 complete -c taskq -n '__taskq_at queue 0' -a set -d 'Configure a queue'
 complete -c taskq -n '__taskq_at queue 0' -a pause -d 'Stop leasing from a queue'
 complete -c taskq -n '__taskq_at queue 0' -a resume -d 'Lease from a queue again'
 complete -c taskq -n '__taskq_at queue 0' -a redrive -d 'Move the tasks of a dead-letter queue to another'
-complete -c taskq -n '__taskq_at queue pause 0; or __taskq_at queue resume 0' -a $queues
+complete -c taskq -n '__taskq_at queue show 0; or __taskq_at queue pause 0; or __taskq_at queue resume 0' -a $queues
 complete -c taskq -n '__taskq_at queue redrive 0; or __taskq_at queue redrive 1' -a $queues
 complete -c taskq -n '__taskq_at db 0' -a 'check path migrate backup vacuum'
 complete -c taskq -n '__taskq_at db backup 0' -F
@@ -285,9 +298,14 @@ set -l select '__taskq_at list; or __taskq_at release; or __taskq_at sleep; or _
     or __taskq_at resume; or __taskq_at kill; or __taskq_at checkpoint; or __taskq_at send'
 complete -c taskq -n "$select; or __taskq_at stats" -l queue -x -a $queues -d 'Only tasks of this queue'
 complete -c taskq -n '__taskq_at events; or __taskq_at purge' -l queue -x -a $queues -d 'Only tasks of this queue'
-complete -c taskq -n $select -l state -x -a 'runnable sleeping paused completed failed killed running ready' -d 'Only tasks in this state'
-complete -c taskq -n $select -l match -x -d 'Only tasks with matching labels (K=V)'
+complete -c taskq -n $select -l state -x -a '(__taskq_state_list runnable sleeping paused completed failed killed running ready)' -d 'Only tasks in these states (S,...)'
+complete -c taskq -n "$select; or __taskq_at retry" -l match -x -d 'Only tasks with matching labels (K=V)'
 complete -c taskq -n '__taskq_at list' -l limit -x -d 'List at most this many'
+complete -c taskq -n '__taskq_at list' -l newest -d 'Newest first'
+complete -c taskq -n '__taskq_at retry' -l queue -x -a $queues -d 'Retry the tasks of this queue'
+complete -c taskq -n '__taskq_at retry' -l state -x -a '(__taskq_state_list failed killed)' -d 'Retry the tasks in these states (S,...)'
+complete -c taskq -n '__taskq_at retry' -l again -d 'Retry even a task whose retry is unfinished'
+complete -c taskq -n '__taskq_at workers' -l since -x -d 'Seen within this long (default 1h)'
 complete -c taskq -n '__taskq_at events' -l since -x -d 'Only events at or after a time'
 complete -c taskq -n '__taskq_at events' -s f -l follow -d 'Keep printing new events as they happen'
 

@@ -196,25 +196,6 @@ struct QueueMetrics {
   int64_t leases_expired_total = 0; // leases that ran out on their worker
 };
 
-// What `taskq top` shows at one moment (TaskStore::top_view).
-struct TopQueue {
-  QueueStats stats;
-  bool paused = false; // `queue pause`: it leases nothing
-};
-struct TopTask {
-  core::Task task; // without its error history
-  // When its live lease began (its latest `lease` event); running only.
-  std::optional<core::Time> leased_at;
-  std::optional<std::string> last_error; // its latest error, if any
-};
-struct TopView {
-  // Every queue with tasks or a row of settings, by name.
-  std::vector<TopQueue> queues;
-  // Unfinished tasks: the running ones by id, then the others newest first.
-  std::vector<TopTask> tasks;
-  std::vector<TopTask> failures; // failed tasks, the latest to fail first
-};
-
 // A queue's settings (`queue set`, `queue pause`) and its counts.
 struct QueueInfo {
   std::string name;
@@ -240,6 +221,25 @@ struct WorkerInfo {
   core::Time last_seen;            // its latest event or heartbeat
   // The latest lease or heartbeat of its live leases (none: idle).
   std::optional<core::Time> last_heartbeat;
+};
+
+// What `taskq top` shows at one moment (TaskStore::top_view).
+struct TopQueue {
+  QueueStats stats;
+  bool paused = false; // `queue pause`: it leases nothing
+};
+struct TopTask {
+  core::Task task; // without its error history
+  // When its live lease began (its latest `lease` event); running only.
+  std::optional<core::Time> leased_at;
+  std::optional<std::string> last_error; // its latest error, if any
+};
+struct TopView {
+  // Every queue with tasks or a row of settings, by name.
+  std::vector<TopQueue> queues;
+  // Unfinished tasks: the running ones by id, then the others newest first.
+  std::vector<TopTask> tasks;
+  std::vector<TopTask> failures; // failed tasks, the latest to fail first
 };
 
 // Which finished tasks `purge` deletes.

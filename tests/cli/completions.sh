@@ -252,6 +252,26 @@ expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db queue redrive a b ''
 expect_exit 0 bash complete.bash vacuum "$TASKQ" db ''
 expect_exit 0 bash complete.bash '' "$TASKQ" db vacuum ''
 
+# Operating many at once (issue 14): retry's ids and bulk options, list
+# --state S,... and --newest, workers, queue show.
+section "bash: retry, list --state S,..., workers, queue show"
+expect_exit 0 bash complete.bash workers "$TASKQ" wor
+expect_exit 0 bash complete.bash --since "$TASKQ" workers --
+expect_exit 0 bash complete.bash '' "$TASKQ" workers --since ''
+for opt in --queue --state --match --again; do
+    expect_exit 0 bash complete.bash "$opt" "$TASKQ" retry --
+done
+expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db retry "$id" ''
+expect_exit 0 bash complete.bash killed "$TASKQ" retry --state ''
+expect_exit 1 bash complete.bash runnable "$TASKQ" retry --state ''
+expect_exit 0 bash complete.bash failed,killed "$TASKQ" retry --state failed,k
+expect_exit 0 bash complete.bash --newest "$TASKQ" list --n
+expect_exit 0 bash complete.bash failed,running "$TASKQ" list --state failed,r
+expect_exit 1 bash complete.bash failed,failed "$TASKQ" list --state failed,
+expect_exit 0 bash complete.bash running,ready "$TASKQ" pause --state running,r
+expect_exit 0 bash complete.bash show "$TASKQ" queue ''
+expect_exit 0 bash complete.bash "$queue" "$TASKQ" --db q.db queue show ''
+
 section "bash: tx, export and import"
 for c in tx export import; do
     expect_exit 0 bash complete.bash "$c" "$TASKQ" "${c:0:2}"
@@ -394,6 +414,15 @@ EOF
     expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db queue resume ''
     expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db queue redrive "$queue" ''
     expect_exit 0 zsh -f complete.zsh vacuum "$TASKQ" db ''
+    expect_exit 0 zsh -f complete.zsh workers "$TASKQ" wor
+    expect_exit 0 zsh -f complete.zsh --again "$TASKQ" retry --a
+    expect_exit 0 zsh -f complete.zsh "$id" "$TASKQ" --db q.db retry "$id" ''
+    expect_exit 0 zsh -f complete.zsh killed "$TASKQ" retry --state ''
+    expect_exit 1 zsh -f complete.zsh runnable "$TASKQ" retry --state ''
+    expect_exit 0 zsh -f complete.zsh running "$TASKQ" list --state failed,r
+    expect_exit 0 zsh -f complete.zsh --newest "$TASKQ" list --n
+    expect_exit 0 zsh -f complete.zsh show "$TASKQ" queue ''
+    expect_exit 0 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db queue show ''
     # After run's --: a command, then files, never taskq's own.
     expect_exit 0 zsh -f complete.zsh bash "$TASKQ" run q -- ba
     # (zsh adds a path's last part, after the rest as a prefix)
@@ -496,6 +525,16 @@ EOF
     expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db queue redrive $queue "
     expect_exit 1 fish --no-config complete.fish "$queue" "$TASKQ --db q.db queue pause $queue "
     expect_exit 0 fish --no-config complete.fish vacuum "$TASKQ db "
+    expect_exit 0 fish --no-config complete.fish workers "$TASKQ wor"
+    expect_exit 0 fish --no-config complete.fish --since "$TASKQ workers --s"
+    expect_exit 0 fish --no-config complete.fish --again "$TASKQ retry --a"
+    expect_exit 0 fish --no-config complete.fish "$id" "$TASKQ --db q.db retry $id "
+    expect_exit 0 fish --no-config complete.fish killed "$TASKQ retry --state "
+    expect_exit 1 fish --no-config complete.fish runnable "$TASKQ retry --state "
+    expect_exit 0 fish --no-config complete.fish failed,running "$TASKQ list --state failed,r"
+    expect_exit 0 fish --no-config complete.fish --newest "$TASKQ list --n"
+    expect_exit 0 fish --no-config complete.fish show "$TASKQ queue "
+    expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db queue show "
     # After run's --: a command, then files, never taskq's own.
     expect_exit 0 fish --no-config complete.fish bash "$TASKQ run q -- ba"
     expect_exit 0 fish --no-config complete.fish bin/handler.sh "$TASKQ run q -- bin/h"
