@@ -329,6 +329,7 @@ int run(int argc, char** argv) {
   register_tx(app, ctx);
   register_transfer(app, ctx);
   register_flow(app, ctx);
+  register_logs(app, ctx);
   check_option_values(app);
 
   // `taskq run QUEUE... -- CMD ARG...`: what follows the -- is the

@@ -2,6 +2,7 @@
 
 #include "cli/child.hpp"
 #include "cli/output.hpp"
+#include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
@@ -33,6 +34,21 @@ using Instant = Clock::time_point;
 // The most --result-stdout keeps; a handler that prints more fails.
 constexpr size_t k_max_result_bytes = 16 * 1024 * 1024;
 
+// Output is stored at least this often while a handler prints, and as soon
+// as this much waits, so that `logs --follow` shows it live without a
+// write per line.
+constexpr auto k_output_flush_every = std::chrono::milliseconds(200);
+constexpr size_t k_output_flush_bytes = 256 * 1024;
+// With --tag, a line longer than this is passed on in parts.
+constexpr size_t k_max_tagged_line = 64 * 1024;
+
+// What one stream of a handler printed: the part not stored yet, and with
+// --tag the start of a line not passed on yet.
+struct Stream {
+  core::OutputSpool spool{0};
+  std::string partial_line;
+};
+
 // The variables `run` sets for a handler; any inherited value is replaced.
 constexpr std::string_view k_task_vars[] = {
     "TASKQ_ID",      "TASKQ_LEASE",      "TASKQ_QUEUE", "TASKQ_ATTEMPT",
@@ -53,6 +69,9 @@ struct Running {
   core::OutputTail tail;
   std::string out; // stdout, with --result-stdout
   bool out_too_big = false;
+  Stream out_stream; // kept (--keep-output) and tagged (--tag) output
+  Stream err_stream;
+  std::optional<Instant> flush_at; // store what the spools hold
   std::optional<core::ChildExit> exit;
   bool checkpoint_unheard = false; // said once that it would not be sent
 };
@@ -360,12 +379,14 @@ private:
     spec.argv = m_o.command;
     spec.env = child_environment(t, m_db_path, m_worker);
     spec.stdin_data = payload_text(t.payload);
-    spec.capture_stdout = m_o.result_stdout;
+    spec.capture_stdout = m_o.result_stdout || m_o.keep_output > 0 || m_o.tag;
     const Instant now = Clock::now();
     try {
       Running r;
       r.child = Child::spawn(spec);
       r.task = std::move(t);
+      r.out_stream.spool = core::OutputSpool(m_o.keep_output);
+      r.err_stream.spool = core::OutputSpool(m_o.keep_output);
       r.started = now;
       r.next_heartbeat = now + m_heartbeat_every;
       if (m_o.timeout) {
@@ -438,6 +459,7 @@ private:
         }
         earliest(r.kill_at);
       }
+      earliest(r.flush_at);
     }
     const int rc =
         ::poll(fds.data(), fds.size(), poll_timeout(Clock::now(), until));
@@ -562,21 +584,107 @@ private:
     Fd& fd = is_stdout ? r.child.stdout_pipe() : r.child.stderr_pipe();
     std::string data;
     const bool open = read_available(fd.get(), data);
-    if (is_stdout) {
+    if (is_stdout && m_o.result_stdout) {
       if (r.out.size() + data.size() > k_max_result_bytes) {
         r.out_too_big = true;
       } else {
         r.out += data;
       }
     } else if (!data.empty()) {
-      r.tail.append(data);
-      // The handler's stderr is the worker's: pass it through.
-      [[maybe_unused]] const size_t n =
-          std::fwrite(data.data(), 1, data.size(), stderr);
-      std::fflush(stderr);
+      if (!is_stdout) {
+        r.tail.append(data);
+      }
+      // The handler's stdout and stderr are the worker's: pass them on.
+      pass_on(r, is_stdout, data, false);
+    }
+    if (!data.empty() && m_o.keep_output > 0) {
+      Stream& st = is_stdout ? r.out_stream : r.err_stream;
+      st.spool.append(data);
+      if (!r.flush_at) {
+        r.flush_at = Clock::now() + k_output_flush_every;
+      }
+      if (st.spool.pending() >= k_output_flush_bytes) {
+        flush_output(r);
+      }
     }
     if (!open) {
       fd.reset();
+    }
+  }
+
+  // Writes what a handler printed to the worker's stdout or stderr; with
+  // --tag, whole lines only, each after its task id (`last`: the handler
+  // is done, so an unfinished line is ended).
+  void pass_on(Running& r, bool is_stdout, std::string_view data, bool last) {
+    std::FILE* to = is_stdout ? stdout : stderr;
+    std::string text;
+    if (!m_o.tag) {
+      text.assign(data);
+    } else {
+      std::string& partial =
+          (is_stdout ? r.out_stream : r.err_stream).partial_line;
+      partial += data;
+      const std::string tag = std::to_string(r.task.id) + "\t";
+      size_t from = 0;
+      while (true) {
+        size_t nl = partial.find('\n', from);
+        if (nl == std::string::npos) {
+          if (partial.size() - from < k_max_tagged_line && !last) {
+            break;
+          }
+          if (from == partial.size()) {
+            break;
+          }
+          nl = partial.size();
+          partial += '\n';
+        }
+        text += tag;
+        text.append(partial, from, nl + 1 - from);
+        from = nl + 1;
+      }
+      partial.erase(0, from);
+    }
+    if (!text.empty()) {
+      [[maybe_unused]] const size_t n =
+          std::fwrite(text.data(), 1, text.size(), to);
+      std::fflush(to);
+    }
+  }
+
+  // Stores what the spools of `r` hold. A database that stays locked keeps
+  // it for the next flush (still bounded); any other error is the run's.
+  void flush_output(Running& r) {
+    r.flush_at.reset();
+    std::vector<storage::OutputChunk> chunks;
+    for (Stream* st : {&r.out_stream, &r.err_stream}) {
+      if (st->spool.empty()) {
+        continue;
+      }
+      auto [offset, data] = st->spool.take();
+      storage::OutputChunk c;
+      c.task = r.task.id;
+      c.attempt = r.task.attempts;
+      c.stream = st == &r.out_stream ? "stdout" : "stderr";
+      c.offset = offset;
+      c.data = std::move(data);
+      chunks.push_back(std::move(c));
+    }
+    if (chunks.empty()) {
+      return;
+    }
+    try {
+      m_store.append_output(chunks, m_o.keep_output);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+      std::fprintf(stderr, "taskq: task %lld: storing its output: %s\n",
+                   static_cast<long long>(r.task.id), e.what());
+      for (auto& c : chunks) {
+        (c.stream == "stdout" ? r.out_stream : r.err_stream)
+            .spool.put_back(c.offset, std::move(c.data));
+      }
+      r.flush_at = Clock::now() + std::chrono::seconds(1);
     }
   }
 
@@ -592,6 +700,9 @@ private:
       if (r.cause == core::StopCause::none && r.deadline
           && now >= *r.deadline) {
         stop(r, core::StopCause::timeout);
+      }
+      if (r.flush_at && now >= *r.flush_at) {
+        flush_output(r);
       }
       if (now >= r.next_heartbeat) {
         r.next_heartbeat = now + m_heartbeat_every;
@@ -647,6 +758,13 @@ private:
       if (r.child.stdout_pipe()) {
         read_pipe(r, true);
       }
+      if (m_o.tag) {
+        pass_on(r, true, "", true);
+        pass_on(r, false, "", true);
+      }
+      // Stored before the outcome, so that whoever sees the attempt end
+      // (logs --follow) finds all of it.
+      flush_output(r);
       if (r.cause != core::StopCause::none) {
         // Whatever the stopped handler started goes with it.
         r.child.signal_group(SIGKILL);

@@ -246,6 +246,9 @@ struct TaskImage {
   std::vector<ImageRow> events;     // oldest first, without their ids
   std::vector<ImageRow> deps;       // the dependencies it has waited for
   std::vector<ImageRow> deliveries; // a broadcast's deliveries
+  // Its job output's chunks in the order written, without their ids;
+  // `data` is the bytes in base64.
+  std::vector<ImageRow> output;
   // Set when the image is a flow rather than a task (the lists above are
   // then empty): its `flows` row (without its version) followed by its
   // document's columns, its atoms' rows in node order (without their
@@ -297,6 +300,25 @@ struct FlowReply {
   bool ignored = false;
   std::string note;
   std::string state; // the flow's state after it
+};
+
+// Job output (schema 7): what a handler printed on stdout or stderr during
+// one attempt, kept in chunks (`run`, `done`/`fail --output-file`).
+struct OutputChunk {
+  int64_t id = 0; // orders the chunks of an attempt's streams as written
+  int64_t task = 0;
+  int64_t attempt = 0;
+  std::string stream; // "stdout" or "stderr"
+  int64_t offset = 0; // of its first byte among all the stream printed
+  std::string data;   // bytes, any
+};
+
+// How much of one stream of one attempt is kept.
+struct OutputSize {
+  int64_t attempt = 0;
+  std::string stream;
+  int64_t kept = 0;  // bytes stored
+  int64_t total = 0; // bytes printed; the first total - kept were dropped
 };
 
 struct TaskDetail {
@@ -441,6 +463,19 @@ public:
 
   // A new task with the spec of failed/killed task `id`; returns its id.
   int64_t retry(int64_t id, const std::string& actor, core::Time now);
+
+  // Stores chunks of output in one transaction (each chunk's offset is
+  // where it lies in its stream), then drops the oldest bytes of each
+  // stream they extend so that at most `keep` of them remain (the last
+  // ones). Chunks of a task that no longer exists are dropped.
+  void append_output(const std::vector<OutputChunk>& chunks, int64_t keep);
+  // The kept output of `task`'s attempt, chunks after id `after` in the
+  // order written, of `stream` only when given.
+  std::vector<OutputChunk> output(int64_t task, int64_t attempt,
+                                  const std::optional<std::string>& stream,
+                                  int64_t after = 0);
+  // What each attempt's streams keep, by attempt then stream.
+  std::vector<OutputSize> output_sizes(int64_t task);
 
   std::optional<core::Task> find(int64_t id);
   TaskDetail show(int64_t id); // not_found when missing
