@@ -6,6 +6,7 @@
 #include "core/text.hpp"
 
 #include <cstdio>
+#include <functional>
 #include <memory>
 
 namespace taskq::cli {
@@ -55,6 +56,39 @@ private:
   bool m_one_stream;
   std::FILE* m_last = nullptr;
 };
+
+// Prints the attempt's output as it comes (print_new prints what is new)
+// until the attempt has ended: the task is gone, leased again, or holds
+// no live lease. `run` stores a handler's output before its outcome, so
+// once the end is seen, one more read has all of it.
+//
+// Waits on the change feed. On SQLite a writer's last write to the WAL
+// wakes us just before its commit shows (it syncs the WAL in between),
+// and a long-lived writer such as `run` may write nothing more for a
+// while: after each wake-up, look again shortly after, twice.
+void follow(storage::TaskStore& store, Context& ctx, int64_t attempt,
+            int64_t id, const std::function<void()>& print_new) {
+  constexpr core::Millis k_relook[] = {core::Millis{25}, core::Millis{250}};
+  auto feed = store.changes();
+  size_t relooks = std::size(k_relook); // none until a wake-up
+  while (true) {
+    feed.drain(); // what changes after this look wakes the wait below
+    const auto t = store.find(id);
+    const bool ended =
+        !t || t->attempts != attempt || !t->leased(ctx.live_now());
+    print_new();
+    if (ended) {
+      return;
+    }
+    if (relooks < std::size(k_relook)) {
+      const bool woke = feed.wait(k_relook[relooks]);
+      relooks = woke ? 0 : relooks + 1;
+    } else {
+      feed.wait(std::nullopt);
+      relooks = 0;
+    }
+  }
+}
 
 void run_logs(const LogsArgs& a, Context& ctx) {
   const Format format =
@@ -111,16 +145,7 @@ void run_logs(const LogsArgs& a, Context& ctx) {
   if (!a.follow) {
     print_new();
   } else {
-    // The attempt has ended once the task is gone, leased again, or holds
-    // no live lease. `run` stores a handler's output before its outcome,
-    // so once the end is seen, one more read has all of it.
-    watch(store, std::nullopt, [&] {
-      const auto t = store.find(id);
-      const bool ended =
-          !t || t->attempts != attempt || !t->leased(ctx.live_now());
-      print_new();
-      return ended;
-    });
+    follow(store, ctx, attempt, id, print_new);
   }
   if (!any) {
     std::fprintf(stderr, "taskq: task %lld attempt %lld has no output%s\n",
