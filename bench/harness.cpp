@@ -1535,7 +1535,7 @@ int cmd_wakeup_idle(const Options& o) {
     fatal("`taskq run` exited " + std::to_string(procs[0].end.status)
           + " on SIGTERM (wanted 0):\n" + procs[0].end.err);
   }
-  if (procs[0].end.out.find("leased 0,") == std::string::npos) {
+  if (procs[0].end.out.find("leased 0:") == std::string::npos) {
     fatal("`taskq run` on an empty queue leased something: "
           + procs[0].end.out);
   }

@@ -14,7 +14,7 @@ namespace {
 
 struct AddOptions {
   std::string queue;
-  OptText payload, text, payload_file, jsonl;
+  OptText payload, text, payload_file, jsonl, lines;
   std::vector<std::string> labels;
   int64_t priority = 0;
   OptText delay, at;
@@ -145,16 +145,41 @@ void apply_rescue_options(const AddOptions& o, storage::NewTask& task) {
   }
 }
 
+// `add QUEUE -- CMD [ARG...]`: the argv, checked. It is stored as JSON
+// text, so each word must be UTF-8; the program itself is looked up by
+// `run`, on the worker's $PATH, not here.
+std::vector<std::string> command_arg(const Context& ctx) {
+  if (!ctx.command_given) {
+    return {};
+  }
+  if (ctx.command.empty() || ctx.command.front().empty()) {
+    throw Error(ErrorKind::usage,
+                "give the command after --: taskq add QUEUE -- CMD [ARG...]");
+  }
+  for (size_t i = 0; i < ctx.command.size(); ++i) {
+    if (!core::is_valid_utf8(ctx.command[i])) {
+      throw Error(ErrorKind::usage,
+                  (i == 0 ? std::string("the command's name")
+                          : "argument " + std::to_string(i) + " of the command")
+                      + " is not UTF-8 text: a task's command is stored as "
+                        "JSON, which holds UTF-8 only");
+    }
+  }
+  return ctx.command;
+}
+
 void run_add(const AddOptions& o, Context& ctx) {
   check_queue_name(o.queue);
   const int sources = o.payload.has_value() + o.text.has_value()
-                      + o.payload_file.has_value() + o.jsonl.has_value();
+                      + o.payload_file.has_value() + o.jsonl.has_value()
+                      + o.lines.has_value();
   if (sources > 1) {
     throw Error(ErrorKind::usage, "give only one of --payload, --text, "
-                                  "--payload-file and --jsonl");
+                                  "--payload-file, --jsonl and --lines");
   }
   storage::NewTask task;
   task.queue = o.queue;
+  task.command = command_arg(ctx);
   if (auto payload = payload_arg(o.payload, o.text)) {
     task.payload = std::move(*payload);
   } else if (o.payload_file) {
@@ -177,11 +202,13 @@ void run_add(const AddOptions& o, Context& ctx) {
   }
   task.max_attempts = o.max_attempts;
   task.policy = to_overrides(o.policy);
+  const OptText& bulk = o.jsonl ? o.jsonl : o.lines;
+  const std::string bulk_option = o.jsonl ? "--jsonl" : "--lines";
   if (o.unique) {
-    if (o.jsonl) {
-      throw Error(ErrorKind::usage,
-                  "--unique goes with one task, not --jsonl (every line "
-                  "would share the key)");
+    if (bulk) {
+      throw Error(ErrorKind::usage, "--unique goes with one task, not "
+                                        + bulk_option
+                                        + " (every line would share the key)");
     }
     if (!core::is_plain_text(*o.unique)) {
       throw Error(ErrorKind::usage,
@@ -189,18 +216,18 @@ void run_add(const AddOptions& o, Context& ctx) {
     }
     task.unique_key = o.unique;
   }
-  if (o.jsonl && (!o.root.empty() || o.broadcast)) {
+  if (bulk && (!o.root.empty() || o.broadcast)) {
     throw Error(ErrorKind::usage,
                 std::string(o.broadcast ? "--broadcast" : "--root")
-                    + " goes with one task, not --jsonl: add those one by "
-                      "one");
+                    + " goes with one task, not " + bulk_option
+                    + ": add those one by one");
   }
   apply_rescue_options(o, task);
   if (task.broadcast_ttl) {
     time_after(now, *task.broadcast_ttl, "--ttl");
   }
 
-  if (!o.jsonl) {
+  if (!bulk) {
     const Format format = ctx.format(Format::id, {Format::id, Format::json});
     auto& store = ctx.store(storage::OpenMode::write);
     const storage::Added added = store.add_unique(task, now, ctx.actor());
@@ -236,7 +263,7 @@ void run_add(const AddOptions& o, Context& ctx) {
   }
 
   const Format format = ctx.format(Format::table, {Format::table, Format::id});
-  JsonlReader reader(*o.jsonl, "nothing was added");
+  JsonlReader reader(*bulk, "nothing was added", o.lines.has_value());
   auto& store = ctx.store(storage::OpenMode::write);
   // Ids within one write transaction are consecutive, so the first and
   // the count give them all without holding them in memory.
@@ -263,8 +290,12 @@ void run_add(const AddOptions& o, Context& ctx) {
 void register_produce(CLI::App& app, Context& ctx) {
   auto o = std::make_shared<AddOptions>();
   CLI::App* add = add_command(
-      app, "add", "Add a task to QUEUE (prints its id), or many with --jsonl",
-      "taskq add thumbs --payload '{\"file\":\"a.png\"}' --label kind=image");
+      app, "add",
+      "Add a task to QUEUE (prints its id), or many with --jsonl or --lines; "
+      "after --, the command `run` executes for it (never through a shell)",
+      "taskq add thumbs --payload '{\"file\":\"a.png\"}' --label kind=image\n"
+      "  taskq add backups -- rsync -a /srv/www/ backup:/www/\n"
+      "  find . -name '*.png' | taskq add thumbs --lines - -o id");
   add->add_option("queue", o->queue, "queue name")->required();
   add->add_option("--payload", o->payload, "payload, any JSON value")
       ->type_name("JSON");
@@ -276,6 +307,10 @@ void register_produce(CLI::App& app, Context& ctx) {
   add->add_option("--jsonl", o->jsonl,
                   "add one task per line of FILE (- for stdin), all or "
                   "nothing; prints the count")
+      ->type_name("FILE");
+  add->add_option("--lines", o->lines,
+                  "add one task per line of FILE (- for stdin), its text as "
+                  "a JSON string payload; all or nothing; prints the count")
       ->type_name("FILE");
   add->add_option("--label", o->labels, "label K=V (repeatable)")
       ->type_name("K=V");

@@ -33,7 +33,23 @@ struct RunArgs {
   std::vector<std::string> match;
   std::string checkpoint_signal = "USR1";
   bool verbose = false;
+  bool quiet = false;
+  std::string fail_on = "failed";
 };
+
+FailOn parse_fail_on(const std::string& text) {
+  if (text == "failed") {
+    return FailOn::failed;
+  }
+  if (text == "retry") {
+    return FailOn::retry;
+  }
+  if (text == "never") {
+    return FailOn::never;
+  }
+  throw Error(ErrorKind::usage, "invalid --fail-on '" + text
+                                    + "': expected failed, retry or never");
+}
 
 RunOptions check_run_args(const RunArgs& a, const Context& ctx) {
   RunOptions o;
@@ -80,12 +96,15 @@ RunOptions check_run_args(const RunArgs& a, const Context& ctx) {
   }
   o.checkpoint_signal = *sig;
   o.verbose = a.verbose;
-  if (ctx.command.empty()) {
+  if (ctx.command_given && ctx.command.empty()) {
     throw Error(ErrorKind::usage,
                 "give the command to run after --: taskq run QUEUE -- CMD "
-                "[ARG...]");
+                "[ARG...] (or no --, to run each task's own command)");
   }
   o.command = ctx.command;
+  if (o.command.empty()) {
+    return o; // each task's own command, found as each one starts
+  }
   const auto path = resolve_command(o.command.front());
   if (!path) {
     throw Error(ErrorKind::usage,
@@ -235,10 +254,13 @@ void register_run(CLI::App& app, Context& ctx) {
   auto a = std::make_shared<RunArgs>();
   CLI::App* run = add_command(
       app, "run",
-      "Work QUEUE...: lease each task and run CMD for it (payload on stdin, "
-      "TASKQ_* in its environment); exit 0 completes, 75 releases, anything "
-      "else fails",
-      "taskq run thumbs --concurrency 4 -- ./make-thumb.sh");
+      "Work QUEUE...: lease each task and run CMD for it, or without -- CMD "
+      "the task's own command (payload on stdin, TASKQ_* in its "
+      "environment); exit 0 completes, 75 releases, anything else fails. "
+      "Exits 6 when a task it ran failed for good (--fail-on)",
+      "taskq run thumbs --concurrency 4 -- ./make-thumb.sh\n"
+      "  taskq run backups --until-empty -q   # in cron: tasks added with "
+      "add -- CMD");
   run->add_option("queue", a->queues, "queues to work")->required();
   run->add_option("--for", a->lease_for,
                   "lease duration (default 5m); heartbeats every third")
@@ -277,28 +299,41 @@ void register_run(CLI::App& app, Context& ctx) {
   run->add_option("--checkpoint-signal", a->checkpoint_signal,
                   "signal for an operator's checkpoint request (default USR1)")
       ->type_name("SIG");
-  run->add_flag("-v,--verbose", a->verbose, "one line per task on stderr");
+  run->add_flag("-v,--verbose", a->verbose,
+                "a timestamped line per task on stderr: started, completed, "
+                "will retry at TIME, failed for good, released, revoked");
+  run->add_flag("-q,--quiet", a->quiet,
+                "print nothing when no task was leased (for cron)");
+  run->add_option("--fail-on", a->fail_on,
+                  "which outcomes make run exit 6: failed (a task failed for "
+                  "good; the default), retry (any handler failed), never")
+      ->type_name("WHAT");
   run->callback([a, &ctx] {
     // Checked before any work: a bad -o must change nothing.
     const Format format =
         ctx.format(Format::table, {Format::table, Format::json});
+    const FailOn fail_on = parse_fail_on(a->fail_on);
     const RunOptions o = check_run_args(*a, ctx);
     const RunSummary s = run_worker(o, ctx);
+    if (run_failed(s, fail_on)) {
+      ctx.exit_code = k_exit_task_failed;
+    }
+    if (a->quiet && s.leased == 0) {
+      return;
+    }
     if (format == Format::json) {
-      std::printf("%s\n", nlohmann::json{{"leased", s.leased},
-                                         {"completed", s.completed},
-                                         {"failed", s.failed},
-                                         {"released", s.released},
-                                         {"revoked", s.revoked}}
-                              .dump()
-                              .c_str());
+      print_json(nlohmann::json{
+          {"leased", s.leased},
+          {"completed", s.completed},
+          {"failed", s.failed},
+          {"retrying", s.retrying},
+          {"retry_at", s.retry_at
+                           ? nlohmann::json(core::format_time(*s.retry_at))
+                           : nlohmann::json(nullptr)},
+          {"released", s.released},
+          {"revoked", s.revoked}});
     } else {
-      std::printf(
-          "leased %lld, completed %lld, failed %lld, released %lld, "
-          "revoked %lld\n",
-          static_cast<long long>(s.leased), static_cast<long long>(s.completed),
-          static_cast<long long>(s.failed), static_cast<long long>(s.released),
-          static_cast<long long>(s.revoked));
+      std::printf("%s\n", summary_line(s).c_str());
     }
   });
 

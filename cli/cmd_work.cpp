@@ -21,6 +21,7 @@ struct LeaseOptions {
   std::vector<std::string> match;
   int count = 1;
   OptText wait; // "" when --wait has no value: no limit
+  bool quiet = false;
 };
 
 // Leases as `lease` does; with --wait, blocks until something can be leased
@@ -104,7 +105,9 @@ void run_lease(const LeaseOptions& o, Context& ctx) {
     for (const auto& q : o.queues) {
       names += (names.empty() ? "" : ", ") + q;
     }
-    std::fprintf(stderr, "taskq: nothing to lease in %s\n", names.c_str());
+    if (!o.quiet) {
+      std::fprintf(stderr, "taskq: nothing to lease in %s\n", names.c_str());
+    }
     ctx.exit_code = k_exit_nothing;
     return;
   }
@@ -218,6 +221,9 @@ void register_work(CLI::App& app, Context& ctx) {
                    "(then exit 75)")
       ->expected(0, 1)
       ->type_name("[DUR]");
+  lease->add_flag("-q,--quiet", lo->quiet,
+                  "say nothing when there is nothing to lease (still exit 75; "
+                  "-o env still prints `(exit 75)` for eval)");
   lease->callback([lo, &ctx] { run_lease(*lo, ctx); });
 
   struct HeartbeatOptions : WorkerOptions {

@@ -30,7 +30,8 @@ public:
   std::optional<std::string> worker_option; // --worker
   std::optional<std::string> output_option; // -o/--output
   int exit_code = k_exit_ok;        // set by commands whose outcome is not 0
-  std::vector<std::string> command; // `taskq run ... -- CMD ARG...`
+  std::vector<std::string> command; // `taskq run|add ... -- CMD ARG...`
+  bool command_given = false;       // a `--` was given (CMD may be missing)
 
   core::Time now();
   // For commands that run on (run, wait, progress, lease --wait): the time

@@ -3,6 +3,7 @@
 #include "cli/context.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/text.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -14,8 +15,9 @@
 
 namespace taskq::cli {
 
-JsonlReader::JsonlReader(const std::string& path, std::string outcome)
-    : m_path(path), m_outcome(std::move(outcome)) {
+JsonlReader::JsonlReader(const std::string& path, std::string outcome,
+                         bool text_lines)
+    : m_path(path), m_outcome(std::move(outcome)), m_text_lines(text_lines) {
   if (path == "-") {
     m_file = stdin;
   } else {
@@ -55,6 +57,19 @@ bool JsonlReader::next(std::string& out) {
     }
     ++m_number;
     std::string_view line(m_line, static_cast<size_t>(n));
+    if (m_text_lines) {
+      if (line.ends_with('\n')) {
+        line.remove_suffix(1);
+      }
+      if (!core::is_valid_utf8(line)) {
+        throw Error(ErrorKind::usage, "line " + std::to_string(m_number)
+                                          + " of "
+                                          + (m_path == "-" ? "stdin" : m_path)
+                                          + " is not UTF-8 text; " + m_outcome);
+      }
+      out = nlohmann::json(line).dump();
+      return true;
+    }
     const auto first = line.find_first_not_of(" \t\r\n");
     if (first == std::string_view::npos) {
       continue;

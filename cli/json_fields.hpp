@@ -54,9 +54,14 @@ private:
 // Streams a JSON Lines file (or stdin for `-`): one JSON value per line,
 // blank lines skipped. A malformed line is a usage error naming its line
 // and ending with `outcome` ("nothing was added").
+// With `text_lines` (`add --lines`), each line is instead a JSON string of
+// its bytes without the newline that ends it: blank lines are empty
+// strings, no line follows a final newline, and a line that is not UTF-8
+// is the usage error.
 class JsonlReader {
 public:
-  JsonlReader(const std::string& path, std::string outcome);
+  JsonlReader(const std::string& path, std::string outcome,
+              bool text_lines = false);
   ~JsonlReader();
   JsonlReader(const JsonlReader&) = delete;
   JsonlReader& operator=(const JsonlReader&) = delete;
@@ -70,6 +75,7 @@ public:
 private:
   std::string m_path;
   std::string m_outcome;
+  bool m_text_lines = false;
   std::FILE* m_file = nullptr;
   bool m_owned = false;
   char* m_line = nullptr;

@@ -8,6 +8,8 @@
 #include <cstdio>
 #include <exception>
 #include <limits>
+#include <map>
+#include <memory>
 #include <numeric>
 #include <string>
 #include <string_view>
@@ -152,29 +154,101 @@ std::string lower(std::string_view text) {
   return out;
 }
 
-// "unknown command 'ad': did you mean 'add'?" for a word that names no
-// subcommand of `parent` (whose own name, if any, is `prefix`).
-[[noreturn]] void unknown_command(CLI::App& parent, std::string_view word,
-                                  const std::string& prefix) {
+// The nearest of `names` to `word` (at most 2 edits away, or a name it
+// begins), "" when none is near.
+std::string nearest(std::string_view word,
+                    const std::vector<std::string>& names) {
   std::string best;
   size_t best_distance = 3; // suggest only what is at most 2 edits away
-  for (const CLI::App* sub : parent.get_subcommands({})) {
-    if (word.empty()) {
+  const std::string typed = lower(word);
+  for (const std::string& name : names) {
+    if (typed.empty()) {
       break;
     }
-    const std::string& name = sub->get_name();
-    const size_t d = distance(lower(word), name);
-    if (d < best_distance
-        || (best.empty() && name.rfind(lower(word), 0) == 0)) {
+    const size_t d = distance(typed, name);
+    if (d < best_distance || (best.empty() && name.rfind(typed, 0) == 0)) {
       best = name;
       best_distance = std::min(d, best_distance);
     }
   }
-  std::string message = "unknown command '" + prefix + std::string(word) + "'";
+  return best;
+}
+
+// "<what>; did you mean '<best>'?", else "<what> (see taskq <path>--help)".
+std::string with_suggestion(const std::string& what, const std::string& best,
+                            const std::string& path) {
   if (!best.empty()) {
-    message += ": did you mean '" + prefix + best + "'?";
+    return what + "; did you mean '" + best + "'?";
   }
-  throw Error(ErrorKind::usage, message + " (see taskq " + prefix + "--help)");
+  return what + " (see taskq " + path + "--help)";
+}
+
+// "unknown command 'ad'; did you mean 'add'?" for a word that names no
+// subcommand of `parent` (whose own name, if any, is `prefix`).
+[[noreturn]] void unknown_command(CLI::App& parent, std::string_view word,
+                                  const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : parent.get_subcommands({})) {
+    names.push_back(sub->get_name());
+  }
+  const std::string best = nearest(word, names);
+  throw Error(
+      ErrorKind::usage,
+      with_suggestion("unknown command '" + prefix + std::string(word) + "'",
+                      best.empty() ? "" : prefix + best, prefix));
+}
+
+// The option names a command takes: its own and those of the commands it
+// is under (global options such as --db work after the command too).
+std::vector<std::string> option_names(const CLI::App* cmd) {
+  std::vector<std::string> names;
+  for (; cmd != nullptr; cmd = cmd->get_parent()) {
+    for (const CLI::Option* opt : cmd->get_options()) {
+      for (const std::string& l : opt->get_lnames()) {
+        names.push_back("--" + l);
+      }
+      for (const std::string& s : opt->get_snames()) {
+        names.push_back("-" + s);
+      }
+    }
+  }
+  return names;
+}
+
+// "unknown option '--stat' for list; did you mean '--state'?" for `arg`
+// (as typed: --name, --name=value, -x or -xVALUE) given to `cmd` (whose
+// path after "taskq " is `path`, "" for the top level).
+std::string unknown_option(const CLI::App* cmd, std::string_view arg,
+                           const std::string& path) {
+  std::string name(arg.substr(0, arg.find('=')));
+  const bool is_short = name.size() > 1 && name[1] != '-';
+  if (is_short) {
+    name = name.substr(0, 2);
+  }
+  std::string best;
+  const auto names = option_names(cmd);
+  if (is_short) {
+    // One letter is one edit from every other: only a change of case.
+    for (const std::string& n : names) {
+      if (n.size() == 2 && lower(n) == lower(name)) {
+        best = n;
+      }
+    }
+  } else {
+    std::vector<std::string> longs;
+    for (const std::string& n : names) {
+      if (n.size() > 2) {
+        longs.push_back(n.substr(2));
+      }
+    }
+    best = nearest(name.substr(2), longs);
+    if (!best.empty()) {
+      best = "--" + best;
+    }
+  }
+  const std::string where =
+      path.empty() ? "" : " for " + path.substr(0, path.size() - 1);
+  return with_suggestion("unknown option '" + name + "'" + where, best, path);
 }
 
 // Whether argv[i] is a global option that takes the next word as its value.
@@ -209,6 +283,24 @@ int subcommand_index(int argc, char** argv) {
 // named as such (CLI11 would only say that a subcommand is required).
 void check_command_words(CLI::App& app, int argc, char** argv) {
   const int first = next_word(1, argc, argv);
+  for (int i = 1; i < first && i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--") {
+      break;
+    }
+    if (takes_value(arg)) {
+      ++i;
+      continue;
+    }
+    const std::string_view name = arg.substr(0, arg.find('='));
+    const bool global = name == "--db" || name == "--worker"
+                        || name == "--output" || name == "--help"
+                        || name == "--version" || arg == "-h"
+                        || arg.rfind("-o", 0) == 0;
+    if (!global) {
+      throw Error(ErrorKind::usage, unknown_option(&app, arg, ""));
+    }
+  }
   if (first >= argc) {
     return;
   }
@@ -272,8 +364,9 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
         path.empty() ? "" : " for " + path.substr(0, path.size() - 1);
     if (!left.empty() && left.front().size() > 1
         && left.front().front() == '-') {
-      what = "unknown option '" + left.front() + "'" + where;
-    } else if (!left.empty()) {
+      return unknown_option(cmd, left.front(), path);
+    }
+    if (!left.empty()) {
       what = left.size() == 1 ? "unexpected argument" : "unexpected arguments";
       for (const std::string& arg : left) {
         what += " '" + arg + "'";
@@ -282,6 +375,94 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
     }
   }
   return what + help;
+}
+
+// Help text: a usage line of our own where CLI11's cannot say it (run's
+// `-- CMD [ARG...]`), else CLI11's.
+class HelpFormatter : public CLI::Formatter {
+public:
+  std::map<const CLI::App*, std::string> usages;
+
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    if (const auto it = usages.find(app); it != usages.end()) {
+      return "Usage: " + it->second + "\n";
+    }
+    return CLI::Formatter::make_usage(app, std::move(name));
+  }
+};
+
+// Whether `cmd` has an option whose value is of the kind `type` (DUR, TIME).
+bool takes_type(const CLI::App* cmd, std::string_view type) {
+  for (const CLI::Option* opt : cmd->get_options()) {
+    if (opt->get_type_name().find(type) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Every command's help ends with the global options, and with the forms
+// of DUR and TIME when it takes one.
+void add_help_footers(CLI::App& cmd) {
+  for (CLI::App* sub : cmd.get_subcommands({})) {
+    std::string footer = sub->get_footer();
+    footer += footer.empty() ? "" : "\n\n";
+    footer +=
+        "Global options (before or after the command):\n"
+        "  --db PATH           database file or postgresql:// URL (default: "
+        "$TASKQ_DB, else $XDG_DATA_HOME/taskq/taskq.db)\n"
+        "  -o,--output FORMAT  table, json (JSON Lines for lists), id, or env "
+        "(lease)\n"
+        "  --worker NAME       worker name (default: $TASKQ_WORKER, else "
+        "HOSTNAME:PID)";
+    if (takes_type(sub, "DUR")) {
+      footer += "\n\nDUR: 90s, 5m, 1h30m, 2d, 1w, 1500ms or a number of "
+                "seconds (units w, d, h, m, s, ms in that order)";
+    }
+    if (takes_type(sub, "TIME")) {
+      footer += std::string(takes_type(sub, "DUR") ? "\n" : "\n\n")
+                + "TIME: RFC 3339, like 2026-11-24T09:00:00Z or "
+                  "2026-11-24T10:00:00+01:00";
+    }
+    sub->footer(footer);
+    add_help_footers(*sub);
+  }
+}
+
+// `taskq help [CMD [SUB]]`: argv rewritten as `taskq [CMD [SUB]] --help`
+// (global options kept); an unknown CMD gets its suggestion from
+// check_command_words. The rewritten words live in `store`.
+void rewrite_help(CLI::App& app, int& argc, char**& argv,
+                  std::vector<char*>& store) {
+  const int at = subcommand_index(argc, argv);
+  if (at == 0 || std::string_view(argv[at]) != "help") {
+    return;
+  }
+  store.assign(argv, argv + argc);
+  store.erase(store.begin() + at);
+  // The words after `help` must name commands: `taskq help list extra` is
+  // not `taskq list extra --help`.
+  const CLI::App* cmd = &app;
+  for (size_t i = static_cast<size_t>(at); i < store.size(); ++i) {
+    const std::string_view word(store[i]);
+    if (!word.empty() && word.front() == '-') {
+      continue;
+    }
+    if (cmd->get_subcommands({}).empty()) {
+      throw Error(ErrorKind::usage, "taskq help takes a command and its "
+                                    "subcommand, not '"
+                                        + std::string(word) + "'");
+    }
+    try {
+      cmd = cmd->get_subcommand(std::string(word));
+    } catch (const CLI::OptionNotFound&) {
+      break; // check_command_words names it
+    }
+  }
+  static char help_flag[] = "--help";
+  store.push_back(help_flag);
+  argc = static_cast<int>(store.size());
+  argv = store.data();
 }
 
 } // namespace
@@ -301,8 +482,11 @@ int run(int argc, char** argv) {
   CLI::App app{"taskq: a task queue in one SQLite database.", "taskq"};
   app.footer("Example:\n  id=$(taskq add thumbs --payload '{\"file\":"
              "\"a.png\"}')\n  eval \"$(taskq lease thumbs -o env)\" || exit 0"
-             "\n\nEach command explains itself: taskq COMMAND --help");
+             "\n\nEach command explains itself: taskq help COMMAND (or taskq "
+             "COMMAND --help)");
   app.require_subcommand(1);
+  auto formatter = std::make_shared<HelpFormatter>();
+  app.formatter(formatter);
   app.set_version_flag("--version", "taskq " TASKQ_VERSION);
   Context ctx;
   app.add_option("--db", ctx.db_option,
@@ -330,15 +514,30 @@ int run(int argc, char** argv) {
   register_transfer(app, ctx);
   register_flow(app, ctx);
   register_logs(app, ctx);
+  // Listed for --help; rewrite_help() turns it into CMD --help.
+  std::vector<std::string> help_words;
+  add_command(app, "help", "Print a command's help, as taskq CMD --help does",
+              "taskq help queue set")
+      ->add_option("command", help_words, "a command and its subcommand")
+      ->type_name("CMD [SUB]");
   check_option_values(app);
+  formatter->usages[app.get_subcommand("run")] =
+      "taskq run [OPTIONS] QUEUE... [-- CMD [ARG...]]";
+  add_help_footers(app);
+  std::vector<char*> help_argv;
+  rewrite_help(app, argc, argv, help_argv);
 
-  // `taskq run QUEUE... -- CMD ARG...`: what follows the -- is the
-  // handler's argv, not taskq's, so it never reaches CLI11.
+  // `taskq run QUEUE... -- CMD ARG...` and `taskq add QUEUE -- CMD
+  // ARG...`: what follows the -- is a program's argv, not taskq's, so it
+  // never reaches CLI11.
   const int sub = subcommand_index(argc, argv);
-  if (sub > 0 && std::string_view(argv[sub]) == "run") {
+  if (sub > 0
+      && (std::string_view(argv[sub]) == "run"
+          || std::string_view(argv[sub]) == "add")) {
     for (int i = sub + 1; i < argc; ++i) {
       if (std::string_view(argv[i]) == "--") {
         ctx.command.assign(argv + i + 1, argv + argc);
+        ctx.command_given = true;
         argc = i;
         break;
       }

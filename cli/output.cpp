@@ -2,6 +2,8 @@
 
 #include "core/duration.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 
@@ -115,7 +117,8 @@ std::string task_json(const core::Task& t, core::Time now,
       .field("schedule", or_null(t.schedule))
       .field("gate", or_null(t.gate))
       .field("sync", labels_json(t.sync))
-      .raw("flow", t.flow.value_or("null"));
+      .raw("flow", t.flow.value_or("null"))
+      .field("command", t.command.empty() ? Json(nullptr) : Json(t.command));
   if (events != nullptr) {
     Json list = Json::array();
     for (const auto& e : *events) {
@@ -156,6 +159,23 @@ std::string shell_quote(std::string_view text) {
     }
   }
   out += '\'';
+  return out;
+}
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& arg : argv) {
+    if (!out.empty()) {
+      out += ' ';
+    }
+    const bool plain =
+        !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) != 0
+                 || std::string_view("%+,-./:=@_").find(c)
+                        != std::string_view::npos;
+        });
+    out += plain ? arg : shell_quote(arg);
+  }
   return out;
 }
 
@@ -288,6 +308,9 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
     line("reason:", t.reason);
   }
   line("payload:", t.payload);
+  if (!t.command.empty()) {
+    line("command:", command_line(t.command));
+  }
   if (!t.labels.empty()) {
     line("labels:", core::format_labels(t.labels, " "));
   }

@@ -374,14 +374,37 @@ private:
 
   void start(core::Task t) {
     ++m_summary.leased;
-    ChildSpec spec;
-    spec.path = m_o.command_path;
-    spec.argv = m_o.command;
-    spec.env = child_environment(t, m_db_path, m_worker);
-    spec.stdin_data = payload_text(t.payload);
-    spec.capture_stdout = m_o.result_stdout || m_o.keep_output > 0 || m_o.tag;
     const Instant now = Clock::now();
+    const bool own = m_o.command.empty(); // the task's own command
+    if (own && t.command.empty()) {
+      // Not the task's fault that this run has nothing to run: but every
+      // run like this one would fail it the same way.
+      record(t,
+             core::Outcome{core::Verdict::fail,
+                           "task has no command and run was given no -- CMD"},
+             now, nullptr, storage::FailMode::no_retry);
+      return;
+    }
     try {
+      ChildSpec spec;
+      spec.argv = own ? t.command : m_o.command;
+      if (own) {
+        const auto path = resolve_command(spec.argv.front());
+        if (!path) {
+          throw Error(ErrorKind::internal,
+                      "cannot run " + spec.argv.front()
+                          + ": no such executable file"
+                          + (spec.argv.front().find('/') == std::string::npos
+                                 ? " on $PATH"
+                                 : ""));
+        }
+        spec.path = *path;
+      } else {
+        spec.path = m_o.command_path;
+      }
+      spec.env = child_environment(t, m_db_path, m_worker);
+      spec.stdin_data = payload_text(t.payload);
+      spec.capture_stdout = m_o.result_stdout || m_o.keep_output > 0 || m_o.tag;
       Running r;
       r.child = Child::spawn(spec);
       r.task = std::move(t);
@@ -393,15 +416,22 @@ private:
         r.deadline = now + *m_o.timeout;
       }
       if (m_o.verbose) {
-        std::fprintf(stderr, "taskq: task %lld: started (attempt %lld)\n",
-                     static_cast<long long>(r.task.id),
-                     static_cast<long long>(r.task.attempts));
+        say(r.task.id, "started (attempt " + std::to_string(r.task.attempts)
+                           + ")"
+                           + (own ? ": " + command_line(r.task.command) : ""));
       }
       m_running.push_back(std::move(r));
     } catch (const Error& e) {
       // Could not even start: an error like any other, for the policy.
       record(t, core::Outcome{core::Verdict::fail, e.what()}, now);
     }
+  }
+
+  // A -v line: "TIME taskq: task ID: WHAT", TIME as RFC 3339 UTC.
+  void say(int64_t id, const std::string& what) {
+    std::fprintf(stderr, "%s taskq: task %lld: %s\n",
+                 core::format_time(m_ctx.live_now()).c_str(),
+                 static_cast<long long>(id), what.c_str());
   }
 
   void stop(Running& r, core::StopCause cause) {
@@ -782,9 +812,12 @@ private:
     }
   }
 
-  // Writes a handler's outcome and counts it.
+  // Writes a handler's outcome and counts it. A failure goes to the error
+  // policy unless `mode` says otherwise; what the policy decided comes back
+  // with the task `fail` returns (sleeping: a retry at its run_at).
   void record(const core::Task& t, const core::Outcome& outcome,
-              Instant started, Running* r = nullptr) {
+              Instant started, Running* r = nullptr,
+              storage::FailMode mode = storage::FailMode::policy) {
     const std::string& token = t.lease->token;
     const core::Time now = m_ctx.live_now();
     const auto took =
@@ -799,7 +832,7 @@ private:
         }
         m_store.complete(t.id, token, result, now);
         ++m_summary.completed;
-        what = "completed";
+        what = "completed (after " + core::format_duration(took) + ")";
         break;
       }
       case core::Verdict::release:
@@ -811,22 +844,36 @@ private:
                             : std::optional(m_o.release_delay),
                         now);
         ++m_summary.released;
-        what = "released";
+        what = "released (after " + core::format_duration(took) + ")";
         break;
       case core::Verdict::fail: {
         storage::FailRequest req;
         req.error = outcome.error;
+        req.mode = mode;
         const core::Task after = m_store.fail(t.id, token, req, now);
-        ++m_summary.failed;
-        what = "failed (" + outcome.error + "); now "
-               + std::string(core::to_string(after.state));
+        what = " (after " + core::format_duration(took) + "): " + outcome.error;
+        if (after.state == core::TaskState::sleeping) {
+          ++m_summary.retrying;
+          if (!m_summary.retry_at || after.run_at < *m_summary.retry_at) {
+            m_summary.retry_at = after.run_at;
+          }
+          what = "will retry at " + core::format_time(after.run_at) + what;
+        } else {
+          // Failed (or a broadcast's delivery, which is not retried).
+          ++m_summary.failed;
+          what = "failed for good" + what
+                 + (after.reason.empty() || after.reason == outcome.error
+                        ? ""
+                        : "; " + after.reason);
+        }
         break;
       }
       case core::Verdict::none:
         ++m_summary.revoked;
-        what = r != nullptr && !r->revoked_by.empty()
-                   ? "stopped: " + r->revoked_by
-                   : "stopped: lease lost";
+        what = "revoked (after " + core::format_duration(took) + "): "
+               + (r != nullptr && !r->revoked_by.empty()
+                      ? "an operator's " + r->revoked_by
+                      : "lease lost");
         break;
       }
     } catch (const Error& e) {
@@ -845,9 +892,7 @@ private:
       return;
     }
     if (m_o.verbose) {
-      std::fprintf(stderr, "taskq: task %lld: %s after %s\n",
-                   static_cast<long long>(t.id), what.c_str(),
-                   core::format_duration(took).c_str());
+      say(t.id, what);
     }
   }
 
@@ -872,6 +917,31 @@ private:
 };
 
 } // namespace
+
+bool run_failed(const RunSummary& s, FailOn fail_on) {
+  switch (fail_on) {
+  case FailOn::failed:
+    return s.failed > 0;
+  case FailOn::retry:
+    return s.failed + s.retrying > 0;
+  case FailOn::never:
+    return false;
+  }
+  return false;
+}
+
+std::string summary_line(const RunSummary& s) {
+  std::string retry = std::to_string(s.retrying) + " will retry";
+  if (s.retry_at) {
+    retry += (s.retrying == 1 ? " at " : " (first at ")
+             + core::format_time(*s.retry_at) + (s.retrying == 1 ? "" : ")");
+  }
+  return "leased " + std::to_string(s.leased) + ": "
+         + std::to_string(s.completed) + " completed, "
+         + std::to_string(s.failed) + " failed for good, " + retry + ", "
+         + std::to_string(s.released) + " released, "
+         + std::to_string(s.revoked) + " revoked";
+}
 
 RunSummary run_worker(const RunOptions& o, Context& ctx) {
   Runner runner(o, ctx);

@@ -34,17 +34,38 @@ struct RunOptions {
   std::vector<core::LabelPattern> match;
   int checkpoint_signal = SIGUSR1;
   bool verbose = false;
+  // `-- CMD [ARG...]`: the program run for every task. Empty: each task's
+  // own command (`add QUEUE -- CMD`), looked up on $PATH when it starts; a
+  // task without one fails for good.
   std::string command_path;         // the resolved executable
   std::vector<std::string> command; // argv, as the user gave it
+};
+
+// Which outcomes of the tasks a run ran make it exit k_exit_task_failed
+// (`run --fail-on`).
+enum class FailOn {
+  failed, // a task failed for good (the default)
+  retry,  // a handler failed at all: failed for good, or will retry
+  never,  // exit 0 whatever the handlers did
 };
 
 struct RunSummary {
   int64_t leased = 0;
   int64_t completed = 0;
-  int64_t failed = 0;   // reported to the error policy (it may retry)
+  int64_t failed = 0;   // failed for good: the error policy gave up
+  int64_t retrying = 0; // failed, and sleeping until a retry
+  std::optional<core::Time> retry_at; // the first of those retries
   int64_t released = 0; // given back: exit 75, or unfinished at shutdown
   int64_t revoked = 0;  // an operator took the lease, or it was lost
 };
+
+// Whether `s` counts as a failure under `fail_on`.
+bool run_failed(const RunSummary& s, FailOn fail_on);
+
+// The summary line `run` prints, e.g. "leased 4: 2 completed, 1 failed for
+// good, 1 will retry at 2026-11-24T11:00:00Z, 0 released, 0 revoked" (with
+// several retries: "3 will retry (first at TIME)").
+std::string summary_line(const RunSummary& s);
 
 // The worker loop (SPEC §3 "Working"): leases from `o.queues`, runs the
 // command once per task with up to `o.concurrency` at a time, heartbeats

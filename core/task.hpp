@@ -70,6 +70,9 @@ struct Task {
   // An atom's task: {"id","atom","action","args"} of the flow it works for
   // (JSON text, as `lease -o json` shows it).
   std::optional<std::string> flow;
+  // `add QUEUE -- CMD [ARG...]`: the argv `run` executes for it when given
+  // no `-- CMD` of its own; empty when none.
+  std::vector<std::string> command;
 
   // A lease that has not expired at `now`.
   bool leased(Time now) const { return lease && lease->live(now); }

@@ -68,7 +68,10 @@ public:
         .bind(20, blockers)
         .bind(21, t.unique_key)
         .bind(22, core::to_string(state))
-        .bind(23, t.flow);
+        .bind(23, t.flow)
+        .bind(24, t.command.empty()
+                      ? std::nullopt
+                      : std::optional(nlohmann::json(t.command).dump()));
   }
 
   // Inserts one task per payload (exactly `rows` of them); returns their
@@ -100,7 +103,7 @@ public:
   int64_t insert(const std::string& payload) { return insert(&payload)[0]; }
 
 private:
-  static constexpr int k_first_payload = 24;
+  static constexpr int k_first_payload = 25;
 
   // With RETURNING only where the database does not keep the last id:
   // SQLite's RETURNING buffers the rows it reports, a third more CPU for
@@ -111,12 +114,13 @@ private:
                       "updated_at, max_errors, error_window_ms, "
                       "retry_delay_ms, backoff, max_delay_ms, retry_of, "
                       "created_by, to_worker, trigger_key, broadcast_until, "
-                      "root, after_ids, blockers, unique_key, flow) VALUES ";
+                      "root, after_ids, blockers, unique_key, flow, command) "
+                      "VALUES ";
     for (int i = 0; i < rows; ++i) {
       sql += i == 0 ? "(" : ", (";
       sql += "?1, ?22, ?" + std::to_string(k_first_payload + i)
              + ", ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
-               "?15, ?16, ?17, ?18, ?19, ?20, ?21, ?23)";
+               "?15, ?16, ?17, ?18, ?19, ?20, ?21, ?23, ?24)";
     }
     return returning ? sql + " RETURNING id" : sql;
   }
@@ -418,6 +422,7 @@ int64_t TaskStore::retry(int64_t id, const std::string& actor, Time now) {
   spec.root = old.root;
   spec.to_worker = old.to_worker;
   spec.trigger = old.trigger;
+  spec.command = old.command;
   const int64_t new_id = insert_task(*m_db, spec, now, actor);
   tx.commit();
   return new_id;

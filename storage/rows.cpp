@@ -119,6 +119,9 @@ Task read_task(const Statement& st) {
   t.gate = st.get_opt_text(33);
   t.sync = labels_from_json(st.get_opt_text(34));
   t.flow = st.get_opt_text(35);
+  if (auto command = st.get_opt_text(36)) {
+    t.command = strings_from_json(*command);
+  }
   return t;
 }
 

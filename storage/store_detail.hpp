@@ -42,9 +42,10 @@ inline constexpr std::string_view k_task_columns =
     "lease_worker, lease_expires, checkpoint, checkpoint_req, result, "
     "reason, max_errors, error_window_ms, retry_delay_ms, backoff, "
     "max_delay_ms, retry_of, unique_key, after_ids, blockers, root, "
-    "to_worker, broadcast_until, trigger_key, schedule, gate, sync, flow";
+    "to_worker, broadcast_until, trigger_key, schedule, gate, sync, flow, "
+    "command";
 // How many they are: a column selected after them is this one.
-inline constexpr int k_task_column_count = 36;
+inline constexpr int k_task_column_count = 37;
 
 std::string join(std::string_view a, std::string_view b);
 std::string labels_to_json(const core::Labels& labels);

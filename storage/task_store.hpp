@@ -60,6 +60,9 @@ struct NewTask {
   std::optional<core::Millis> broadcast_ttl;
   std::optional<std::string> trigger; // a gate key it covers on completion
   std::optional<std::string> flow;    // an atom's task: see core::Task::flow
+  // The argv it runs (core::Task::command): empty, or valid UTF-8 strings
+  // (checked by the caller), the first not empty.
+  std::vector<std::string> command;
 };
 
 // What add_unique did: a new task, the unfinished one with the same key

@@ -43,7 +43,7 @@ bool holds_json(std::string_view table, std::string_view column) {
   if (table == "tasks") {
     return column == "payload" || column == "labels" || column == "checkpoint"
            || column == "result" || column == "after_ids" || column == "root"
-           || column == "sync" || column == "flow";
+           || column == "sync" || column == "flow" || column == "command";
   }
   return (table == "flows" && column == "store")
          || (is_flow_row(table) && (column == "result" || column == "history"));
@@ -104,6 +104,7 @@ enum class Domain {
   object,            // a JSON object (a flow's store)
   history,           // a retry controller's history: [{value, failures}]
   flow_link,         // a task's {"id","atom","action","args"}
+  argv,              // a task's command: a JSON array of strings
 };
 
 Domain domain_of(std::string_view table, std::string_view column) {
@@ -159,6 +160,7 @@ Domain domain_of(std::string_view table, std::string_view column) {
       {"root", Domain::labels},
       {"sync", Domain::labels},
       {"flow", Domain::flow_link},
+      {"command", Domain::argv},
   };
   const auto it = k_tasks.find(column);
   return it == k_tasks.end() ? Domain::any : it->second;
@@ -290,6 +292,22 @@ const char* json_misfit(Domain domain, const std::string& json) {
       }
     }
     return nullptr;
+  }
+  if (domain == Domain::argv) {
+    // As `add -- CMD` stores it: what execve can take (no NUL), the
+    // program's name not empty.
+    const bool ok =
+        v.is_array() && !v.empty()
+        && std::all_of(v.begin(), v.end(),
+                       [](const nlohmann::json& arg) {
+                         return arg.is_string()
+                                && arg.get_ref<const std::string&>().find('\0')
+                                       == std::string::npos;
+                       })
+        && !v[0].get_ref<const std::string&>().empty();
+    return ok ? nullptr
+              : "an array of strings without NUL, the first not empty (a "
+                "program and its arguments)";
   }
   if (domain == Domain::task_ids) {
     const bool ok =

@@ -127,10 +127,10 @@ fresh_db
 b=$(add_task runq --broadcast --ttl 1h)
 for w in r1 r2; do
   expect_exit 0 "$TASKQ" run runq --until-empty --worker "$w" -- ./handler.sh
-  expect_out "leased 1, completed 1, failed 0, released 0, revoked 0"
+  expect_out "leased 1: 1 completed, 0 failed for good, 0 will retry, 0 released, 0 revoked"
   check "the handler ran for $w" test -f "got/$b.$w"
   expect_exit 0 "$TASKQ" run runq --until-empty --worker "$w" -- ./handler.sh
-  expect_out "leased 0, completed 0, failed 0, released 0, revoked 0"
+  expect_out "leased 0: 0 completed, 0 failed for good, 0 will retry, 0 released, 0 revoked"
 done
 expect_eq "$(state "$b")" runnable "the broadcast before its ttl"
 expect_eq "$(find got -type f | wc -l)" 2 "handler runs"
@@ -151,7 +151,7 @@ unset TASKQ_NOW
 b=$(add_task slowq --broadcast --ttl 1h)
 expect_exit 0 "$TASKQ" run slowq --until-empty --worker s1 --for 900ms \
   -- ./slow.sh
-expect_out "leased 1, completed 1, failed 0, released 0, revoked 0"
+expect_out "leased 1: 1 completed, 0 failed for good, 0 will retry, 0 released, 0 revoked"
 expect_not_contains "$err" "lease" "run's stderr"
 check "the handler finished" test -s got/slow.s1
 expect_eq "$(state "$b")" runnable "the broadcast after the run"
@@ -225,6 +225,6 @@ tok2=$(bash -c 'eval "$1" && printf %s "$TASKQ_LEASE"' _ "$out")
 expect_exit 0 "$TASKQ" done "$id2" --lease "$tok2" --sync cursor=9
 set_now 2026-11-21T08:03:00Z
 expect_exit 0 "$TASKQ" run feedq --until-empty --worker r1 -- ./handler.sh
-expect_out "leased 1, completed 1, failed 0, released 0, revoked 0"
+expect_out "leased 1: 1 completed, 0 failed for good, 0 will retry, 0 released, 0 revoked"
 got=$(cat got/*.r1 2>/dev/null)
 expect_json "$got" . '{"cursor":"9","note":"it'\''s"}' "TASKQ_SYNC in run"

@@ -47,6 +47,76 @@ expect_exit 2 "$TASKQ" -o yaml list
 expect_exit 2 "$TASKQ" add
 unchanged
 
+section "an unknown command or option suggests the nearest"
+# Each case: the command line, then the exact message (issue 14).
+while IFS='|' read -r line message; do
+  read -ra words <<<"$line"
+  expect_exit 2 "$TASKQ" "${words[@]}"
+  expect_eq "$err" "taskq: $message" "stderr of taskq $line"
+  expect_out_empty
+done <<'EOF_CASES'
+lsit|unknown command 'lsit'; did you mean 'list'?
+LIST|unknown command 'LIST'; did you mean 'list'?
+frobnicate|unknown command 'frobnicate' (see taskq --help)
+queue sett q|unknown command 'queue sett'; did you mean 'queue set'?
+db chek|unknown command 'db chek'; did you mean 'db check'?
+help lsit|unknown command 'lsit'; did you mean 'list'?
+list --stat ready|unknown option '--stat' for list; did you mean '--state'?
+list --stat=ready|unknown option '--stat' for list; did you mean '--state'?
+list --state ready --limt 3|unknown option '--limt' for list; did you mean '--limit'?
+list --frobnicate|unknown option '--frobnicate' for list (see taskq list --help)
+list -x|unknown option '-x' for list (see taskq list --help)
+list -x5|unknown option '-x' for list (see taskq list --help)
+list --dbb x|unknown option '--dbb' for list; did you mean '--db'?
+--dbb x list|unknown option '--dbb'; did you mean '--db'?
+--outptu json list|unknown option '--outptu'; did you mean '--output'?
+-O json list|unknown option '-O'; did you mean '-o'?
+queue set q --max-runing 2|unknown option '--max-runing' for queue set; did you mean '--max-running'?
+add q --prioriti 3|unknown option '--prioriti' for add; did you mean '--priority'?
+send 1 pause --queu q|unknown option '--queu' for send; did you mean '--queue'?
+run q --concurency 2 -- true|unknown option '--concurency' for run; did you mean '--concurrency'?
+EOF_CASES
+unchanged
+
+section "taskq help [CMD [SUB]] prints what --help prints"
+for line in "" list run "queue set" "db check" schedule "flow submit"; do
+  read -ra words <<<"$line"
+  expect_exit 0 "$TASKQ" "${words[@]}" --help
+  want=$out
+  expect_exit 0 "$TASKQ" help "${words[@]}"
+  expect_eq "$out" "$want" "taskq help $line"
+done
+expect_exit 0 "$TASKQ" --db x.db help list
+expect_contains "$out" "Usage: taskq list" "help after a global option"
+expect_exit 2 "$TASKQ" help list extra
+expect_err_format
+
+section "every command's help shows the global options, DUR and TIME"
+commands() { # every command and group subcommand, from the help texts
+  "$TASKQ" --help | sed -n '/^Subcommands:/,/^$/p' | awk 'NR>1 && $1 {print $1}'
+}
+while read -r cmd; do
+  [[ $cmd == help ]] && continue
+  "$TASKQ" "$cmd" --help >help.txt
+  subs=$(sed -n '/^Subcommands:/,/^$/p' help.txt | awk 'NR>1 && $1 {print $1}')
+  for line in "$cmd" $(for s in $subs; do echo "$cmd/$s"; done); do
+    read -ra words <<<"${line//\// }"
+    expect_exit 0 "$TASKQ" "${words[@]}" --help
+    for g in "--db PATH" "-o,--output FORMAT" "--worker NAME"; do
+      expect_contains "$out" "$g" "$g in taskq ${words[*]} --help"
+    done
+    if grep -q ' DUR' <<<"${out%%Global options*}"; then
+      expect_contains "$out" "DUR: 90s, 5m, 1h30m" "DUR in taskq ${words[*]} --help"
+    fi
+    if grep -q ' TIME' <<<"${out%%Global options*}"; then
+      expect_contains "$out" "TIME: RFC 3339" "TIME in taskq ${words[*]} --help"
+    fi
+  done
+done < <(commands)
+expect_exit 0 "$TASKQ" run --help
+expect_contains "$out" "Usage: taskq run [OPTIONS] QUEUE... [-- CMD [ARG...]]" \
+  "run --help usage"
+
 section "malformed JSON payload"
 for bad in '{bad' '{"a":1' "{'a':1}" 'hello' '' '{"a":1} {"b":2}' '[1,]'; do
   expect_exit 2 "$TASKQ" add q --payload "$bad"

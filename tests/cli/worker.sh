@@ -50,9 +50,18 @@ pid_of() {
   cat "$1"
 }
 
-# summary_is L C F R V: the last command's stdout is run's summary line.
+# summary_is L C G W R V: the last command's stdout is run's summary line:
+# L leased, C completed, G failed for good, W will retry, R released, V
+# revoked.
 summary_is() {
-  expect_out "leased $1, completed $2, failed $3, released $4, revoked $5"
+  local retry="$4 will retry" at='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z'
+  if (($4 == 1)); then
+    retry+=" at $at"
+  elif (($4 > 1)); then
+    retry+=" \\(first at $at\\)"
+  fi
+  expect_match "$out" "^leased $1: $2 completed, $3 failed for good, $retry, $5 released, $6 revoked\$" \
+    "stdout of $cmd"
 }
 
 # The handler: worker.sh's one script, by mode. It records what it got under
@@ -163,15 +172,13 @@ got_is() {
 
 # --- usage -----------------------------------------------------------------------
 
-section "run without a command, or with one that cannot run, is a usage error"
+section "run with -- and no command, or one that cannot run, is a usage error"
+# (run without -- runs each task's own command: command.sh)
 id=$(add_task usage)
 before=$(snapshot "$id")
-expect_exit 2 "$TASKQ" run usage --until-empty
-expect_err_format
-expect_err_contains "--"
-expect_out_empty
 expect_exit 2 "$TASKQ" run usage --until-empty --
 expect_err_format
+expect_err_contains "--"
 expect_out_empty
 expect_exit 2 "$TASKQ" run usage --until-empty -- ./no-such-handler
 expect_err_format
@@ -195,7 +202,7 @@ tq kill "$id" >/dev/null
 section "a handler that exits 0 completes its task; argv is not run by a shell"
 id=$(add_task ok --payload '{"n":1}')
 expect_exit 0 "$TASKQ" run ok --until-empty -- "$H" ok 'two words' '$HOME' '*' "it's"
-summary_is 1 1 0 0 0
+summary_is 1 1 0 0 0 0
 expect_eq "$(state "$id")" completed
 got_is "$id" 1 args $'ok\ntwo words\n$HOME\n*\nit\'s\n' "argv of the handler"
 expect_eq "$(field "$id" '[.events[] | select(.message == "complete")] | length')" 1 \
@@ -206,14 +213,14 @@ expect_eq "$(field "$id" .lease)" null "lease after completion"
 section "-v prints one line per task on stderr, the summary stays on stdout"
 id=$(add_task verbose)
 expect_exit 0 "$TASKQ" run verbose --until-empty -v -- "$H" ok
-summary_is 1 1 0 0 0
+summary_is 1 1 0 0 0 0
 expect_match "$err" "task $id: started \\(attempt 1\\)" "run -v stderr"
 expect_match "$err" "task $id: completed" "run -v stderr"
 expect_exit 0 "$TASKQ" run verbose --until-empty -- "$H" ok
-summary_is 0 0 0 0 0
+summary_is 0 0 0 0 0 0
 expect_eq "$err" "" "stderr of a quiet run with nothing to do"
 expect_exit 0 "$TASKQ" run verbose --until-empty -o json -- "$H" ok
-expect_json "$out" . '{"completed":0,"failed":0,"leased":0,"released":0,"revoked":0}'
+expect_json "$out" . '{"completed":0,"failed":0,"leased":0,"released":0,"retry_at":null,"retrying":0,"revoked":0}'
 
 section "the payload and the task's variables reach the handler intact"
 obj='{"quote":"say \"hi\"","nl":"two\nlines","utf":"naïve café — 日本語 🎉","n":[1,2.5,null,true]}'
@@ -223,7 +230,7 @@ t=$(add_task env --text "$text")
 n=$(add_task env --payload 42)
 z=$(add_task env)
 expect_exit 0 "$TASKQ" run env --until-empty --worker w-env -- "$H" ok
-summary_is 4 4 0 0 0
+summary_is 4 4 0 0 0 0
 objmin=$(jq -c . <<<"$obj")
 expect_eq "$(got "$o" 1 stdin)" "$objmin" "stdin of an object payload (JSON)"
 expect_eq "$(got "$o" 1 payload)" "$objmin" "TASKQ_PAYLOAD of an object payload"
@@ -250,7 +257,7 @@ section "a payload too large for the environment still runs, on stdin"
 jq -cn '{s: ("é" * 100000)}' >big.json
 big=$(add_task big --payload-file big.json)
 expect_exit 0 "$TASKQ" run big --until-empty -- "$H" ok
-summary_is 1 1 0 0 0
+summary_is 1 1 0 0 0 0
 expect_eq "$(state "$big")" completed
 check "stdin held the whole payload" cmp -s "h/$big.1/stdin" <(jq -cj . big.json)
 expect_eq "$(got "$big" 1 payload)" unset "TASKQ_PAYLOAD of a 200 KB payload"
@@ -286,7 +293,7 @@ expect_eq "$(field "$d" .result)" null "result without --result-stdout"
 section "a handler that exits 3 fails its task with the tail of its stderr"
 id=$(add_task failing)
 expect_exit 0 "$TASKQ" run failing --until-empty -- "$H" fail 'naïve'
-summary_is 1 0 1 0 0
+summary_is 1 0 0 1 0 0
 expect_contains "$err" 'it broke: "naïve"' "the handler's stderr passed through"
 expect_exit 0 "$TASKQ" show "$id" -o json
 expect_json "$out" .state sleeping "state (the policy retries later)"
@@ -300,8 +307,8 @@ expect_json "$out" '[.events[] | select(.message == "error")] | length' 1
 
 section "a handler that fails its last allowed error ends failed"
 id=$(add_task fatal --max-errors 1)
-expect_exit 0 "$TASKQ" run fatal --until-empty -- "$H" fail x
-summary_is 1 0 1 0 0
+expect_exit 6 "$TASKQ" run fatal --until-empty -- "$H" fail x
+summary_is 1 0 1 0 0 0
 expect_eq "$(state "$id")" failed
 expect_eq "$(field "$id" '.errors | map(.error) | join("|")')" \
   $'exit status 3: first line\nit broke: "x"|exceeded error rate' "error history"
@@ -309,7 +316,7 @@ expect_eq "$(field "$id" '.errors | map(.error) | join("|")')" \
 section "a handler that exits 75 releases its task until --release-delay"
 id=$(add_task rel)
 expect_exit 0 "$TASKQ" run rel --until-empty --release-delay 1h -- "$H" release
-summary_is 1 0 0 1 0
+summary_is 1 0 0 0 1 0
 expect_exit 0 "$TASKQ" show "$id" -o json
 expect_json "$out" .state runnable
 expect_json "$out" .attempts 0 "attempts (given back)"
@@ -323,9 +330,9 @@ tq kill "$id" >/dev/null
 section "with --release-delay 0 a released task is due at once"
 id=$(add_task rel0)
 expect_exit 0 "$TASKQ" run rel0 --max-tasks 1 --release-delay 0 -- "$H" release
-summary_is 1 0 0 1 0
+summary_is 1 0 0 0 1 0
 expect_exit 0 "$TASKQ" run rel0 --until-empty -- "$H" ok
-summary_is 1 1 0 0 0
+summary_is 1 1 0 0 0 0
 expect_eq "$(state "$id")" completed
 expect_eq "$(grep -cx "$id" h/executions)" 2 "executions of the task"
 
@@ -333,7 +340,7 @@ section "a handler killed by a signal fails its task, naming the signal"
 for sig in SEGV KILL; do
   id=$(add_task "sig$sig")
   expect_exit 0 "$TASKQ" run "sig$sig" --until-empty -- "$H" signal "$sig"
-  summary_is 1 0 1 0 0
+  summary_is 1 0 0 1 0 0
   expect_eq "$(state "$id")" sleeping "state after SIG$sig"
   expect_match "$(field "$id" '.errors[0].error')" "^killed by SIG$sig(:|\$)" \
     "error after SIG$sig"
@@ -344,7 +351,7 @@ id=$(add_task slow)
 start=$(now_ms)
 expect_exit 0 "$TASKQ" run slow --until-empty --timeout 1s --grace 1s -- "$H" tree
 took=$(($(now_ms) - start))
-summary_is 1 0 1 0 0
+summary_is 1 0 0 1 0 0
 expect_eq "$(field "$id" '.errors[0].error')" "timed out after 1s"
 expect_eq "$(state "$id")" sleeping
 check "the timeout took about 1 s (took ${took} ms)" test "$took" -ge 1000 -a "$took" -lt 5000
@@ -358,7 +365,7 @@ id=$(add_task slow2)
 start=$(now_ms)
 expect_exit 0 "$TASKQ" run slow2 --until-empty --timeout 1s --grace 1s -- "$H" stubborn
 took=$(($(now_ms) - start))
-summary_is 1 0 1 0 0
+summary_is 1 0 0 1 0 0
 expect_match "$(field "$id" '.errors[0].error')" '^timed out after 1s(:|$)'
 check "timeout plus grace (took ${took} ms)" test "$took" -ge 1900 -a "$took" -lt 6000
 check "the handler is gone" gone "$(cat "h/$id.pid")"
@@ -369,7 +376,7 @@ printf '#!/no/such/interpreter\n' >broken
 chmod +x broken
 id=$(add_task broken)
 expect_exit 0 "$TASKQ" run broken --until-empty -- ./broken
-summary_is 1 0 1 0 0
+summary_is 1 0 0 1 0 0
 expect_match "$(field "$id" '.errors[0].error')" 'broken.*(No such file|not found)' \
   "error of an unrunnable handler"
 expect_eq "$(state "$id")" sleeping
@@ -383,7 +390,7 @@ if sqlite_only; then
   cd rel || exit 1
   expect_exit 0 "$TASKQ" --db ./rel.db run reldb --until-empty -- "$H" ok
   cd "$scratch" || exit 1
-  summary_is 1 1 0 0 0
+  summary_is 1 1 0 0 0 0
   expect_eq "$(got "$id" 1 db)" "$scratch/rel/rel.db" "TASKQ_DB"
   rm -rf "h/$id.1"
 fi
@@ -391,13 +398,13 @@ fi
 section "--max-tasks bounds the leases"
 for i in 1 2 3 4 5; do add_task maxt >/dev/null; done
 expect_exit 0 "$TASKQ" run maxt --max-tasks 2 -- "$H" ok
-summary_is 2 2 0 0 0
+summary_is 2 2 0 0 0 0
 expect_eq "$("$TASKQ" list --queue maxt --state completed -o id | wc -l)" 2 \
   "completed tasks"
 expect_eq "$("$TASKQ" list --queue maxt --state ready -o id | wc -l)" 3 \
   "tasks left ready"
 expect_exit 0 "$TASKQ" run maxt --max-tasks 10 --until-empty --concurrency 2 -- "$H" ok
-summary_is 3 3 0 0 0
+summary_is 3 3 0 0 0 0
 
 section "run works several queues, and only tasks matching --match"
 a=$(add_task mq1 --label kind=img)
@@ -405,7 +412,7 @@ b=$(add_task mq2 --label kind=img)
 c=$(add_task mq2 --label kind=doc)
 d=$(add_task mq3 --label kind=img)
 expect_exit 0 "$TASKQ" run mq1 mq2 --match kind=img --until-empty -v -- "$H" ok
-summary_is 2 2 0 0 0
+summary_is 2 2 0 0 0 0
 expect_eq "$(state "$a") $(state "$b") $(state "$c") $(state "$d")" \
   "completed completed runnable runnable" "states"
 expect_eq "$(got "$b" 1 queue)" mq2 "TASKQ_QUEUE of the second queue's task"
@@ -413,14 +420,14 @@ expect_eq "$(got "$b" 1 queue)" mq2 "TASKQ_QUEUE of the second queue's task"
 section "-v names a failure and what the policy made of it"
 id=$(add_task vfail)
 expect_exit 0 "$TASKQ" run vfail --until-empty -v -- "$H" fail x
-expect_match "$err" "task $id: failed \\(exit status 3: first line" "run -v stderr"
-expect_contains "$err" "now sleeping" "run -v stderr"
+expect_match "$err" "task $id: will retry at [0-9T:.-]+Z \\(after [0-9a-z]+\\): exit status 3: first line" \
+  "run -v stderr"
 
 section "--until-empty does not wait for a task that is not due yet"
 id=$(add_task later --delay 1h)
 start=$(now_ms)
 expect_exit 0 "$TASKQ" run later --until-empty -- "$H" ok
-summary_is 0 0 0 0 0
+summary_is 0 0 0 0 0 0
 check "it returned at once" test $(($(now_ms) - start)) -lt 3000
 expect_eq "$(state "$id")" runnable
 
@@ -441,7 +448,7 @@ for op in kill pause; do
   check "the handler stopped (took ${took} ms)" gone "$pid"
   bg_finish "$runpid" "op$op"
   expect_eq "$rc" 0 "exit status of run after $op"
-  summary_is 1 0 0 0 1
+  summary_is 1 0 0 0 0 1
   case $op in
   kill) want=killed ;;
   pause) want=paused ;;
@@ -458,7 +465,7 @@ section "a paused task, resumed, is completed by a later run"
 expect_exit 0 "$TASKQ" resume "$id"
 expect_eq "$(state "$id")" runnable
 expect_exit 0 "$TASKQ" run oppause --until-empty -- "$H" ok
-summary_is 1 1 0 0 0
+summary_is 1 1 0 0 0 0
 expect_eq "$(state "$id")" completed
 
 for op in sleep release; do
@@ -473,7 +480,7 @@ for op in sleep release; do
   check "the handler is gone within 3 s" wait_until 3 gone "$pid"
   bg_finish "$runpid" "op$op"
   expect_eq "$rc" 0 "exit status of run after $op"
-  summary_is 1 0 0 0 1
+  summary_is 1 0 0 0 0 1
   expect_exit 0 "$TASKQ" show "$id" -o json
   case $op in
   sleep) expect_json "$out" .state sleeping "state after sleep" ;;
@@ -496,7 +503,7 @@ check "it got SIGTERM first" wait_until 2 grep -q TERM "h/$id.log"
 check "it had its grace period (took ${took} ms)" test "$took" -ge 900
 bg_finish "$runpid" stubborn
 expect_eq "$rc" 0 "exit status of run"
-summary_is 1 0 0 0 1
+summary_is 1 0 0 0 0 1
 expect_eq "$(state "$id")" killed
 
 section "a released task is not run again by the same run while its handler stops"
@@ -526,7 +533,7 @@ for sig in INT TERM HUP; do
   kill -"$sig" "$runpid"
   bg_finish "$runpid" "stop$sig"
   expect_eq "$rc" 0 "exit status of run after SIG$sig"
-  summary_is 1 0 0 1 0
+  summary_is 1 0 0 0 1 0
   check "the handler is gone" gone "$pid"
   expect_exit 0 "$TASKQ" show "$id" -o json
   expect_json "$out" .state runnable "state of the unfinished task"
@@ -553,7 +560,7 @@ check "run is still there" alive "$runpid"
 kill -TERM "$runpid"
 bg_finish "$runpid" ignint
 expect_eq "$rc" 0 "exit status of run after SIGTERM"
-summary_is 1 1 0 0 0
+summary_is 1 1 0 0 0 0
 
 section "a second SIGINT kills the handlers at once"
 id=$(add_task twice)
@@ -568,7 +575,7 @@ kill -INT "$runpid"
 bg_finish "$runpid" twice
 took=$(($(now_ms) - start))
 expect_eq "$rc" 0 "exit status of run"
-summary_is 1 0 0 1 0
+summary_is 1 0 0 0 1 0
 check "run did not wait out the grace period (took ${took} ms)" test "$took" -lt 5000
 check "the handler is gone" gone "$pid"
 expect_jq "$(snapshot "$id")" '.state == "runnable" and .lease == null and .attempts == 0' \
@@ -582,7 +589,7 @@ check "run waits without spinning" wait_until 10 eval \
 kill -TERM "$runpid"
 bg_finish "$runpid" idle
 expect_eq "$rc" 0 "exit status of run"
-summary_is 0 0 0 0 0
+summary_is 0 0 0 0 0 0
 expect_eq "$err" "" "stderr of run"
 
 section "a waiting run picks up a task added by another process"
@@ -593,7 +600,7 @@ id=$(add_task pickup)
 added=$(now_ms)
 bg_finish "$runpid" pickup
 expect_eq "$rc" 0 "exit status of run"
-summary_is 1 1 0 0 0
+summary_is 1 1 0 0 0 0
 check "it started and finished within 2 s of the add (took $(($(now_ms) - added)) ms)" \
   test $(($(now_ms) - added)) -lt 2000
 expect_eq "$(state "$id")" completed
@@ -620,7 +627,7 @@ expect_eq "$lost" "" "a task the waiting run did not start within 5 s"
 section "a handler that failed before run's SIGTERM arrived still fails"
 id=$(add_task failterm)
 expect_exit 0 "$TASKQ" run failterm --grace 5s -- "$H" fail-with-term
-summary_is 1 0 1 0 0
+summary_is 1 0 0 1 0 0
 expect_eq "$(state "$id")" sleeping
 expect_eq "$(field "$id" '.errors[0].error')" "exit status 3: broken"
 
@@ -632,7 +639,7 @@ pid=$(pid_of "h/$id.pid")
 kill -TERM "$runpid"
 bg_finish "$runpid" graceful
 expect_eq "$rc" 0 "exit status of run"
-summary_is 1 1 0 0 0
+summary_is 1 1 0 0 0 0
 expect_eq "$(cat "h/$id.log" 2>/dev/null)" TERM "the handler got SIGTERM"
 expect_eq "$(state "$id")" completed
 
@@ -644,7 +651,7 @@ pid=$(pid_of "h/$id.pid")
 expect_exit 0 "$TASKQ" checkpoint "$id"
 bg_finish "$runpid" cp
 expect_eq "$rc" 0 "exit status of run"
-summary_is 2 1 0 1 0
+summary_is 2 1 0 0 1 0
 expect_eq "$(cat "h/$id.log" 2>/dev/null)" 'USR1 0' \
   "the handler's heartbeat in its USR1 trap"
 expect_eq "$(got "$id" 1 checkpoint)" unset "TASKQ_CHECKPOINT of attempt 1"
@@ -673,7 +680,7 @@ expect_eq "$(field "$id" .errors)" "[]" "errors after the checkpoint request"
 tq kill "$id" >/dev/null
 bg_finish "$runpid" cpdeaf
 expect_eq "$rc" 0 "exit status of run"
-summary_is 1 0 0 0 1
+summary_is 1 0 0 0 0 1
 expect_contains "$err" "does not catch SIGUSR1" "run's stderr"
 
 section "a worker killed mid-task: the task is leased again after expiry, completed once"
@@ -692,7 +699,7 @@ kill -KILL -- "-$pid" 2>/dev/null
 check "the lease expires within 10 s" wait_until 10 \
   eval '[[ $("$TASKQ" list --queue crash --state ready -o id) == "$id" ]]'
 expect_exit 0 "$TASKQ" run crash --until-empty -- "$H" once
-summary_is 1 1 0 0 0
+summary_is 1 1 0 0 0 0
 expect_exit 0 "$TASKQ" show "$id" -o json
 expect_json "$out" .state completed
 expect_json "$out" .attempts 2
@@ -716,7 +723,7 @@ seq 200 | tq add serial --jsonl - >/dev/null
 start=$(now_ms)
 CONC_IDS=$scratch/serial.ids expect_exit 0 "$TASKQ" run serial --until-empty -- ./conc.sh
 serial=$(($(now_ms) - start))
-summary_is 200 200 0 0 0
+summary_is 200 200 0 0 0 0
 check "one at a time takes at least the 10 s of sleep (took ${serial} ms)" \
   test "$serial" -ge 10000
 seq 200 | tq add conc --jsonl - >/dev/null
@@ -724,7 +731,7 @@ seq 200 | tq add conc --jsonl - >/dev/null
 start=$(now_ms)
 CONC_IDS=$scratch/conc.ids expect_exit 0 "$TASKQ" run conc --concurrency 4 --until-empty -- ./conc.sh
 took=$(($(now_ms) - start))
-summary_is 200 200 0 0 0
+summary_is 200 200 0 0 0 0
 check "4 at a time take under half the serial ${serial} ms (took ${took} ms)" \
   test "$((2 * took))" -lt "$serial"
 expect_eq "$(wc -l <conc.ids)" 200 "executions"
