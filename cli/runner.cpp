@@ -71,7 +71,8 @@ struct Running {
   bool out_too_big = false;
   Stream out_stream; // kept (--keep-output) and tagged (--tag) output
   Stream err_stream;
-  std::optional<Instant> flush_at; // store what the spools hold
+  std::optional<Instant> flush_at;  // store what the spools hold
+  storage::OutputWrite last_output; // what is left, with the outcome
   std::optional<core::ChildExit> exit;
   bool checkpoint_unheard = false; // said once that it would not be sent
 };
@@ -681,11 +682,10 @@ private:
     }
   }
 
-  // Stores what the spools of `r` hold. A database that stays locked keeps
-  // it for the next flush (still bounded); any other error is the run's.
-  void flush_output(Running& r) {
-    r.flush_at.reset();
-    std::vector<storage::OutputChunk> chunks;
+  // What the spools of `r` hold, taken from them, as a write.
+  storage::OutputWrite take_output(Running& r) {
+    storage::OutputWrite w;
+    w.keep = m_o.keep_output;
     for (Stream* st : {&r.out_stream, &r.err_stream}) {
       if (st->spool.empty()) {
         continue;
@@ -697,8 +697,17 @@ private:
       c.stream = st == &r.out_stream ? "stdout" : "stderr";
       c.offset = offset;
       c.data = std::move(data);
-      chunks.push_back(std::move(c));
+      w.chunks.push_back(std::move(c));
     }
+    return w;
+  }
+
+  // Stores what the spools of `r` hold. A database that stays locked keeps
+  // it for the next flush (still bounded); any other error is the run's.
+  void flush_output(Running& r) {
+    r.flush_at.reset();
+    storage::OutputWrite w = take_output(r);
+    std::vector<storage::OutputChunk>& chunks = w.chunks;
     if (chunks.empty()) {
       return;
     }
@@ -792,9 +801,10 @@ private:
         pass_on(r, true, "", true);
         pass_on(r, false, "", true);
       }
-      // Stored before the outcome, so that whoever sees the attempt end
-      // (logs --follow) finds all of it.
-      flush_output(r);
+      // Stored with the outcome, in its transaction: one write per task,
+      // and whoever sees the attempt end (logs --follow) finds all of it.
+      r.flush_at.reset();
+      r.last_output = take_output(r);
       if (r.cause != core::StopCause::none) {
         // Whatever the stopped handler started goes with it.
         r.child.signal_group(SIGKILL);
@@ -823,6 +833,9 @@ private:
     const auto took =
         std::chrono::duration_cast<core::Millis>(Clock::now() - started);
     std::string what;
+    const storage::OutputWrite no_output;
+    const storage::OutputWrite& output =
+        r != nullptr ? r->last_output : no_output;
     try {
       switch (outcome.verdict) {
       case core::Verdict::complete: {
@@ -830,7 +843,7 @@ private:
         if (m_o.result_stdout && r != nullptr) {
           result = result_from_stdout(r->out);
         }
-        m_store.complete(t.id, token, result, now);
+        m_store.complete(t.id, token, result, now, {}, output);
         ++m_summary.completed;
         what = "completed (after " + core::format_duration(took) + ")";
         break;
@@ -842,7 +855,7 @@ private:
                         r != nullptr && r->cause == core::StopCause::shutdown
                             ? std::nullopt
                             : std::optional(m_o.release_delay),
-                        now);
+                        now, output);
         ++m_summary.released;
         what = "released (after " + core::format_duration(took) + ")";
         break;
@@ -850,7 +863,7 @@ private:
         storage::FailRequest req;
         req.error = outcome.error;
         req.mode = mode;
-        const core::Task after = m_store.fail(t.id, token, req, now);
+        const core::Task after = m_store.fail(t.id, token, req, now, output);
         what = " (after " + core::format_duration(took) + "): " + outcome.error;
         if (after.state == core::TaskState::sleeping) {
           ++m_summary.retrying;
@@ -869,6 +882,7 @@ private:
         break;
       }
       case core::Verdict::none:
+        m_store.append_output(output.chunks, output.keep);
         ++m_summary.revoked;
         what = "revoked (after " + core::format_duration(took) + "): "
                + (r != nullptr && !r->revoked_by.empty()
@@ -889,6 +903,12 @@ private:
                    "taskq: task %lld: %s; its outcome was not "
                    "recorded\n",
                    static_cast<long long>(t.id), e.what());
+      try {
+        m_store.append_output(output.chunks,
+                              output.keep); // still its attempt's
+      } catch (const Error&) {
+        // Only the output: the outcome's failure is said above.
+      }
       return;
     }
     if (m_o.verbose) {

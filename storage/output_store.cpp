@@ -11,13 +11,14 @@ namespace taskq::storage {
 
 using namespace detail;
 
-void TaskStore::append_output(const std::vector<OutputChunk>& chunks,
-                              int64_t keep) {
+namespace detail {
+
+void write_output(Db& db, const std::vector<OutputChunk>& chunks,
+                  int64_t keep) {
   if (chunks.empty() || keep <= 0) {
     return;
   }
-  Transaction tx(*m_db);
-  Statement insert(*m_db,
+  Statement insert(db,
                    "INSERT INTO task_output (task_id, attempt, stream, pos, "
                    "data) SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS "
                    "(SELECT 1 FROM tasks WHERE id = ?1)");
@@ -44,16 +45,16 @@ void TaskStore::append_output(const std::vector<OutputChunk>& chunks,
       continue;
     }
     const auto& [task, attempt, stream] = key;
-    Statement(*m_db, "DELETE FROM task_output WHERE task_id = ?1 "
-                     "AND attempt = ?2 AND stream = ?3 "
-                     "AND pos + length(data) <= ?4")
+    Statement(db, "DELETE FROM task_output WHERE task_id = ?1 "
+                  "AND attempt = ?2 AND stream = ?3 "
+                  "AND pos + length(data) <= ?4")
         .bind(1, task)
         .bind(2, attempt)
         .bind(3, stream)
         .bind(4, cut)
         .run();
     // The chunk that straddles the cut keeps its part after it.
-    Statement(*m_db,
+    Statement(db,
               "UPDATE task_output SET data = substr(data, CAST(?4 - pos "
               "+ 1 AS INTEGER)), pos = ?4 WHERE task_id = ?1 AND attempt = ?2 "
               "AND stream = ?3 AND pos < ?4")
@@ -63,6 +64,17 @@ void TaskStore::append_output(const std::vector<OutputChunk>& chunks,
         .bind(4, cut)
         .run();
   }
+}
+
+} // namespace detail
+
+void TaskStore::append_output(const std::vector<OutputChunk>& chunks,
+                              int64_t keep) {
+  if (chunks.empty() || keep <= 0) {
+    return;
+  }
+  Transaction tx(*m_db);
+  write_output(*m_db, chunks, keep);
   tx.commit();
 }
 

@@ -316,6 +316,13 @@ struct OutputChunk {
   std::string data;   // bytes, any
 };
 
+// Output to store along with a worker's outcome (complete, fail, release),
+// in its transaction: see append_output.
+struct OutputWrite {
+  std::vector<OutputChunk> chunks;
+  int64_t keep = 0;
+};
+
 // How much of one stream of one attempt is kept.
 struct OutputSize {
   int64_t attempt = 0;
@@ -394,13 +401,17 @@ public:
                             core::Time now);
   // `sync` (done --sync) is merged into the sync state of the schedule that
   // emitted the task; conflict when the task came from no schedule.
+  // `output`: the handler's last output, stored in the same transaction
+  // (as append_output would), so that `run` writes once per task.
   core::Task complete(int64_t id, const std::string& token,
                       const std::optional<std::string>& result, core::Time now,
-                      const core::Labels& sync = {});
+                      const core::Labels& sync = {},
+                      const OutputWrite& output = {});
   core::Task fail(int64_t id, const std::string& token, const FailRequest& req,
-                  core::Time now);
+                  core::Time now, const OutputWrite& output = {});
   core::Task release(int64_t id, const std::string& token,
-                     std::optional<core::Millis> delay, core::Time now);
+                     std::optional<core::Millis> delay, core::Time now,
+                     const OutputWrite& output = {});
   core::Task worker_sleep(int64_t id, const std::string& token,
                           core::Time until, core::Time now);
 
