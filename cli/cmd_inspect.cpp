@@ -1,6 +1,7 @@
 // Reading commands: show, list, stats, why.
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 
@@ -233,11 +234,37 @@ void register_inspect(CLI::App& app, Context& ctx) {
     const Format format =
         ctx.format(Format::table, {Format::table, Format::json});
     const core::Time now = ctx.now();
-    const auto detail = ctx.store(storage::OpenMode::read).show(parse_id(*sid));
+    auto& store = ctx.store(storage::OpenMode::read);
+    const auto detail = store.show(parse_id(*sid));
+    // Which attempts have output (taskq logs), and how much.
+    const auto sizes = store.output_sizes(detail.task.id);
     if (format == Format::json) {
-      print_task_json(detail.task, now, &detail.events);
+      std::string text = task_json(detail.task, now, &detail.events);
+      text.pop_back(); // its closing '}'
+      text += ",\"output\":[";
+      for (const auto& o : sizes) {
+        text += text.back() == '[' ? "" : ",";
+        text += ObjectWriter()
+                    .field("attempt", o.attempt)
+                    .field("stream", o.stream)
+                    .field("kept", o.kept)
+                    .field("printed", o.total)
+                    .finish();
+      }
+      text += "]}\n";
+      std::fwrite(text.data(), 1, text.size(), stdout);
     } else {
       print_task_detail(detail, now);
+      if (!sizes.empty()) {
+        std::printf("\noutput (%zu):\n", sizes.size());
+        std::vector<std::vector<std::string>> rows;
+        for (const auto& o : sizes) {
+          rows.push_back({"  " + std::to_string(o.attempt), o.stream,
+                          core::format_size(o.kept),
+                          core::format_size(o.total)});
+        }
+        print_table({"  ATTEMPT", "STREAM", "KEPT", "PRINTED"}, rows);
+      }
     }
   });
 

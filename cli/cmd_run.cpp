@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "cli/runner.hpp"
+#include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/outcome.hpp"
@@ -27,6 +28,8 @@ struct RunArgs {
   std::string grace = "10s";
   std::string release_delay = "10s";
   bool result_stdout = false;
+  std::string keep_output = "1M";
+  bool tag = false;
   std::vector<std::string> match;
   std::string checkpoint_signal = "USR1";
   bool verbose = false;
@@ -74,6 +77,15 @@ RunOptions check_run_args(const RunArgs& a, const Context& ctx) {
   o.grace = parse_duration_arg(a.grace, "--grace");
   o.release_delay = parse_duration_arg(a.release_delay, "--release-delay");
   o.result_stdout = a.result_stdout;
+  const auto keep = core::parse_size(a.keep_output);
+  if (!keep) {
+    throw Error(ErrorKind::usage,
+                "invalid size '" + a.keep_output
+                    + "' for --keep-output: expected bytes, or a number "
+                      "followed by K, M or G (64K, 1M; 0 keeps none)");
+  }
+  o.keep_output = *keep;
+  o.tag = a.tag;
   o.match = parse_patterns(a.match);
   const auto sig = core::parse_signal(a.checkpoint_signal);
   if (!sig) {
@@ -286,6 +298,13 @@ void register_run(CLI::App& app, Context& ctx) {
       ->type_name("DUR");
   run->add_flag("--result-stdout", a->result_stdout,
                 "store the handler's stdout as the result (JSON, or a string)");
+  run->add_option("--keep-output", a->keep_output,
+                  "store the last SIZE bytes of each handler's stdout and "
+                  "stderr per attempt, for taskq logs (default 1M; 64K, 2M; "
+                  "0: none)")
+      ->type_name("SIZE");
+  run->add_flag("--tag", a->tag,
+                "prefix each line a handler prints with its task id and a tab");
   run->add_option("--match", a->match,
                   "only tasks with labels matching K=V (repeatable)")
       ->type_name("K=V");

@@ -19,6 +19,7 @@ constexpr const char* k_errors = "errors";
 constexpr const char* k_events = "events";
 constexpr const char* k_deps = "deps";
 constexpr const char* k_deliveries = "deliveries";
+constexpr const char* k_output = "output";
 // A flow's line: {"flow": {its row}, "atoms": [...], "events": [...]}. A
 // task's line always has "id"; a flow's never has one at the top.
 constexpr const char* k_flow = "flow";
@@ -58,6 +59,9 @@ std::string image_json(const storage::TaskImage& image) {
   w.raw(k_events, rows_json(image.events));
   w.raw(k_deps, rows_json(image.deps));
   w.raw(k_deliveries, rows_json(image.deliveries));
+  if (!image.output.empty()) {
+    w.raw(k_output, rows_json(image.output));
+  }
   return w.finish();
 }
 
@@ -147,7 +151,8 @@ storage::TaskImage parse_image(std::string_view line) {
                                            : name == k_deps   ? &image.deps
                                            : name == k_deliveries
                                                ? &image.deliveries
-                                               : nullptr;
+                                           : name == k_output ? &image.output
+                                                              : nullptr;
     if (list == nullptr) {
       image.task.emplace_back(std::move(name), std::move(value));
       continue;

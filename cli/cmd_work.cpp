@@ -2,10 +2,14 @@
 // sleep share their commands with the operator forms: cmd_operate.cpp.)
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
+#include <fstream>
 #include <memory>
 
 namespace taskq::cli {
@@ -140,6 +144,59 @@ void add_worker_options(CLI::App* cmd, WorkerOptions& o) {
 
 } // namespace
 
+namespace {
+
+// What `done`/`fail --output-file` keep of the file: its last part, as
+// `run` keeps a stream by default.
+constexpr int64_t k_output_file_keep = 1024 * 1024;
+
+// The last `keep` bytes of file `path`, and its whole size.
+std::pair<std::string, int64_t> file_tail(const std::string& path,
+                                          int64_t keep) {
+  std::ifstream in(path, std::ios::binary | std::ios::ate);
+  if (!in) {
+    throw Error(ErrorKind::usage,
+                "cannot read " + path + ": " + std::strerror(errno));
+  }
+  const auto size = static_cast<int64_t>(in.tellg());
+  const int64_t from = std::max<int64_t>(0, size - keep);
+  in.seekg(from);
+  std::string data(static_cast<size_t>(size - from), '\0');
+  in.read(data.data(), static_cast<std::streamsize>(data.size()));
+  if (!in) {
+    throw Error(ErrorKind::usage, "cannot read " + path);
+  }
+  return {std::move(data), size};
+}
+
+// Stores file `path` as the stdout of the attempt that holds lease `ref`,
+// after what the attempt has kept already. Before the outcome, so that
+// `logs --follow` sees it; nothing when the lease is not held (the outcome
+// says why).
+void attach_output(storage::TaskStore& store, const WorkerRef& ref,
+                   const std::string& path, core::Time now) {
+  auto [data, size] = file_tail(path, k_output_file_keep);
+  const auto task = store.find(ref.id);
+  if (!task || !store.lease_held(ref.id, ref.token, now)) {
+    return;
+  }
+  int64_t before = 0;
+  for (const auto& o : store.output_sizes(ref.id)) {
+    if (o.attempt == task->attempts && o.stream == "stdout") {
+      before = o.total;
+    }
+  }
+  storage::OutputChunk c;
+  c.task = ref.id;
+  c.attempt = task->attempts;
+  c.stream = "stdout";
+  c.offset = before + size - static_cast<int64_t>(data.size());
+  c.data = std::move(data);
+  store.append_output({c}, k_output_file_keep);
+}
+
+} // namespace
+
 void register_work(CLI::App& app, Context& ctx) {
   auto lo = std::make_shared<LeaseOptions>();
   CLI::App* lease = add_command(
@@ -224,6 +281,7 @@ void register_work(CLI::App& app, Context& ctx) {
 
   struct DoneOptions : WorkerOptions {
     OptText result;
+    OptText output_file;
     std::vector<std::string> sync;
   };
   auto d = std::make_shared<DoneOptions>();
@@ -236,6 +294,10 @@ void register_work(CLI::App& app, Context& ctx) {
                    "store K=V on the task's schedule; its next task gets it "
                    "(repeatable)")
       ->type_name("K=V");
+  done->add_option("--output-file", d->output_file,
+                   "store file F (its last 1 MiB) as this attempt's output, "
+                   "for taskq logs")
+      ->type_name("F");
   done->callback([d, &ctx] {
     const WorkerRef ref = worker_ref(d->id, d->lease);
     const auto result = parse_json_arg(d->result, "--result");
@@ -245,8 +307,11 @@ void register_work(CLI::App& app, Context& ctx) {
     } catch (const Error& e) {
       throw Error(ErrorKind::usage, std::string("--sync: ") + e.what());
     }
-    ctx.store(storage::OpenMode::update)
-        .complete(ref.id, ref.token, result, ctx.now(), sync);
+    auto& store = ctx.store(storage::OpenMode::update);
+    if (d->output_file) {
+      attach_output(store, ref, *d->output_file, ctx.now());
+    }
+    store.complete(ref.id, ref.token, result, ctx.now(), sync);
   });
 
   struct FailOptions : WorkerOptions {
@@ -254,6 +319,7 @@ void register_work(CLI::App& app, Context& ctx) {
     bool no_retry = false;
     OptText move_to;
     OptText retry_in;
+    OptText output_file;
   };
   auto f = std::make_shared<FailOptions>();
   CLI::App* fail = add_command(
@@ -274,6 +340,10 @@ void register_work(CLI::App& app, Context& ctx) {
       fail->add_option("--retry-in", f->retry_in,
                        "retry after DUR instead of the policy's delay")
           ->type_name("DUR");
+  fail->add_option("--output-file", f->output_file,
+                   "store file F (its last 1 MiB) as this attempt's output, "
+                   "for taskq logs")
+      ->type_name("F");
   no_retry->excludes(move_to)->excludes(retry_in);
   move_to->excludes(retry_in);
   fail->callback([f, &ctx] {
@@ -295,8 +365,11 @@ void register_work(CLI::App& app, Context& ctx) {
         time_after(ctx.now(), *req.retry_in, "--retry-in");
       }
     }
-    ctx.store(storage::OpenMode::update)
-        .fail(ref.id, ref.token, req, ctx.now());
+    auto& store = ctx.store(storage::OpenMode::update);
+    if (f->output_file) {
+      attach_output(store, ref, *f->output_file, ctx.now());
+    }
+    store.fail(ref.id, ref.token, req, ctx.now());
   });
 }
 

@@ -53,6 +53,7 @@ void register_tx(CLI::App& app, Context& ctx);       // tx
 void register_transfer(CLI::App& app, Context& ctx); // export, import
 void register_flow(CLI::App& app, Context& ctx);     // flow ...
 void register_top(CLI::App& app, Context& ctx);      // top
+void register_logs(CLI::App& app, Context& ctx);     // logs
 
 // Parses argv, runs the chosen command, returns the exit code. Throws
 // taskq::Error for main() to report.

@@ -514,6 +514,7 @@ int run(int argc, char** argv) {
   register_transfer(app, ctx);
   register_flow(app, ctx);
   register_top(app, ctx);
+  register_logs(app, ctx);
   // Listed for --help; rewrite_help() turns it into CMD --help.
   std::vector<std::string> help_words;
   add_command(app, "help", "Print a command's help, as taskq CMD --help does",

@@ -2,6 +2,7 @@
 
 #include "cli/child.hpp"
 #include "cli/output.hpp"
+#include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
@@ -33,6 +34,21 @@ using Instant = Clock::time_point;
 // The most --result-stdout keeps; a handler that prints more fails.
 constexpr size_t k_max_result_bytes = 16 * 1024 * 1024;
 
+// Output is stored at least this often while a handler prints, and as soon
+// as this much waits, so that `logs --follow` shows it live without a
+// write per line.
+constexpr auto k_output_flush_every = std::chrono::milliseconds(200);
+constexpr size_t k_output_flush_bytes = 256 * 1024;
+// With --tag, a line longer than this is passed on in parts.
+constexpr size_t k_max_tagged_line = 64 * 1024;
+
+// What one stream of a handler printed: the part not stored yet, and with
+// --tag the start of a line not passed on yet.
+struct Stream {
+  core::OutputSpool spool{0};
+  std::string partial_line;
+};
+
 // The variables `run` sets for a handler; any inherited value is replaced.
 constexpr std::string_view k_task_vars[] = {
     "TASKQ_ID",      "TASKQ_LEASE",      "TASKQ_QUEUE", "TASKQ_ATTEMPT",
@@ -53,6 +69,10 @@ struct Running {
   core::OutputTail tail;
   std::string out; // stdout, with --result-stdout
   bool out_too_big = false;
+  Stream out_stream; // kept (--keep-output) and tagged (--tag) output
+  Stream err_stream;
+  std::optional<Instant> flush_at;  // store what the spools hold
+  storage::OutputWrite last_output; // what is left, with the outcome
   std::optional<core::ChildExit> exit;
   bool checkpoint_unheard = false; // said once that it would not be sent
 };
@@ -385,10 +405,12 @@ private:
       }
       spec.env = child_environment(t, m_db_path, m_worker);
       spec.stdin_data = payload_text(t.payload);
-      spec.capture_stdout = m_o.result_stdout;
+      spec.capture_stdout = m_o.result_stdout || m_o.keep_output > 0 || m_o.tag;
       Running r;
       r.child = Child::spawn(spec);
       r.task = std::move(t);
+      r.out_stream.spool = core::OutputSpool(m_o.keep_output);
+      r.err_stream.spool = core::OutputSpool(m_o.keep_output);
       r.started = now;
       r.next_heartbeat = now + m_heartbeat_every;
       if (m_o.timeout) {
@@ -484,6 +506,7 @@ private:
         }
         earliest(r.kill_at);
       }
+      earliest(r.flush_at);
     }
     const int rc =
         ::poll(fds.data(), fds.size(), poll_timeout(Clock::now(), until));
@@ -608,21 +631,115 @@ private:
     Fd& fd = is_stdout ? r.child.stdout_pipe() : r.child.stderr_pipe();
     std::string data;
     const bool open = read_available(fd.get(), data);
-    if (is_stdout) {
+    if (is_stdout && m_o.result_stdout) {
       if (r.out.size() + data.size() > k_max_result_bytes) {
         r.out_too_big = true;
       } else {
         r.out += data;
       }
     } else if (!data.empty()) {
-      r.tail.append(data);
-      // The handler's stderr is the worker's: pass it through.
-      [[maybe_unused]] const size_t n =
-          std::fwrite(data.data(), 1, data.size(), stderr);
-      std::fflush(stderr);
+      if (!is_stdout) {
+        r.tail.append(data);
+      }
+      // The handler's stdout and stderr are the worker's: pass them on.
+      pass_on(r, is_stdout, data, false);
+    }
+    if (!data.empty() && m_o.keep_output > 0) {
+      Stream& st = is_stdout ? r.out_stream : r.err_stream;
+      st.spool.append(data);
+      if (!r.flush_at) {
+        r.flush_at = Clock::now() + k_output_flush_every;
+      }
+      if (st.spool.pending() >= k_output_flush_bytes) {
+        flush_output(r);
+      }
     }
     if (!open) {
       fd.reset();
+    }
+  }
+
+  // Writes what a handler printed to the worker's stdout or stderr; with
+  // --tag, whole lines only, each after its task id (`last`: the handler
+  // is done, so an unfinished line is ended).
+  void pass_on(Running& r, bool is_stdout, std::string_view data, bool last) {
+    std::FILE* to = is_stdout ? stdout : stderr;
+    std::string text;
+    if (!m_o.tag) {
+      text.assign(data);
+    } else {
+      std::string& partial =
+          (is_stdout ? r.out_stream : r.err_stream).partial_line;
+      partial += data;
+      const std::string tag = std::to_string(r.task.id) + "\t";
+      size_t from = 0;
+      while (true) {
+        size_t nl = partial.find('\n', from);
+        if (nl == std::string::npos) {
+          if (partial.size() - from < k_max_tagged_line && !last) {
+            break;
+          }
+          if (from == partial.size()) {
+            break;
+          }
+          nl = partial.size();
+          partial += '\n';
+        }
+        text += tag;
+        text.append(partial, from, nl + 1 - from);
+        from = nl + 1;
+      }
+      partial.erase(0, from);
+    }
+    if (!text.empty()) {
+      [[maybe_unused]] const size_t n =
+          std::fwrite(text.data(), 1, text.size(), to);
+      std::fflush(to);
+    }
+  }
+
+  // What the spools of `r` hold, taken from them, as a write.
+  storage::OutputWrite take_output(Running& r) {
+    storage::OutputWrite w;
+    w.keep = m_o.keep_output;
+    for (Stream* st : {&r.out_stream, &r.err_stream}) {
+      if (st->spool.empty()) {
+        continue;
+      }
+      auto [offset, data] = st->spool.take();
+      storage::OutputChunk c;
+      c.task = r.task.id;
+      c.attempt = r.task.attempts;
+      c.stream = st == &r.out_stream ? "stdout" : "stderr";
+      c.offset = offset;
+      c.data = std::move(data);
+      w.chunks.push_back(std::move(c));
+    }
+    return w;
+  }
+
+  // Stores what the spools of `r` hold. A database that stays locked keeps
+  // it for the next flush (still bounded); any other error is the run's.
+  void flush_output(Running& r) {
+    r.flush_at.reset();
+    storage::OutputWrite w = take_output(r);
+    std::vector<storage::OutputChunk>& chunks = w.chunks;
+    if (chunks.empty()) {
+      return;
+    }
+    try {
+      m_store.append_output(chunks, m_o.keep_output);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+      std::fprintf(stderr, "taskq: task %lld: storing its output: %s\n",
+                   static_cast<long long>(r.task.id), e.what());
+      for (auto& c : chunks) {
+        (c.stream == "stdout" ? r.out_stream : r.err_stream)
+            .spool.put_back(c.offset, std::move(c.data));
+      }
+      r.flush_at = Clock::now() + std::chrono::seconds(1);
     }
   }
 
@@ -638,6 +755,9 @@ private:
       if (r.cause == core::StopCause::none && r.deadline
           && now >= *r.deadline) {
         stop(r, core::StopCause::timeout);
+      }
+      if (r.flush_at && now >= *r.flush_at) {
+        flush_output(r);
       }
       if (now >= r.next_heartbeat) {
         r.next_heartbeat = now + m_heartbeat_every;
@@ -693,6 +813,14 @@ private:
       if (r.child.stdout_pipe()) {
         read_pipe(r, true);
       }
+      if (m_o.tag) {
+        pass_on(r, true, "", true);
+        pass_on(r, false, "", true);
+      }
+      // Stored with the outcome, in its transaction: one write per task,
+      // and whoever sees the attempt end (logs --follow) finds all of it.
+      r.flush_at.reset();
+      r.last_output = take_output(r);
       if (r.cause != core::StopCause::none) {
         // Whatever the stopped handler started goes with it.
         r.child.signal_group(SIGKILL);
@@ -721,6 +849,9 @@ private:
     const auto took =
         std::chrono::duration_cast<core::Millis>(Clock::now() - started);
     std::string what;
+    const storage::OutputWrite no_output;
+    const storage::OutputWrite& output =
+        r != nullptr ? r->last_output : no_output;
     try {
       switch (outcome.verdict) {
       case core::Verdict::complete: {
@@ -728,7 +859,7 @@ private:
         if (m_o.result_stdout && r != nullptr) {
           result = result_from_stdout(r->out);
         }
-        m_store.complete(t.id, token, result, now);
+        m_store.complete(t.id, token, result, now, {}, output);
         ++m_summary.completed;
         what = "completed (after " + core::format_duration(took) + ")";
         break;
@@ -740,7 +871,7 @@ private:
                         r != nullptr && r->cause == core::StopCause::shutdown
                             ? std::nullopt
                             : std::optional(m_o.release_delay),
-                        now);
+                        now, output);
         ++m_summary.released;
         what = "released (after " + core::format_duration(took) + ")";
         break;
@@ -748,7 +879,7 @@ private:
         storage::FailRequest req;
         req.error = outcome.error;
         req.mode = mode;
-        const core::Task after = m_store.fail(t.id, token, req, now);
+        const core::Task after = m_store.fail(t.id, token, req, now, output);
         what = " (after " + core::format_duration(took) + "): " + outcome.error;
         if (after.state == core::TaskState::sleeping) {
           ++m_summary.retrying;
@@ -767,6 +898,7 @@ private:
         break;
       }
       case core::Verdict::none:
+        m_store.append_output(output.chunks, output.keep);
         ++m_summary.revoked;
         what = "revoked (after " + core::format_duration(took) + "): "
                + (r != nullptr && !r->revoked_by.empty()
@@ -787,6 +919,12 @@ private:
                    "taskq: task %lld: %s; its outcome was not "
                    "recorded\n",
                    static_cast<long long>(t.id), e.what());
+      try {
+        m_store.append_output(output.chunks,
+                              output.keep); // still its attempt's
+      } catch (const Error&) {
+        // Only the output: the outcome's failure is said above.
+      }
       return;
     }
     if (m_o.verbose) {

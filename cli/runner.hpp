@@ -25,6 +25,12 @@ struct RunOptions {
   // `run` does not hand it straight back to the same busy handler.
   core::Millis release_delay = std::chrono::seconds(10);
   bool result_stdout = false;
+  // Each attempt's stdout and stderr are stored, the last this many bytes
+  // of each (0: none), flushed while the handler runs (`taskq logs`).
+  int64_t keep_output = 1024 * 1024;
+  // Prefix each line the handler prints (stdout passed through, stderr)
+  // with its task id and a tab, as `parallel --tag`; stored output is not.
+  bool tag = false;
   std::vector<core::LabelPattern> match;
   int checkpoint_signal = SIGUSR1;
   bool verbose = false;

@@ -176,6 +176,11 @@ std::vector<Rule> make_rules() {
        "SELECT e.flow_id FROM flow_events e WHERE NOT EXISTS "
        "(SELECT 1 FROM flows f WHERE f.id = e.flow_id)",
        "e.flow_id"},
+      {{"deleted task(s) whose output is still kept",
+        "output rows belong to no task"},
+       // (Scoped by task: `t` is the output's task ids.)
+       "SELECT t.id FROM (SELECT DISTINCT task_id AS id FROM task_output) t "
+       "WHERE NOT EXISTS (SELECT 1 FROM tasks x WHERE x.id = t.id)"},
       {{"flow(s) in an unknown state", "its state is not a flow state"},
        "SELECT f.id FROM flows f WHERE f.state NOT IN (" + flow_states + ")",
        "f.id"},

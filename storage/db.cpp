@@ -213,6 +213,14 @@ public:
   void bind_null(int index) override {
     check_bind(sqlite3_bind_null(m_stmt.get(), index));
   }
+  void bind_blob(int index, std::string_view value) override {
+    // A zero-length blob, not NULL: sqlite3_bind_blob64 reads a null
+    // pointer as NULL.
+    check_bind(value.empty()
+                   ? sqlite3_bind_zeroblob(m_stmt.get(), index, 0)
+                   : sqlite3_bind_blob64(m_stmt.get(), index, value.data(),
+                                         value.size(), SQLITE_TRANSIENT));
+  }
 
   bool step() override {
     const int rc = sqlite3_step(m_stmt.get());
@@ -251,6 +259,14 @@ public:
       return {};
     }
     return {reinterpret_cast<const char*>(text), static_cast<size_t>(size)};
+  }
+  std::string get_blob(int col) const override {
+    const void* bytes = sqlite3_column_blob(m_stmt.get(), col);
+    const int size = sqlite3_column_bytes(m_stmt.get(), col);
+    if (bytes == nullptr) {
+      return {};
+    }
+    return {static_cast<const char*>(bytes), static_cast<size_t>(size)};
   }
 
 private:

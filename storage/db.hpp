@@ -30,6 +30,8 @@ public:
   // `borrowed`: the caller keeps `value` alive until reset or destruction.
   virtual void bind_text(int index, std::string_view value, bool borrowed) = 0;
   virtual void bind_null(int index) = 0;
+  // Bytes, stored as they are (SQLite BLOB, PostgreSQL BYTEA).
+  virtual void bind_blob(int index, std::string_view value) = 0;
   virtual bool step() = 0;
   virtual void reset() = 0;
   virtual int64_t changes() const = 0;
@@ -39,6 +41,8 @@ public:
   virtual std::string column_name(int col) const = 0;
   virtual int64_t get_int(int col) const = 0;
   virtual std::string get_text(int col) const = 0;
+  // A BLOB/BYTEA column's bytes.
+  virtual std::string get_blob(int col) const = 0;
 };
 
 // One connection to taskq's database. The SQL that taskq's rules write is
@@ -234,6 +238,11 @@ public:
     m_impl->bind_null(index);
     return *this;
   }
+  // Binds bytes (any, NUL included) for a BLOB column; copied.
+  Statement& bind_blob(int index, std::string_view value) {
+    m_impl->bind_blob(index, value);
+    return *this;
+  }
   // Binds text without copying it: `value` must stay alive and unchanged
   // until the statement is reset or finalized.
   Statement& bind_borrowed(int index, std::string_view value) {
@@ -263,6 +272,7 @@ public:
   std::string column_name(int col) const { return m_impl->column_name(col); }
   int64_t get_int(int col) const { return m_impl->get_int(col); }
   std::string get_text(int col) const { return m_impl->get_text(col); }
+  std::string get_blob(int col) const { return m_impl->get_blob(col); }
   std::optional<int64_t> get_opt_int(int col) const {
     if (is_null(col)) {
       return std::nullopt;

@@ -262,6 +262,7 @@ int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
         "DELETE FROM task_deps WHERE task_id IN (SELECT id FROM purge_ids) "
         "OR dep_id IN (SELECT id FROM purge_ids)",
         "DELETE FROM deliveries WHERE task_id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM task_output WHERE task_id IN (SELECT id FROM purge_ids)",
         "DELETE FROM tasks WHERE id IN (SELECT id FROM purge_ids)",
         "DELETE FROM purge_ids"}) {
     m_db->exec(sql, "cannot purge");

@@ -115,6 +115,20 @@ public:
   void bind_text(int index, std::string_view value, bool) override {
     slot(index, 25).assign(value); // text
   }
+  // Bytes go as BYTEA's hex input form (\x and two digits a byte),
+  // which the server reads the same whatever its settings: a text
+  // parameter like the others, byte-exact, NULs included.
+  void bind_blob(int index, std::string_view value) override {
+    std::string& out = slot(index, 17); // bytea
+    out.assign("\\x");
+    out.reserve(2 + 2 * value.size());
+    constexpr std::string_view k_hex = "0123456789abcdef";
+    for (const char c : value) {
+      const auto b = static_cast<unsigned char>(c);
+      out += k_hex[b >> 4];
+      out += k_hex[b & 15];
+    }
+  }
   void bind_null(int index) override {
     slot(index, 0);
     m_set[static_cast<size_t>(index - 1)] = false;
@@ -162,6 +176,26 @@ public:
   std::string get_text(int col) const override {
     return {pq().PQgetvalue(m_result.get(), m_row, col),
             static_cast<size_t>(pq().PQgetlength(m_result.get(), m_row, col))};
+  }
+
+  // Results come as text: BYTEA in the hex form, which the session asks
+  // for (bytea_output=hex, see session_settings).
+  std::string get_blob(int col) const override {
+    const std::string_view text(
+        pq().PQgetvalue(m_result.get(), m_row, col),
+        static_cast<size_t>(pq().PQgetlength(m_result.get(), m_row, col)));
+    if (!text.starts_with("\\x")) {
+      throw Error(ErrorKind::internal, "bytes not in BYTEA's hex form");
+    }
+    const auto digit = [](char c) {
+      return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+    };
+    std::string out;
+    out.reserve((text.size() - 2) / 2);
+    for (size_t i = 2; i + 1 < text.size(); i += 2) {
+      out += static_cast<char>((digit(text[i]) << 4) | digit(text[i + 1]));
+    }
+    return out;
   }
 
 private:
@@ -214,9 +248,10 @@ public:
   // SQLite's busy timeout), and quiet notices.
   static std::string session_settings(std::string_view set,
                                       std::string_view sep) {
-    return std::string(set) + "lock_timeout="
-           + std::to_string(busy_timeout_ms()) + std::string(sep)
-           + std::string(set) + "client_min_messages=warning";
+    return std::string(set)
+           + "lock_timeout=" + std::to_string(busy_timeout_ms())
+           + std::string(sep) + std::string(set) + "client_min_messages=warning"
+           + std::string(sep) + std::string(set) + "bytea_output=hex";
   }
 
   // Connects with the session settings sent in the startup packet (no round

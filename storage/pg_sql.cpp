@@ -348,6 +348,9 @@ std::string translate_schema(std::string_view sql) {
     } else if ((n = match_words(sql, i, "integer")) > 0) {
       out += "BIGINT";
       i += n - 1;
+    } else if ((n = match_words(sql, i, "blob")) > 0) {
+      out += "BYTEA";
+      i += n - 1;
     } else if ((n = match_words(sql, i, "json_each")) > 0 && i + n < sql.size()
                && sql[i + n] == '(') {
       const size_t open = i + n;

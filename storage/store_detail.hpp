@@ -202,4 +202,7 @@ void find_flow_violations(
     Db& db, const std::optional<std::string>& scope,
     const std::function<void(const Invariant&, int64_t)>& each);
 
+// TaskStore::append_output's work, in the open write transaction.
+void write_output(Db& db, const std::vector<OutputChunk>& chunks, int64_t keep);
+
 } // namespace taskq::storage::detail

@@ -318,6 +318,9 @@ struct TaskImage {
   std::vector<ImageRow> events;     // oldest first, without their ids
   std::vector<ImageRow> deps;       // the dependencies it has waited for
   std::vector<ImageRow> deliveries; // a broadcast's deliveries
+  // Its job output's chunks in the order written, without their ids;
+  // `data` is the bytes in base64.
+  std::vector<ImageRow> output;
   // Set when the image is a flow rather than a task (the lists above are
   // then empty): its `flows` row (without its version) followed by its
   // document's columns, its atoms' rows in node order (without their
@@ -369,6 +372,32 @@ struct FlowReply {
   bool ignored = false;
   std::string note;
   std::string state; // the flow's state after it
+};
+
+// Job output (schema 7): what a handler printed on stdout or stderr during
+// one attempt, kept in chunks (`run`, `done`/`fail --output-file`).
+struct OutputChunk {
+  int64_t id = 0; // orders the chunks of an attempt's streams as written
+  int64_t task = 0;
+  int64_t attempt = 0;
+  std::string stream; // "stdout" or "stderr"
+  int64_t offset = 0; // of its first byte among all the stream printed
+  std::string data;   // bytes, any
+};
+
+// Output to store along with a worker's outcome (complete, fail, release),
+// in its transaction: see append_output.
+struct OutputWrite {
+  std::vector<OutputChunk> chunks;
+  int64_t keep = 0;
+};
+
+// How much of one stream of one attempt is kept.
+struct OutputSize {
+  int64_t attempt = 0;
+  std::string stream;
+  int64_t kept = 0;  // bytes stored
+  int64_t total = 0; // bytes printed; the first total - kept were dropped
 };
 
 struct TaskDetail {
@@ -441,13 +470,17 @@ public:
                             core::Time now);
   // `sync` (done --sync) is merged into the sync state of the schedule that
   // emitted the task; conflict when the task came from no schedule.
+  // `output`: the handler's last output, stored in the same transaction
+  // (as append_output would), so that `run` writes once per task.
   core::Task complete(int64_t id, const std::string& token,
                       const std::optional<std::string>& result, core::Time now,
-                      const core::Labels& sync = {});
+                      const core::Labels& sync = {},
+                      const OutputWrite& output = {});
   core::Task fail(int64_t id, const std::string& token, const FailRequest& req,
-                  core::Time now);
+                  core::Time now, const OutputWrite& output = {});
   core::Task release(int64_t id, const std::string& token,
-                     std::optional<core::Millis> delay, core::Time now);
+                     std::optional<core::Millis> delay, core::Time now,
+                     const OutputWrite& output = {});
   core::Task worker_sleep(int64_t id, const std::string& token,
                           core::Time until, core::Time now);
 
@@ -522,6 +555,19 @@ public:
   // given; filters: by id.
   std::vector<Retried> retry_many(const Selector& sel, LiveRetry live,
                                   const std::string& actor, core::Time now);
+
+  // Stores chunks of output in one transaction (each chunk's offset is
+  // where it lies in its stream), then drops the oldest bytes of each
+  // stream they extend so that at most `keep` of them remain (the last
+  // ones). Chunks of a task that no longer exists are dropped.
+  void append_output(const std::vector<OutputChunk>& chunks, int64_t keep);
+  // The kept output of `task`'s attempt, chunks after id `after` in the
+  // order written, of `stream` only when given.
+  std::vector<OutputChunk> output(int64_t task, int64_t attempt,
+                                  const std::optional<std::string>& stream,
+                                  int64_t after = 0);
+  // What each attempt's streams keep, by attempt then stream.
+  std::vector<OutputSize> output_sizes(int64_t task);
 
   std::optional<core::Task> find(int64_t id);
   TaskDetail show(int64_t id); // not_found when missing

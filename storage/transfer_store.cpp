@@ -3,6 +3,7 @@
 // database → export gives the same bytes, and a column added by a later
 // migration travels without code here changing. A flow travels the same
 // way: its row, its atoms' rows and its event history.
+#include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/error_policy.hpp"
@@ -48,6 +49,11 @@ bool holds_json(std::string_view table, std::string_view column) {
          || (is_flow_row(table) && (column == "result" || column == "history"));
 }
 
+// The BLOB columns: exported as a JSON string of their bytes in base64.
+bool holds_bytes(std::string_view table, std::string_view column) {
+  return table == "task_output" && column == "data";
+}
+
 // JSON columns where nothing (SQL NULL) and JSON null differ (an atom's
 // result is unset, or its task completed without one): an image leaves
 // the column out when it holds nothing.
@@ -67,7 +73,8 @@ bool implied(std::string_view table, std::string_view column) {
   if (table == "flows") {
     return column == "version";
   }
-  return column == "task_id" || (table == "events" && column == "id");
+  return column == "task_id"
+         || ((table == "events" || table == "task_output") && column == "id");
 }
 
 // What a column may hold beyond its SQL type: the values add, tx and the
@@ -126,6 +133,8 @@ Domain domain_of(std::string_view table, std::string_view column) {
             {{"flow_atoms", "task_id"}, Domain::task_id},
             {{"flow_atoms", "history"}, Domain::history},
             {{"flow_events", "kind"}, Domain::change_kind},
+            {{"task_output", "attempt"}, Domain::positive},
+            {{"task_output", "pos"}, Domain::count},
         };
     const auto it = k_flows.find({table, column});
     return it == k_flows.end() ? Domain::any : it->second;
@@ -326,6 +335,8 @@ ImageRow image_row(const Statement& st, std::string_view table) {
       value = std::to_string(st.get_int(c));
     } else if (holds_json(table, name)) {
       value = st.get_text(c);
+    } else if (holds_bytes(table, name)) {
+      value = nlohmann::json(core::base64_encode(st.get_blob(c))).dump();
     } else {
       value =
           nlohmann::json(st.get_text(c))
@@ -549,6 +560,14 @@ private:
       throw misfit("a string");
     }
     const auto text = parsed.get<std::string>();
+    if (holds_bytes(m_table, name)) {
+      const auto bytes = core::base64_decode(text);
+      if (!bytes) {
+        throw misfit("base64 text");
+      }
+      st.bind_blob(index, *bytes);
+      return;
+    }
     if (const char* what = string_misfit(domain, text)) {
       throw misfit(what);
     }
@@ -567,7 +586,7 @@ private:
 // returns its id.
 int64_t import_one(const TaskImage& image, Statement& exists, RowWriter& tasks,
                    RowWriter& errors, RowWriter& events, RowWriter& deps,
-                   RowWriter& deliveries) {
+                   RowWriter& deliveries, RowWriter& output) {
   const std::string* id_text = cell(image.task, "id");
   int64_t id = 0;
   if (id_text == nullptr
@@ -606,6 +625,9 @@ int64_t import_one(const TaskImage& image, Statement& exists, RowWriter& tasks,
   }
   for (const auto& row : image.deliveries) {
     deliveries.write(row, id);
+  }
+  for (const auto& row : image.output) {
+    output.write(row, id);
   }
   return id;
 }
@@ -727,6 +749,7 @@ void TaskStore::export_tasks(
     SideRows deliveries(*m_db, "deliveries",
                         "worker" + std::string(m_db->dialect().bytewise()), ids,
                         &queue);
+    SideRows output(*m_db, "task_output", "id", ids, &queue);
     while (st.step()) {
       TaskImage image;
       image.task = image_row(st, "tasks");
@@ -735,6 +758,7 @@ void TaskStore::export_tasks(
       image.events = events.of(id);
       image.deps = deps.of(id);
       image.deliveries = deliveries.of(id);
+      image.output = output.of(id);
       each(image);
     }
   }
@@ -768,6 +792,7 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
   RowWriter events(*m_db, "events", "events");
   RowWriter deps(*m_db, "task_deps", "deps");
   RowWriter deliveries(*m_db, "deliveries", "deliveries");
+  RowWriter output(*m_db, "task_output", "output");
   FlowWriters flows(*m_db);
   Statement exists(*m_db, "SELECT 1 FROM tasks WHERE id = ?1");
   // Where each imported task and flow came from, for errors found after
@@ -788,8 +813,8 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
         flow_ids += (flow_place.empty() ? "" : ",") + std::to_string(id);
         flow_place.emplace(id, lines.size());
       } else {
-        const int64_t id =
-            import_one(image, exists, tasks, errors, events, deps, deliveries);
+        const int64_t id = import_one(image, exists, tasks, errors, events,
+                                      deps, deliveries, output);
         ids += (task_place.empty() ? "" : ",") + std::to_string(id);
         task_place.emplace(id, lines.size());
       }

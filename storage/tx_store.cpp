@@ -14,8 +14,8 @@ using namespace detail;
 
 namespace detail {
 
-// Deletes a task with its errors, events, dependency links and
-// deliveries; an unfinished one first ends as killed, so what waits for
+// Deletes a task with its errors, events, dependency links, deliveries
+// and output; an unfinished one first ends as killed, so what waits for
 // it is paused rather than left waiting.
 void delete_task(Db& db, const Task& t, Time now) {
   if (!core::is_terminal(t.state)) {
@@ -29,6 +29,7 @@ void delete_task(Db& db, const Task& t, Time now) {
         "DELETE FROM events WHERE task_id = ?1",
         "DELETE FROM task_deps WHERE task_id = ?1 OR dep_id = ?1",
         "DELETE FROM deliveries WHERE task_id = ?1",
+        "DELETE FROM task_output WHERE task_id = ?1",
         "DELETE FROM tasks WHERE id = ?1"}) {
     Statement(db, sql).bind(1, t.id).run();
   }

@@ -145,18 +145,21 @@ Task complete_leased(Db& db, int64_t id, const std::string& token,
 
 Task TaskStore::complete(int64_t id, const std::string& token,
                          const std::optional<std::string>& result, Time now,
-                         const core::Labels& sync) {
+                         const core::Labels& sync, const OutputWrite& output) {
   Transaction tx(*m_db);
   now = locked_now(now);
+  write_output(*m_db, output.chunks, output.keep);
   Task out = complete_leased(*m_db, id, token, result, now, sync);
   tx.commit();
   return out;
 }
 
 Task TaskStore::fail(int64_t id, const std::string& token,
-                     const FailRequest& req, Time now) {
+                     const FailRequest& req, Time now,
+                     const OutputWrite& output) {
   Transaction tx(*m_db);
   now = locked_now(now);
+  write_output(*m_db, output.chunks, output.keep);
   if (auto b = delivery_write(*m_db, id, token, now, "error", req.error)) {
     tx.commit();
     return *b;
@@ -222,9 +225,11 @@ Task TaskStore::fail(int64_t id, const std::string& token,
 }
 
 Task TaskStore::release(int64_t id, const std::string& token,
-                        std::optional<Millis> delay, Time now) {
+                        std::optional<Millis> delay, Time now,
+                        const OutputWrite& output) {
   Transaction tx(*m_db);
   now = locked_now(now);
+  write_output(*m_db, output.chunks, output.keep);
   if (auto b = delivery_write(*m_db, id, token, now, "release", "")) {
     tx.commit();
     return *b;

@@ -1,0 +1,106 @@
+// Job output in storage (schema 7): chunks appended per attempt and
+// stream, trimmed to their last `keep` bytes, read back in the order
+// written, deleted with their task. On either backend.
+#include "storage/task_store.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+#include "store_helpers.hpp"
+#include "temp_db.hpp"
+
+using namespace taskq;
+using namespace taskq::test;
+
+namespace {
+
+storage::OutputChunk chunk(int64_t task, const std::string& stream,
+                           int64_t offset, std::string data,
+                           int64_t attempt = 1) {
+  storage::OutputChunk c;
+  c.task = task;
+  c.attempt = attempt;
+  c.stream = stream;
+  c.offset = offset;
+  c.data = std::move(data);
+  return c;
+}
+
+// The kept bytes of one stream, joined.
+std::string kept(TaskStore& store, int64_t task, const std::string& stream,
+                 int64_t attempt = 1) {
+  std::string out;
+  for (const auto& c : store.output(task, attempt, stream)) {
+    out += c.data;
+  }
+  return out;
+}
+
+} // namespace
+
+TEST_CASE("output keeps every byte, NULs and invalid UTF-8 included") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const int64_t id = add_task(store, "q");
+  std::string all;
+  for (int i = 0; i < 256; ++i) {
+    all += static_cast<char>(i);
+  }
+  store.append_output({chunk(id, "stdout", 0, all)}, 1 << 20);
+  CHECK(kept(store, id, "stdout") == all);
+}
+
+TEST_CASE("output is trimmed to its last keep bytes, a chunk cut inside") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const int64_t id = add_task(store, "q");
+  store.append_output({chunk(id, "stdout", 0, "0123456789")}, 8);
+  store.append_output({chunk(id, "stdout", 10, "abcdef")}, 8);
+  CHECK(kept(store, id, "stdout") == "89abcdef");
+  const auto chunks = store.output(id, 1, "stdout");
+  REQUIRE(chunks.size() == 2);
+  CHECK(chunks[0].offset == 8);
+  CHECK(chunks[1].offset == 10);
+  store.append_output({chunk(id, "stdout", 16, "XYZ")}, 8);
+  CHECK(kept(store, id, "stdout") == "bcdefXYZ");
+  const auto sizes = store.output_sizes(id);
+  REQUIRE(sizes.size() == 1);
+  CHECK(sizes[0].kept == 8);
+  CHECK(sizes[0].total == 19);
+}
+
+TEST_CASE("streams and attempts are bounded apart, read in written order") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const int64_t id = add_task(store, "q");
+  store.append_output(
+      {chunk(id, "stdout", 0, "out1"), chunk(id, "stderr", 0, "err1")}, 4);
+  store.append_output({chunk(id, "stdout", 4, "out2")}, 4);
+  store.append_output({chunk(id, "stdout", 0, "second", 2)}, 4);
+  CHECK(kept(store, id, "stdout") == "out2");
+  CHECK(kept(store, id, "stderr") == "err1");
+  CHECK(kept(store, id, "stdout", 2) == "cond");
+  const auto both = store.output(id, 1, std::nullopt);
+  REQUIRE(both.size() == 2);
+  CHECK(both[0].stream == "stderr");
+  CHECK(both[1].stream == "stdout");
+  // A follower goes on after the last chunk it saw.
+  CHECK(store.output(id, 1, std::nullopt, both[0].id).size() == 1);
+  CHECK(store.output_sizes(id).size() == 3);
+}
+
+TEST_CASE("output of a task that is gone is dropped, and purge deletes it") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  store.append_output({chunk(999, "stdout", 0, "lost")}, 100);
+  CHECK(store.output_sizes(999).empty());
+  const int64_t id = add_task(store, "q");
+  store.append_output({chunk(id, "stdout", 0, "kept")}, 100);
+  storage::Selector sel = by_ids({id});
+  store.send(sel, core::Message::kill, std::nullopt, k_operator, t0);
+  storage::PurgeRequest req;
+  CHECK(store.purge(req, t0) == 1);
+  CHECK(store.output_sizes(id).empty());
+  CHECK(store.check().ok);
+}
