@@ -41,7 +41,8 @@ ChangeFeed::ChangeFeed(const std::string& db_path) {
   // connections come and go, and a watch on a removed file goes silent.
   const std::string dir = path.parent_path().string();
   if (::inotify_add_watch(m_fd, dir.c_str(),
-                          IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE)
+                          IN_MODIFY | IN_CREATE | IN_MOVED_TO | IN_CLOSE_WRITE
+                              | IN_ATTRIB)
       < 0) {
     ::close(m_fd);
     m_fd = -1;

@@ -6,7 +6,10 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <fcntl.h>
 #include <random>
+#include <string>
+#include <sys/stat.h>
 #include <thread>
 
 namespace taskq::storage {
@@ -71,7 +74,18 @@ constexpr int k_wal_truncate_frames = 256;
 // the WAL passes the threshold, the committing process copies it back and
 // truncates it, without waiting: if a reader is in the way, a later commit
 // tries again.
+//
+// It also tells the processes waiting on a ChangeFeed that the commit is
+// visible. Their wake-up from the WAL's write comes before it is (SQLite
+// writes the frames, syncs them, then publishes them in the WAL index): a
+// reader woken by the write can look too early, and a long-lived writer
+// such as `run` may write nothing more for a while. Touching the WAL after
+// the commit (this hook runs once it is visible) wakes them again.
 int on_wal_commit(void* arg, sqlite3* db, const char* name, int frames) {
+  if (const char* file = sqlite3_db_filename(db, name);
+      file != nullptr && *file != '\0') {
+    ::utimensat(AT_FDCWD, (std::string(file) + "-wal").c_str(), nullptr, 0);
+  }
   if (frames < k_wal_truncate_frames) {
     return SQLITE_OK;
   }
