@@ -261,7 +261,11 @@ expect_exit 0 bash complete.bash '' "$TASKQ" workers --since ''
 for opt in --queue --state --match --again; do
     expect_exit 0 bash complete.bash "$opt" "$TASKQ" retry --
 done
-expect_exit 0 bash complete.bash "$id" "$TASKQ" --db q.db retry "$id" ''
+# retry offers the tasks it can act on: failed or killed ones, not $id.
+kid=$(tq --db q.db add "$queue" --payload '{}')
+tq --db q.db kill "$kid" >/dev/null
+expect_exit 0 bash complete.bash "$kid" "$TASKQ" --db q.db retry "$id" ''
+expect_exit 1 bash complete.bash "$id" "$TASKQ" --db q.db retry "$kid" ''
 expect_exit 0 bash complete.bash killed "$TASKQ" retry --state ''
 expect_exit 1 bash complete.bash runnable "$TASKQ" retry --state ''
 expect_exit 0 bash complete.bash failed,killed "$TASKQ" retry --state failed,k
@@ -416,7 +420,7 @@ EOF
     expect_exit 0 zsh -f complete.zsh vacuum "$TASKQ" db ''
     expect_exit 0 zsh -f complete.zsh workers "$TASKQ" wor
     expect_exit 0 zsh -f complete.zsh --again "$TASKQ" retry --a
-    expect_exit 0 zsh -f complete.zsh "$id" "$TASKQ" --db q.db retry "$id" ''
+    expect_exit 0 zsh -f complete.zsh "$kid" "$TASKQ" --db q.db retry "$id" ''
     expect_exit 0 zsh -f complete.zsh killed "$TASKQ" retry --state ''
     expect_exit 1 zsh -f complete.zsh runnable "$TASKQ" retry --state ''
     expect_exit 0 zsh -f complete.zsh running "$TASKQ" list --state failed,r
@@ -528,7 +532,7 @@ EOF
     expect_exit 0 fish --no-config complete.fish workers "$TASKQ wor"
     expect_exit 0 fish --no-config complete.fish --since "$TASKQ workers --s"
     expect_exit 0 fish --no-config complete.fish --again "$TASKQ retry --a"
-    expect_exit 0 fish --no-config complete.fish "$id" "$TASKQ --db q.db retry $id "
+    expect_exit 0 fish --no-config complete.fish "$kid" "$TASKQ --db q.db retry $id "
     expect_exit 0 fish --no-config complete.fish killed "$TASKQ retry --state "
     expect_exit 1 fish --no-config complete.fish runnable "$TASKQ retry --state "
     expect_exit 0 fish --no-config complete.fish failed,running "$TASKQ list --state failed,r"
