@@ -805,14 +805,35 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
   const auto at = [](int64_t line) {
     return line > 0 ? "line " + std::to_string(line) + ": " : std::string();
   };
+  // A task or flow the input gives twice is the input's fault (exit 2),
+  // not a conflict with the database: the first one is already written.
+  const auto once = [&](const ImageRow& row,
+                        const std::unordered_map<int64_t, size_t>& place,
+                        const char* kind) {
+    const std::string* text = cell(row, "id");
+    int64_t id = 0;
+    if (text == nullptr
+        || std::from_chars(text->data(), text->data() + text->size(), id).ec
+               != std::errc()) {
+      return; // import_one/import_flow say what is wrong with it
+    }
+    if (const auto found = place.find(id); found != place.end()) {
+      throw Error(ErrorKind::usage, std::string(kind) + " " + std::to_string(id)
+                                        + " is given twice (first on line "
+                                        + std::to_string(lines[found->second])
+                                        + ")");
+    }
+  };
   TaskImage image;
   while (next(image)) {
     try {
       if (image.flow) {
+        once(image.flow->flow, flow_place, "flow");
         const int64_t id = import_flow(*image.flow, flows);
         flow_ids += (flow_place.empty() ? "" : ",") + std::to_string(id);
         flow_place.emplace(id, lines.size());
       } else {
+        once(image.task, task_place, "task");
         const int64_t id = import_one(image, exists, tasks, errors, events,
                                       deps, deliveries, output);
         ids += (task_place.empty() ? "" : ",") + std::to_string(id);

@@ -156,6 +156,10 @@ expect_exit 4 "$TASKQ" import one.jsonl
 expect_err_contains "taskq: line 1: flow 1 already exists; nothing was imported"
 expect_eq "$(db_dump)" "$before" "a taken flow id changed nothing"
 fresh_db refused2
+# A flow given twice is the file's fault (exit 2), not a taken id.
+printf '%s\n%s\n' "$flow1" "$flow1" >twice.jsonl
+expect_exit 2 "$TASKQ" import twice.jsonl
+expect_err_contains "taskq: line 2: flow 1 is given twice (first on line 1); nothing was imported"
 for bad in \
   "$(jq -c '.flow.state = "DONE"' <<<"$flow1")|line 1: flow: 'state' must be a flow state (PENDING, RUNNING, ...)" \
   "$(jq -c '.atoms[0].colour = 1' <<<"$flow1")|line 1: atoms: unknown column 'colour'" \
