@@ -44,25 +44,33 @@ std::optional<core::Time> sleep_until(const SendOptions& o, core::Time now) {
   return parse_time_arg(o.until, "--until");
 }
 
-// Applies an operator message to the ids or the bulk filters of `o`.
-void send_message(const SendOptions& o, const std::vector<std::string>& ids,
-                  core::Message msg, Context& ctx) {
+// The tasks a command names: its ids, or its bulk filters (not both).
+storage::Selector select_tasks(const std::vector<std::string>& ids,
+                               const OptText& queue, const OptText& state,
+                               const std::vector<std::string>& match) {
   storage::Selector sel;
   sel.ids = parse_ids(ids);
-  if (o.queue) {
-    check_queue_name(*o.queue);
+  if (queue) {
+    check_queue_name(*queue);
   }
-  sel.queue = o.queue;
-  if (o.state) {
-    sel.states = parse_states(*o.state);
+  sel.queue = queue;
+  if (state) {
+    sel.states = parse_states(*state);
   }
-  sel.match = parse_patterns(o.match);
+  sel.match = parse_patterns(match);
   if (sel.ids.empty() == !sel.has_filters()) {
     throw Error(ErrorKind::usage,
                 sel.ids.empty()
                     ? "which tasks? give IDs, or --queue/--state/--match"
                     : "give either IDs or --queue/--state/--match, not both");
   }
+  return sel;
+}
+
+// Applies an operator message to the ids or the bulk filters of `o`.
+void send_message(const SendOptions& o, const std::vector<std::string>& ids,
+                  core::Message msg, Context& ctx) {
+  const storage::Selector sel = select_tasks(ids, o.queue, o.state, o.match);
   const Format format =
       ctx.format(Format::table, {Format::table, Format::json, Format::id});
   const core::Time now = ctx.now();
@@ -247,22 +255,8 @@ void register_operate(CLI::App& app, Context& ctx) {
   retry->add_flag("--again", ro->again,
                   "retry even a task whose last retry is still unfinished");
   retry->callback([ro, &ctx] {
-    storage::Selector sel;
-    sel.ids = parse_ids(ro->ids);
-    if (ro->queue) {
-      check_queue_name(*ro->queue);
-    }
-    sel.queue = ro->queue;
-    if (ro->state) {
-      sel.states = parse_states(*ro->state);
-    }
-    sel.match = parse_patterns(ro->match);
-    if (sel.ids.empty() == !sel.has_filters()) {
-      throw Error(ErrorKind::usage,
-                  sel.ids.empty()
-                      ? "which tasks? give IDs, or --queue/--state/--match"
-                      : "give either IDs or --queue/--state/--match, not both");
-    }
+    const storage::Selector sel =
+        select_tasks(ro->ids, ro->queue, ro->state, ro->match);
     const Format format =
         ctx.format(Format::id, {Format::table, Format::json, Format::id});
     const auto done = ctx.store(storage::OpenMode::update)

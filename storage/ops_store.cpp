@@ -33,18 +33,13 @@ std::vector<QueueInfo> queue_rows(Db& db, const std::optional<std::string>& q) {
   st.bind(1, q);
   std::vector<QueueInfo> out;
   while (st.step()) {
+    QueueRow row = read_queue_row(st, 1);
     QueueInfo i;
     i.name = st.get_text(0);
-    i.paused = st.get_int(1) != 0;
-    i.max_running = st.get_opt_int(2);
-    i.max_attempts = st.get_opt_int(3);
-    i.policy.max_errors = opt_int(st.get_opt_int(4));
-    i.policy.window = opt_millis(st.get_opt_int(5));
-    i.policy.retry_delay = opt_millis(st.get_opt_int(6));
-    if (auto b = st.get_opt_text(7)) {
-      i.policy.backoff = core::parse_backoff(*b);
-    }
-    i.policy.max_delay = opt_millis(st.get_opt_int(8));
+    i.paused = row.paused;
+    i.max_running = row.max_running;
+    i.max_attempts = row.max_attempts;
+    i.policy = std::move(row.policy);
     i.stats.queue = i.name;
     out.push_back(std::move(i));
   }

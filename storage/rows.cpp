@@ -190,20 +190,21 @@ QueueRow load_queue(Db& db, const std::string& name) {
                    "error_window_ms, retry_delay_ms, backoff, max_delay_ms "
                    "FROM queues WHERE name = ?1");
   st.bind(1, name);
+  return st.step() ? read_queue_row(st, 0) : QueueRow{};
+}
+
+QueueRow read_queue_row(const Statement& st, int first) {
   QueueRow q;
-  if (!st.step()) {
-    return q;
-  }
-  q.paused = st.get_int(0) != 0;
-  q.max_running = st.get_opt_int(1);
-  q.max_attempts = st.get_opt_int(2);
-  q.policy.max_errors = opt_int(st.get_opt_int(3));
-  q.policy.window = opt_millis(st.get_opt_int(4));
-  q.policy.retry_delay = opt_millis(st.get_opt_int(5));
-  if (auto b = st.get_opt_text(6)) {
+  q.paused = st.get_int(first) != 0;
+  q.max_running = st.get_opt_int(first + 1);
+  q.max_attempts = st.get_opt_int(first + 2);
+  q.policy.max_errors = opt_int(st.get_opt_int(first + 3));
+  q.policy.window = opt_millis(st.get_opt_int(first + 4));
+  q.policy.retry_delay = opt_millis(st.get_opt_int(first + 5));
+  if (auto b = st.get_opt_text(first + 6)) {
     q.policy.backoff = core::parse_backoff(*b);
   }
-  q.policy.max_delay = opt_millis(st.get_opt_int(7));
+  q.policy.max_delay = opt_millis(st.get_opt_int(first + 7));
   return q;
 }
 

@@ -90,6 +90,10 @@ struct QueueRow {
   std::optional<int64_t> max_attempts;
   core::PolicyOverrides policy;
 };
+// The settings of a `queues` row: columns paused, max_running,
+// max_attempts, max_errors, error_window_ms, retry_delay_ms, backoff and
+// max_delay_ms of `st`, from column `first` on.
+QueueRow read_queue_row(const Statement& st, int first);
 QueueRow load_queue(Db& db, const std::string& name);
 
 // The counters `metrics` reports, kept per queue.
