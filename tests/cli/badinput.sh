@@ -861,7 +861,7 @@ for n in 982 984; do
     '"payload":1,"run_at":1,"created_at":1,"updated_at":1' >"$scratch/second$n.jsonl"
 done
 cases <<'EOF'
-4 import $scratch/twice.jsonl             #> line 2
+2 import $scratch/twice.jsonl             #> line 2
 2 import $scratch/second982.jsonl         #> line 2
 2 STDIN=$scratch/second984.jsonl import - #> line 2
 2 import $scratch/missing.jsonl           #> missing.jsonl
