@@ -72,6 +72,14 @@ core::Task load_full(Db& db, int64_t id);
 // or filters (operator_store.cpp). Usage error for an unknown state.
 std::vector<core::Task> select_tasks(Db& db, const Selector& sel,
                                      core::Time now);
+// One query of a selector's state (operator_store.cpp): `?1` the queue,
+// `?2` now, `?3` the state when `binds_state`, `?4` the limit.
+struct SelectPart {
+  std::string sql;
+  bool binds_state = false;
+};
+std::vector<SelectPart> select_sqls(const Selector& sel,
+                                    const std::string& state, bool limited);
 // A task's error history, oldest first.
 std::vector<core::ErrorEntry> load_errors(Db& db, int64_t id);
 

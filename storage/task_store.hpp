@@ -526,6 +526,12 @@ public:
   std::vector<core::Task> send(const Selector& sel, core::Message msg,
                                std::optional<core::Time> until,
                                const std::string& actor, core::Time now);
+  // send's bulk form (filters) in bounded memory: the selected tasks are
+  // read and changed a batch at a time, all in one transaction, and only
+  // their number is kept (and their ids, in `ids` when given).
+  int64_t send_bulk(const Selector& sel, core::Message msg,
+                    std::optional<core::Time> until, const std::string& actor,
+                    core::Time now, std::vector<int64_t>* ids = nullptr);
 
   // Makes every delayed or sleeping task of `queue` that is not leased and
   // not yet due, due at `now`, keeping its state (MassTasker's bulk
