@@ -467,7 +467,7 @@ private:
 
   void dispatch() {
     for (auto& h : m_handlers) {
-      if (!h.running || h.stdin_closed || h.held) {
+      if (!h.running || h.stdin_closed || h.held || h.stopped_by_us) {
         continue;
       }
       if (m_stopping) {
@@ -669,7 +669,7 @@ private:
           garbage(h, h.out_buf, "a last line without its newline");
           h.out_buf.clear();
         }
-        kill_handler(h);
+        ::kill(-h.proc.pid, SIGKILL);
       }
     }
   }
