@@ -246,6 +246,61 @@ int poll_timeout(Instant now, const std::optional<Instant>& until) {
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
 }
 
+// Until storage's apply_outcomes is merged: the same types, and the
+// outcomes written one transaction each.
+namespace batch {
+struct Outcome {
+  enum class Kind { complete, fail, release } kind = Kind::complete;
+  int64_t id = 0;
+  std::string token;
+  std::optional<std::string> result;
+  storage::FailRequest fail;
+  std::optional<core::Millis> delay;
+};
+struct OutcomeResult {
+  int64_t id = 0;
+  std::optional<core::Task> task;
+  std::string lost;
+};
+struct BatchResult {
+  std::vector<OutcomeResult> outcomes;
+  std::vector<core::Task> leased;
+};
+BatchResult apply_outcomes(storage::TaskStore& store,
+                           const std::vector<Outcome>& outcomes,
+                           const std::optional<storage::LeaseRequest>& next,
+                           core::Time now) {
+  BatchResult r;
+  for (const auto& o : outcomes) {
+    OutcomeResult one;
+    one.id = o.id;
+    try {
+      switch (o.kind) {
+      case Outcome::Kind::complete:
+        one.task = store.complete(o.id, o.token, o.result, now);
+        break;
+      case Outcome::Kind::fail:
+        one.task = store.fail(o.id, o.token, o.fail, now);
+        break;
+      case Outcome::Kind::release:
+        one.task = store.release(o.id, o.token, o.delay, now);
+        break;
+      }
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found) {
+        throw;
+      }
+      one.lost = e.what();
+    }
+    r.outcomes.push_back(std::move(one));
+  }
+  if (next) {
+    r.leased = store.lease(*next, now);
+  }
+  return r;
+}
+} // namespace batch
+
 class StreamRunner {
 public:
   StreamRunner(const RunOptions& o, const StreamOptions& s, Context& ctx)
@@ -386,6 +441,8 @@ private:
 
   // --- leasing -----------------------------------------------------------
 
+  // Leases what the handlers and the prefetch queue can take, with the
+  // outcomes that wait when there are any (one transaction).
   void take_work() {
     const bool only_if_due = m_look_if_due;
     m_look = false;
@@ -395,10 +452,16 @@ private:
       check_leases(true);
     }
     const core::Time now = m_ctx.live_now();
-    if (only_if_due && !m_store.anything_due(m_o.queues, now, m_worker)) {
+    if (m_pending.empty() && only_if_due
+        && !m_store.anything_due(m_o.queues, now, m_worker)) {
       wake_when_due(now);
       return;
     }
+    write_batch(true);
+  }
+
+  // How many tasks to lease now.
+  int wanted() const {
     const auto queued = static_cast<int>(m_queue.size());
     int want = std::max(1, free_handlers() - queued);
     if (m_s.prefetch > 1) {
@@ -408,35 +471,7 @@ private:
       want = static_cast<int>(
           std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
     }
-    m_request.count = want;
-    // A task an operator took back while its handler still works on it
-    // must not reach a second handler.
-    m_request.skip.clear();
-    for (const auto& h : m_handlers) {
-      if (h.held) {
-        m_request.skip.push_back(h.held->task.id);
-      }
-    }
-    std::vector<core::Task> tasks;
-    try {
-      tasks = m_store.lease(m_request, now);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::unavailable) {
-        throw;
-      }
-      std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
-      m_wake_at = Clock::now() + std::chrono::seconds(1);
-      return;
-    }
-    m_summary.leased += static_cast<int64_t>(tasks.size());
-    for (auto& t : tasks) {
-      m_queue.push_back(std::move(t));
-    }
-    if (static_cast<int>(tasks.size()) == want) {
-      m_look = true;
-      return;
-    }
-    wake_when_due(now);
+    return want;
   }
 
   void wake_when_due(core::Time seen) {
@@ -870,64 +905,116 @@ private:
 
   // Writes the outcomes that wait, each checked against its lease.
   void flush() {
-    m_flush_at.reset();
-    if (m_pending.empty()) {
-      return;
+    const bool lease = !m_stopping && m_look && wants_more();
+    if (lease) {
+      m_look = false;
+      m_look_if_due = false;
+      m_wake_at.reset();
     }
-    std::vector<Pending> batch;
-    batch.swap(m_pending);
-    const core::Time now = m_ctx.live_now();
-    for (auto& p : batch) {
-      record(p, now);
-    }
-    m_look = true;
+    write_batch(lease);
   }
 
-  void record(Pending& p, core::Time now) {
-    const core::Task& t = p.task;
-    const std::string& token = t.lease->token;
-    std::string what;
-    try {
-      switch (p.kind) {
-      case Pending::Kind::complete:
-        m_store.complete(t.id, token, p.result, now);
-        ++m_summary.completed;
-        what = "completed";
-        break;
-      case Pending::Kind::release:
-        m_store.release(t.id, token, p.delay, now);
-        ++m_summary.released;
-        what = "released";
-        break;
-      case Pending::Kind::fail: {
-        const core::Task after = m_store.fail(t.id, token, p.fail, now);
-        if (after.state == core::TaskState::sleeping) {
-          ++m_summary.retrying;
-          if (!m_summary.retry_at || after.run_at < *m_summary.retry_at) {
-            m_summary.retry_at = after.run_at;
-          }
-          what = "will retry at " + core::format_time(after.run_at) + ": "
-                 + p.fail.error;
-        } else {
-          ++m_summary.failed;
-          what = "failed for good: " + p.fail.error;
+  // One transaction: the outcomes that wait, then (with `lease`) the next
+  // tasks.
+  void write_batch(bool lease) {
+    m_flush_at.reset();
+    std::vector<Pending> batch;
+    batch.swap(m_pending);
+    std::vector<batch::Outcome> outcomes;
+    outcomes.reserve(batch.size());
+    for (auto& p : batch) {
+      batch::Outcome o;
+      o.kind = p.kind == Pending::Kind::complete
+                   ? batch::Outcome::Kind::complete
+               : p.kind == Pending::Kind::fail ? batch::Outcome::Kind::fail
+                                               : batch::Outcome::Kind::release;
+      o.id = p.task.id;
+      o.token = p.task.lease->token;
+      o.result = std::move(p.result);
+      o.fail = p.fail;
+      o.delay = p.delay;
+      outcomes.push_back(std::move(o));
+    }
+    std::optional<storage::LeaseRequest> next;
+    int want = 0;
+    if (lease) {
+      want = wanted();
+      m_request.count = want;
+      // A task an operator took back while its handler still works on it
+      // must not reach a second handler.
+      m_request.skip.clear();
+      for (const auto& h : m_handlers) {
+        if (h.held) {
+          m_request.skip.push_back(h.held->task.id);
         }
-        break;
       }
-      }
+      next = m_request;
+    }
+    const core::Time now = m_ctx.live_now();
+    batch::BatchResult done;
+    try {
+      done = batch::apply_outcomes(m_store, outcomes, next, now);
     } catch (const Error& e) {
-      if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
-          && e.kind() != ErrorKind::unavailable) {
+      if (e.kind() != ErrorKind::unavailable) {
         throw;
       }
+      // Locked past the busy timeout: nothing was written; again shortly.
+      std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
+      m_pending = std::move(batch);
+      m_flush_at = Clock::now() + std::chrono::seconds(1);
+      m_wake_at = Clock::now() + std::chrono::seconds(1);
+      return;
+    }
+    for (size_t i = 0; i < batch.size() && i < done.outcomes.size(); ++i) {
+      counted(batch[i], done.outcomes[i]);
+    }
+    m_summary.leased += static_cast<int64_t>(done.leased.size());
+    const bool full = static_cast<int>(done.leased.size()) == want;
+    for (auto& t : done.leased) {
+      m_queue.push_back(std::move(t));
+    }
+    if (!lease || full) {
+      m_look = true; // there may be more
+      return;
+    }
+    wake_when_due(now);
+  }
+
+  void counted(const Pending& p, const batch::OutcomeResult& r) {
+    const int64_t id = p.task.id;
+    if (!r.task) {
       ++m_summary.revoked;
       std::fprintf(stderr,
                    "taskq: task %lld: %s; its outcome was not recorded\n",
-                   static_cast<long long>(t.id), e.what());
+                   static_cast<long long>(id), r.lost.c_str());
       return;
     }
+    std::string what;
+    switch (p.kind) {
+    case Pending::Kind::complete:
+      ++m_summary.completed;
+      what = "completed";
+      break;
+    case Pending::Kind::release:
+      ++m_summary.released;
+      what = "released";
+      break;
+    case Pending::Kind::fail:
+      if (r.task->state == core::TaskState::sleeping) {
+        ++m_summary.retrying;
+        if (!m_summary.retry_at || r.task->run_at < *m_summary.retry_at) {
+          m_summary.retry_at = r.task->run_at;
+        }
+        what = "will retry at " + core::format_time(r.task->run_at) + ": "
+               + p.fail.error;
+      } else {
+        ++m_summary.failed;
+        what = "failed for good: " + p.fail.error;
+      }
+      break;
+    }
     if (m_o.verbose) {
-      say_task(t.id, what);
+      say_task(id, what);
     }
   }
 
@@ -1057,7 +1144,7 @@ private:
     }
     m_queue.clear();
     try {
-      flush();
+      write_batch(false);
     } catch (const Error& e) {
       std::fprintf(stderr, "taskq: run: giving back its tasks: %s\n", e.what());
     }
