@@ -81,8 +81,23 @@ void send_message(const SendOptions& o, const std::vector<std::string>& ids,
   if (msg != core::Message::sleep && until) {
     throw Error(ErrorKind::usage, "--until and --for only go with sleep");
   }
-  const auto changed = ctx.store(storage::OpenMode::update)
-                           .send(sel, msg, until, ctx.actor(), now);
+  auto& store = ctx.store(storage::OpenMode::update);
+  if (sel.has_filters() && format != Format::json) {
+    // In bulk only the count is kept (and the ids, for -o id), however
+    // many tasks change.
+    std::vector<int64_t> changed;
+    const int64_t n =
+        store.send_bulk(sel, msg, until, ctx.actor(), now,
+                        format == Format::id ? &changed : nullptr);
+    for (const int64_t id : changed) {
+      std::printf("%lld\n", static_cast<long long>(id));
+    }
+    if (format == Format::table) {
+      std::printf("%lld\n", static_cast<long long>(n));
+    }
+    return;
+  }
+  const auto changed = store.send(sel, msg, until, ctx.actor(), now);
   for (const auto& t : changed) {
     if (format == Format::json) {
       print_task_json(t, now);

@@ -5,6 +5,7 @@
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -20,50 +21,123 @@ namespace flow = core::flow;
 
 namespace detail {
 
+namespace {
+
+// The unfinished tasks of the time-dependent counts, each kind read from
+// the partial index that holds it (hence no `?1 IS NULL OR`: a queue
+// filter is added only when given), so that stats reads unfinished tasks
+// only. The kinds are disjoint: unleased and due-able (tasks_ready),
+// leased (tasks_leased), unleased broadcasts (tasks_broadcast), unleased
+// runnable ones waiting for dependencies (tasks_waiting). Columns: queue,
+// running, ready, oldest ready run_at, delayed.
+constexpr const char* k_ready_part =
+    " AND state IN ('runnable', 'sleeping') AND blockers = 0 AND "
+    "broadcast_until IS NULL AND run_at <= ?2";
+const std::vector<std::string>& time_count_sqls() {
+  static const std::vector<std::string> k_sqls = {
+      std::string("SELECT queue, 0, count(*) FILTER (WHERE run_at <= ?2), "
+                  "min(run_at) FILTER (WHERE run_at <= ?2), "
+                  "count(*) FILTER (WHERE state = 'runnable' AND run_at > ?2) "
+                  "FROM tasks INDEXED BY tasks_ready WHERE lease_token IS NULL "
+                  "AND state IN ('runnable', 'sleeping') AND blockers = 0 "
+                  "AND broadcast_until IS NULL"),
+      std::string("SELECT queue, count(*) FILTER (WHERE state = 'runnable' "
+                  "AND lease_expires > ?2), count(*) FILTER (WHERE "
+                  "lease_expires <= ?2")
+          + k_ready_part + "), min(run_at) FILTER (WHERE lease_expires <= ?2"
+          + k_ready_part
+          + "), count(*) FILTER (WHERE state = 'runnable' AND run_at > ?2) "
+            "FROM tasks INDEXED BY tasks_leased WHERE lease_token IS NOT NULL",
+      std::string("SELECT queue, 0, 0, NULL, count(*) FILTER (WHERE run_at > "
+                  "?2) FROM tasks INDEXED BY tasks_broadcast WHERE "
+                  "broadcast_until IS NOT NULL AND state = 'runnable' AND "
+                  "lease_token IS NULL"),
+      std::string("SELECT queue, 0, 0, NULL, count(*) FILTER (WHERE run_at > "
+                  "?2) FROM tasks INDEXED BY tasks_waiting WHERE blockers > 0 "
+                  "AND state = 'runnable' AND lease_token IS NULL AND "
+                  "broadcast_until IS NULL"),
+  };
+  return k_sqls;
+}
+
+} // namespace
+
 std::vector<QueueStats> read_stats(Db& db, const std::optional<std::string>& q,
                                    Time now) {
-  Statement st(
-      db,
-      "SELECT queue, count(*) FILTER (WHERE state = 'runnable'), "
-      "count(*) FILTER (WHERE state = 'sleeping'), "
-      "count(*) FILTER (WHERE state = 'paused'), "
-      "count(*) FILTER (WHERE state = 'completed'), "
-      "count(*) FILTER (WHERE state = 'failed'), "
-      "count(*) FILTER (WHERE state = 'killed'), "
-      "count(*) FILTER (WHERE state = 'runnable' AND lease_token IS NOT NULL "
-      "    AND lease_expires > ?2), "
-      "count(*) FILTER (WHERE state IN ('runnable', 'sleeping') AND "
-      "    blockers = 0 AND broadcast_until IS NULL AND run_at <= ?2 AND "
-      "    (lease_token IS NULL OR lease_expires <= ?2)), "
-      "count(*) FILTER (WHERE state = 'runnable' AND run_at > ?2), "
-      "min(run_at) FILTER (WHERE state IN ('runnable', 'sleeping') AND "
-      "    blockers = 0 AND broadcast_until IS NULL AND run_at <= ?2 AND "
-      "    (lease_token IS NULL OR lease_expires <= ?2)), "
-      "count(*) FILTER (WHERE state = 'completed' AND "
-      "    updated_at > ?2 - 60000), "
-      "count(*) FILTER (WHERE state = 'completed' AND "
-      "    updated_at > ?2 - 3600000) "
-      "FROM tasks WHERE ?1 IS NULL OR queue = ?1 GROUP BY queue ORDER BY "
-      "queue");
-  st.bind(1, q).bind(2, to_unix_ms(now));
-  std::vector<QueueStats> out;
-  while (st.step()) {
-    QueueStats s;
-    s.queue = st.get_text(0);
-    s.runnable = st.get_int(1);
-    s.sleeping = st.get_int(2);
-    s.paused = st.get_int(3);
-    s.completed = st.get_int(4);
-    s.failed = st.get_int(5);
-    s.killed = st.get_int(6);
-    s.running = st.get_int(7);
-    s.ready = st.get_int(8);
-    s.delayed = st.get_int(9);
-    if (auto oldest = st.get_opt_int(10)) {
-      s.oldest_ready_age = Millis(to_unix_ms(now) - *oldest);
+  const int64_t now_ms = to_unix_ms(now);
+  const std::string only_q = q ? " AND queue = ?1" : " AND ?1 IS NULL";
+  std::map<std::string, QueueStats> by_queue;
+  {
+    // Per state, the counters the triggers of tasks keep (0008_counts.sql).
+    Statement st(db, "SELECT queue, state, n FROM queue_counts WHERE n <> 0"
+                         + only_q);
+    st.bind(1, q);
+    while (st.step()) {
+      QueueStats& s = by_queue[st.get_text(0)];
+      const int64_t n = st.get_int(2);
+      switch (core::parse_state(st.get_text(1)).value_or(TaskState::fault)) {
+      case TaskState::runnable:
+        s.runnable += n;
+        break;
+      case TaskState::sleeping:
+        s.sleeping += n;
+        break;
+      case TaskState::paused:
+        s.paused += n;
+        break;
+      case TaskState::completed:
+        s.completed += n;
+        break;
+      case TaskState::failed:
+        s.failed += n;
+        break;
+      case TaskState::killed:
+        s.killed += n;
+        break;
+      case TaskState::fault:
+        break;
+      }
     }
-    s.completed_last_minute = st.get_int(11);
-    s.completed_last_hour = st.get_int(12);
+  }
+  std::map<std::string, int64_t> oldest;
+  for (const std::string& sql : time_count_sqls()) {
+    Statement st(db, sql + only_q + " GROUP BY queue");
+    st.bind(1, q).bind(2, now_ms);
+    while (st.step()) {
+      QueueStats& s = by_queue[st.get_text(0)];
+      s.running += st.get_int(1);
+      s.ready += st.get_int(2);
+      if (auto at = st.get_opt_int(3)) {
+        auto [it, added] = oldest.try_emplace(st.get_text(0), *at);
+        if (!added) {
+          it->second = std::min(it->second, *at);
+        }
+      }
+      s.delayed += st.get_int(4);
+    }
+  }
+  // Completions of the last hour: a range of tasks_completed per queue.
+  Statement recent(db, "SELECT count(*) FILTER (WHERE updated_at > ?2 - "
+                       "60000), count(*) FROM tasks INDEXED BY "
+                       "tasks_completed WHERE queue = ?1 AND state = "
+                       "'completed' AND updated_at > ?2 - 3600000");
+  std::vector<QueueStats> out;
+  for (auto& [name, s] : by_queue) {
+    if (s.runnable + s.sleeping + s.paused + s.completed + s.failed + s.killed
+        == 0) {
+      continue; // every task purged: no longer a queue with tasks
+    }
+    s.queue = name;
+    if (const auto it = oldest.find(name); it != oldest.end()) {
+      s.oldest_ready_age = Millis(now_ms - it->second);
+    }
+    if (s.completed > 0) {
+      recent.bind(1, name).bind(2, now_ms);
+      recent.step();
+      s.completed_last_minute = recent.get_int(0);
+      s.completed_last_hour = recent.get_int(1);
+      recent.reset();
+    }
     out.push_back(std::move(s));
   }
   return out;
@@ -313,6 +387,35 @@ int64_t flows_off_document(Db& db) {
   return off;
 }
 
+// Where the counts the triggers keep (queue_counts) differ from the tasks,
+// counted again: one line per queue and state.
+std::vector<std::string> count_drift(Db& db) {
+  std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>>
+      counts; // (queue, state) -> (kept, counted)
+  {
+    Statement st(db, "SELECT queue, state, n FROM queue_counts");
+    while (st.step()) {
+      counts[{st.get_text(0), st.get_text(1)}].first = st.get_int(2);
+    }
+  }
+  {
+    Statement st(db, "SELECT queue, state, count(*) FROM tasks "
+                     "GROUP BY queue, state");
+    while (st.step()) {
+      counts[{st.get_text(0), st.get_text(1)}].second = st.get_int(2);
+    }
+  }
+  std::vector<std::string> out;
+  for (const auto& [key, n] : counts) {
+    if (n.first != n.second) {
+      out.push_back("the count of " + key.second + " tasks of queue "
+                    + key.first + " is " + std::to_string(n.first)
+                    + ", but it holds " + std::to_string(n.second));
+    }
+  }
+  return out;
+}
+
 } // namespace
 
 CheckReport TaskStore::check() {
@@ -338,6 +441,9 @@ CheckReport TaskStore::check() {
   for (const auto& [rule, n] : broken) {
     report.problems.push_back(std::to_string(n) + " "
                               + std::string(rule->summary));
+  }
+  for (const std::string& drift : count_drift(*m_db)) {
+    report.problems.push_back(drift);
   }
   if (const int64_t n = flows_off_document(*m_db); n > 0) {
     report.problems.push_back(std::to_string(n)

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -19,9 +20,14 @@ using namespace detail;
 // Operator messages
 // ---------------------------------------------------------------------------
 
-std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
-                                  std::optional<Time> until,
-                                  const std::string& actor, Time now) {
+namespace detail {
+void check_states(const std::vector<std::string>& states);
+} // namespace detail
+
+namespace {
+
+void check_send(const Selector& sel, Message msg,
+                const std::optional<Time>& until) {
   if (!core::is_operator_message(msg)) {
     throw Error(ErrorKind::usage,
                 "an operator cannot send " + std::string(core::to_string(msg)));
@@ -32,9 +38,226 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
   if (sel.ids.empty() && !sel.has_filters()) {
     throw Error(ErrorKind::usage, "which tasks? name ids or filters");
   }
+}
+
+// Tasks a bulk send reads and changes at a time.
+constexpr int64_t k_send_batch = 1000;
+
+// `CASE state WHEN 'runnable' THEN ... END`: the state `msg` takes each of
+// `from` to (SPEC §2's table). Every one of `from` accepts `msg`.
+std::string next_state_sql(const std::vector<TaskState>& from, Message msg) {
+  std::string out = "CASE state";
+  for (const TaskState s : from) {
+    out += " WHEN '" + std::string(core::to_string(s)) + "' THEN '"
+           + std::string(core::to_string(*core::transition(s, msg))) + "'";
+  }
+  return out + " END";
+}
+
+// The bulk send of `msg` to the tasks `sel`'s filters select (no ids, no
+// limit): keyset batches by id, each changed with one UPDATE and logged
+// with one INSERT ... SELECT, followers settled only for finished tasks
+// that have any (labels, a trigger, a flow, dependents). Returns how many
+// changed; their ids go to `ids` when given.
+int64_t bulk_send(Db& db, const Selector& sel, Message msg,
+                  const std::optional<Time>& until, const std::string& actor,
+                  Time now, std::vector<int64_t>* ids) {
+  check_states(sel.states);
+  std::vector<TaskState> from; // the stored states that accept msg
+  for (const TaskState s :
+       {TaskState::runnable, TaskState::sleeping, TaskState::paused}) {
+    if (core::transition(s, msg)) {
+      from.push_back(s);
+    }
+  }
+  std::string in_from;
+  for (const TaskState s : from) {
+    in_from +=
+        (in_from.empty() ? "'" : ", '") + std::string(core::to_string(s)) + "'";
+  }
+  // The selector's states, as one condition.
+  std::string chosen;
+  for (const std::string& state : sel.states) {
+    std::string term;
+    if (state == "running") {
+      term = "state = 'runnable' AND lease_token IS NOT NULL AND "
+             "lease_expires > ?2";
+    } else if (state == "ready") {
+      term = "state IN ('runnable', 'sleeping') AND blockers = 0 AND "
+             "broadcast_until IS NULL AND run_at <= ?2 AND "
+             "(lease_token IS NULL OR lease_expires <= ?2)";
+    } else {
+      term = "state = '" + state + "'";
+    }
+    chosen += (chosen.empty() ? "(" : ") OR (") + term;
+  }
+  const bool terminal = core::is_terminal(*core::transition(from[0], msg));
+  Statement pick(
+      db,
+      "SELECT id, labels, queue, lease_token IS NOT NULL AND "
+      "lease_expires <= ?2, "
+          + std::string(terminal ? "labels IS NOT NULL OR trigger_key IS NOT "
+                                   "NULL OR flow IS NOT NULL OR EXISTS (SELECT "
+                                   "1 FROM task_deps d WHERE d.dep_id = "
+                                   "tasks.id)"
+                                 : "0")
+          + " FROM tasks WHERE id > ?3"
+          + (sel.queue ? " AND queue = ?1" : " AND ?1 IS NULL")
+          + " AND state IN (" + in_from + ")"
+          + (chosen.empty() ? " AND ?2 IS NOT NULL" : " AND (" + chosen + "))")
+          + " ORDER BY id LIMIT ?4");
+  const std::string name(core::to_string(msg));
+  const std::string ids_in = " WHERE id IN (SELECT CAST(value AS BIGINT) FROM "
+                             + db.dialect().json_array_rows("?1") + ")";
+  const std::string next = next_state_sql(from, msg);
+  std::string detail;
+  if (msg == Message::pause || msg == Message::kill) {
+    detail = (msg == Message::pause ? "paused by " : "killed by ") + actor;
+  } else if (msg == Message::sleep) {
+    detail = "until " + core::format_time(*until);
+  }
+  // Logged first, while the rows still hold the state they leave.
+  Statement log(db, "INSERT INTO events (task_id, time, message, from_state, "
+                    "to_state, actor, detail) SELECT id, ?2, ?3, state, "
+                        + next + ", ?4, ?5 FROM tasks" + ids_in
+                        + " ORDER BY id");
+  // ?1 the ids, ?2 now, then what the message sets.
+  std::string set = "state = " + next + ", rev = rev + 1, updated_at = ?2";
+  int param = 2;
+  const bool revokes = msg == Message::pause || msg == Message::sleep
+                       || msg == Message::kill || msg == Message::release;
+  if (revokes) {
+    const std::string live = "lease_token IS NOT NULL AND lease_expires > ?2";
+    set += ", revoked_token = CASE WHEN " + live
+           + " THEN lease_token ELSE revoked_token END, revoked_reason = CASE "
+             "WHEN "
+           + live + " THEN ?" + std::to_string(++param)
+           + " ELSE revoked_reason END, lease_token = NULL, lease_worker = "
+             "NULL, lease_expires = NULL";
+  }
+  if (msg == Message::pause || msg == Message::kill) {
+    set += ", reason = ?" + std::to_string(++param);
+  } else if (msg == Message::sleep) {
+    set += ", run_at = ?" + std::to_string(++param);
+  } else if (msg == Message::run) {
+    // Resuming starts afresh: attempts reset (rescue's Cycles), and a
+    // sleeper is due at once.
+    set += ", reason = NULL, attempts = CASE WHEN state = 'paused' THEN 0 "
+           "ELSE attempts END, run_at = CASE WHEN state = 'sleeping' THEN "
+           "min(run_at, ?2) ELSE run_at END";
+  } else if (msg == Message::checkpoint) {
+    set += ", checkpoint_req = 1";
+  }
+  Statement update(db, "UPDATE tasks SET " + set + ids_in);
+  const int64_t now_ms = to_unix_ms(now);
+  int64_t changed = 0;
+  int64_t last = 0;
+  std::vector<int64_t> settle;
+  std::map<std::string, int64_t> lapsed; // leases that ran out, by queue
+  for (bool more = true; more;) {
+    pick.bind(1, sel.queue).bind(2, now_ms).bind(3, last).bind(4, k_send_batch);
+    std::string batch;
+    int64_t rows = 0;
+    settle.clear();
+    lapsed.clear();
+    while (pick.step()) {
+      ++rows;
+      last = pick.get_int(0);
+      if (!sel.match.empty()
+          && !core::matches(labels_from_json(pick.get_opt_text(1)),
+                            sel.match)) {
+        continue;
+      }
+      batch += (batch.empty() ? "[" : ",") + std::to_string(last);
+      if (ids != nullptr) {
+        ids->push_back(last);
+      }
+      if (revokes && pick.get_int(3) != 0) {
+        ++lapsed[pick.get_text(2)];
+      }
+      if (pick.get_int(4) != 0) {
+        settle.push_back(last);
+      }
+      ++changed;
+    }
+    pick.reset();
+    more = rows == k_send_batch;
+    if (batch.empty()) {
+      continue;
+    }
+    batch += "]";
+    for (const auto& [queue, n] : lapsed) {
+      // Leases that ran out, cleared before any lease reclaimed them.
+      bump_queue_counter(db, queue, QueueCounter::leases_expired, n);
+    }
+    log.bind(1, batch).bind(2, now_ms).bind(3, name).bind(4, actor);
+    if (detail.empty()) {
+      log.bind_null(5);
+    } else {
+      log.bind(5, detail);
+    }
+    log.run();
+    log.reset();
+    update.bind(1, batch).bind(2, now_ms);
+    int p = 2;
+    if (revokes) {
+      update.bind(++p, name + " by " + actor);
+    }
+    if (msg == Message::pause || msg == Message::kill) {
+      update.bind(++p, detail);
+    } else if (msg == Message::sleep) {
+      update.bind(++p, to_unix_ms(*until));
+    }
+    update.run();
+    update.reset();
+    for (const int64_t id : settle) {
+      settle_finished(db, id, *core::transition(from[0], msg), now);
+    }
+  }
+  return changed;
+}
+
+} // namespace
+
+int64_t TaskStore::send_bulk(const Selector& sel, Message msg,
+                             std::optional<Time> until,
+                             const std::string& actor, Time now,
+                             std::vector<int64_t>* ids) {
+  check_send(sel, msg, until);
+  if (!sel.ids.empty() || sel.limit || sel.newest) {
+    // Ids (all or nothing, each checked), or a cut of the selection.
+    const auto changed = send(sel, msg, until, actor, now);
+    if (ids != nullptr) {
+      for (const Task& t : changed) {
+        ids->push_back(t.id);
+      }
+    }
+    return static_cast<int64_t>(changed.size());
+  }
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  const int64_t n = bulk_send(*m_db, sel, msg, until, actor, now, ids);
+  tx.commit();
+  return n;
+}
+
+std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
+                                  std::optional<Time> until,
+                                  const std::string& actor, Time now) {
+  check_send(sel, msg, until);
   Transaction tx(*m_db);
   now = locked_now(now);
   std::vector<Task> changed;
+  if (sel.ids.empty() && !sel.limit && !sel.newest) {
+    std::vector<int64_t> ids;
+    bulk_send(*m_db, sel, msg, until, actor, now, &ids);
+    changed.reserve(ids.size());
+    for (const int64_t id : ids) {
+      changed.push_back(load_full(*m_db, id));
+    }
+    tx.commit();
+    return changed;
+  }
   for (const Task& task : select_tasks(*m_db, sel, now)) {
     const auto next = core::transition(task.state, msg);
     if (!next) {
@@ -103,39 +326,74 @@ namespace detail {
 
 namespace {
 
+// The unleased, unblocked, non-broadcast tasks in tasks_ready; the index's
+// own terms, spelled as in its WHERE (SQLite uses a partial index only
+// for a query that repeats them).
+constexpr const char* k_in_ready_index =
+    " FROM tasks INDEXED BY tasks_ready WHERE lease_token IS NULL AND state "
+    "IN ('runnable', 'sleeping') AND blockers = 0 AND broadcast_until IS NULL";
+constexpr const char* k_in_leased_index =
+    " FROM tasks INDEXED BY tasks_leased WHERE lease_token IS NOT NULL";
+
+} // namespace
+
 // The SQL of one state of a selector (`state` empty: every state), in id
-// order, with `?4` its limit when `limited`. Conditions are added only
-// when given, so the planner sees plain equalities it can look up in an
-// index.
-std::string select_sql(const Selector& sel, const std::string& state,
-                       bool limited) {
-  // Running tasks are read from the index of leases, never a scan of
-  // every task, with or without a queue.
-  const char* from = state == "running" ? " FROM tasks INDEXED BY tasks_leased"
-                                        : " FROM tasks";
-  std::string sql = join(join(join("SELECT ", k_task_columns), from),
-                         sel.queue ? " WHERE queue = ?1" : " WHERE ?1 IS NULL");
+// order, with `?4` its limit when `limited`: one query, or for `ready`
+// and `runnable` several, one per partial index holding such tasks (an OR
+// would cost the planner its indexes, and a scan reads every finished
+// task), whose rows the caller merges. Conditions are added only when
+// given, so the planner sees plain equalities it can look up in an index.
+std::vector<SelectPart> select_sqls(const Selector& sel,
+                                    const std::string& state, bool limited) {
+  const std::string columns = join("SELECT ", k_task_columns);
+  const std::string queue = sel.queue ? " AND queue = ?1" : " AND ?1 IS NULL";
+  const std::string order =
+      std::string(sel.newest ? " ORDER BY id DESC" : " ORDER BY id")
+      + (limited ? " LIMIT ?4" : "");
+  std::vector<SelectPart> out;
+  const auto part = [&](const std::string& from_where, bool binds_state) {
+    out.push_back({columns + from_where + queue + order, binds_state});
+  };
+  constexpr const char* due_unblocked =
+      " AND state IN ('runnable', 'sleeping') AND blockers = 0 AND "
+      "broadcast_until IS NULL AND run_at <= ?2";
   if (state == "running") {
-    sql += " AND state = 'runnable' AND lease_token IS NOT NULL AND "
-           "lease_expires > ?2";
+    // Running tasks are read from the index of leases, never a scan of
+    // every task, with or without a queue.
+    part(std::string(k_in_leased_index)
+             + " AND state = 'runnable' AND lease_expires > ?2",
+         false);
   } else if (state == "ready") {
-    sql += " AND state IN ('runnable', 'sleeping') AND blockers = 0 AND "
-           "broadcast_until IS NULL AND run_at <= ?2 AND "
-           "(lease_token IS NULL OR lease_expires <= ?2)";
+    part(std::string(k_in_ready_index) + " AND run_at <= ?2", false);
+    part(std::string(k_in_leased_index) + " AND lease_expires <= ?2"
+             + due_unblocked,
+         false);
   } else if (state == "runnable") {
-    sql += " AND state = ?3 AND ?2 IS NOT NULL";
+    // Unleased ones are in tasks_ready, tasks_broadcast or tasks_waiting
+    // by kind; leased ones in tasks_leased (a task in two is merged).
+    constexpr const char* runnable =
+        " AND state = 'runnable' AND ?2 IS NOT NULL";
+    part(std::string(k_in_ready_index) + runnable, false);
+    part(std::string(k_in_leased_index) + runnable, false);
+    part(std::string(" FROM tasks INDEXED BY tasks_broadcast WHERE "
+                     "broadcast_until IS NOT NULL")
+             + runnable,
+         false);
+    part(std::string(" FROM tasks INDEXED BY tasks_waiting WHERE blockers > 0")
+             + runnable,
+         false);
   } else if (!state.empty()) {
     // The literal term lets the planner use the partial tasks_settled.
-    sql += " AND state = ?3 AND state <> 'runnable' AND ?2 IS NOT NULL";
+    part(" FROM tasks WHERE state = ?3 AND state <> 'runnable' AND ?2 IS NOT "
+         "NULL",
+         true);
   } else {
-    sql += " AND ?2 IS NOT NULL";
+    part(" FROM tasks WHERE ?2 IS NOT NULL", false);
   }
-  sql += sel.newest ? " ORDER BY id DESC" : " ORDER BY id";
-  if (limited) {
-    sql += " LIMIT ?4";
-  }
-  return sql;
+  return out;
 }
+
+namespace {
 
 // When each lease among `tasks` was taken: its latest `lease` event (one
 // lookup in events_task per leased task).
@@ -193,33 +451,37 @@ std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
     states.emplace_back();
   }
   const bool limit_in_sql = sel.match.empty() && sel.limit;
+  size_t parts = 0;
   for (const auto& state : states) {
-    Statement st(db, select_sql(sel, state, limit_in_sql));
-    st.bind(1, sel.queue).bind(2, to_unix_ms(now));
-    if (!state.empty() && state != "running" && state != "ready") {
-      st.bind(3, state);
-    }
-    if (limit_in_sql) {
-      st.bind(4, *sel.limit);
-    }
-    int64_t taken = 0;
-    while (st.step()) {
-      Task t = read_task(st);
-      if (!core::matches(t.labels, sel.match)) {
-        continue;
+    for (const SelectPart& part : select_sqls(sel, state, limit_in_sql)) {
+      ++parts;
+      Statement st(db, part.sql);
+      st.bind(1, sel.queue).bind(2, to_unix_ms(now));
+      if (part.binds_state) {
+        st.bind(3, state);
       }
-      out.push_back(std::move(t));
-      if (sel.limit && ++taken >= *sel.limit) {
-        break;
+      if (limit_in_sql) {
+        st.bind(4, *sel.limit);
+      }
+      int64_t taken = 0;
+      while (st.step()) {
+        Task t = read_task(st);
+        if (!core::matches(t.labels, sel.match)) {
+          continue;
+        }
+        out.push_back(std::move(t));
+        if (sel.limit && ++taken >= *sel.limit) {
+          break;
+        }
       }
     }
   }
-  if (states.size() > 1) {
+  if (parts > 1) {
     std::sort(out.begin(), out.end(), [&sel](const Task& a, const Task& b) {
       return sel.newest ? a.id > b.id : a.id < b.id;
     });
-    // `running` and `runnable` (or `ready` and a state) can both hold a
-    // task.
+    // `running` and `runnable` (or `ready` and a state, or two indexes
+    // of one state) can both hold a task.
     out.erase(
         std::unique(out.begin(), out.end(),
                     [](const Task& a, const Task& b) { return a.id == b.id; }),

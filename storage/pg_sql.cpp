@@ -278,6 +278,27 @@ size_t table_options_end(std::string_view sql, size_t i) {
   return end;
 }
 
+// Where the CREATE TRIGGER statement starting at `i` ends: past the `;`
+// after its body's END, and that line's end.
+size_t trigger_end(std::string_view sql, size_t i) {
+  bool body_ended = false;
+  for (size_t j = i; j < sql.size(); ++j) {
+    const size_t end = literal_end(sql, j);
+    size_t n = 0;
+    if (end != j) {
+      j = end - 1;
+    } else if ((n = match_words(sql, j, "end")) > 0) {
+      body_ended = true;
+      j += n - 1;
+    } else if (sql[j] == ';' && body_ended) {
+      return j + 1 < sql.size() && sql[j + 1] == '\n' ? j + 2 : j + 1;
+    } else if (!space(sql[j])) {
+      body_ended = false;
+    }
+  }
+  return sql.size();
+}
+
 } // namespace
 
 std::string translate_schema(std::string_view sql) {
@@ -317,6 +338,11 @@ std::string translate_schema(std::string_view sql) {
       }
       statement_start = true;
       i = j - 1;
+    } else if (first && match_words(sql, i, "create trigger") > 0) {
+      // SQLite's trigger bodies are SQLite's: the whole statement goes, to
+      // its `END;` (PostgreSQL's triggers are in migrations/postgresql/).
+      i = trigger_end(sql, i) - 1;
+      statement_start = true;
     } else if (first && (n = match_words(sql, i, "create table")) > 0) {
       create_table = true;
       out.append(sql.substr(i, n));

@@ -72,6 +72,14 @@ core::Task load_full(Db& db, int64_t id);
 // or filters (operator_store.cpp). Usage error for an unknown state.
 std::vector<core::Task> select_tasks(Db& db, const Selector& sel,
                                      core::Time now);
+// One query of a selector's state (operator_store.cpp): `?1` the queue,
+// `?2` now, `?3` the state when `binds_state`, `?4` the limit.
+struct SelectPart {
+  std::string sql;
+  bool binds_state = false;
+};
+std::vector<SelectPart> select_sqls(const Selector& sel,
+                                    const std::string& state, bool limited);
 // A task's error history, oldest first.
 std::vector<core::ErrorEntry> load_errors(Db& db, int64_t id);
 
@@ -160,6 +168,11 @@ core::Task require_lease(Db& db, int64_t id, const std::string& token,
 core::Task complete_leased(Db& db, int64_t id, const std::string& token,
                            const std::optional<std::string>& result,
                            core::Time now, const core::Labels& sync);
+
+// TaskStore::lease's work, inside the caller's write transaction (`now`
+// read once it holds the lock): shared by lease and apply_outcomes.
+std::vector<core::Task> lease_in_tx(Db& db, const LeaseRequest& req,
+                                    core::Time now);
 
 // The SQLite file's own part of `db check` (sqlite_file.cpp):
 // integrity_check's problems and how the schema differs from the

@@ -164,3 +164,14 @@ TEST_CASE("a URL is shown without its password") {
   CHECK(redact_url("postgresql://u:p%40ss@h/db") == "postgresql://u:***@h/db");
   CHECK(redact_url("/var/lib/taskq.db") == "/var/lib/taskq.db");
 }
+
+TEST_CASE("schema: SQLite's CREATE TRIGGER statements are left out whole") {
+  CHECK(translate_schema("CREATE TABLE c (n INTEGER);\n"
+                         "CREATE TRIGGER t AFTER DELETE ON x BEGIN\n"
+                         "  UPDATE c SET n = n - 1; -- an end; inside\n"
+                         "  INSERT INTO c VALUES ('end;');\n"
+                         "END;\n"
+                         "CREATE INDEX i ON c (n);")
+        == "CREATE TABLE c (rowid BIGINT GENERATED ALWAYS AS IDENTITY, "
+           "n BIGINT);\nCREATE INDEX i ON c (n);");
+}
