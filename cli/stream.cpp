@@ -246,61 +246,6 @@ int poll_timeout(Instant now, const std::optional<Instant>& until) {
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
 }
 
-// Until storage's apply_outcomes is merged: the same types, and the
-// outcomes written one transaction each.
-namespace batch {
-struct Outcome {
-  enum class Kind { complete, fail, release } kind = Kind::complete;
-  int64_t id = 0;
-  std::string token;
-  std::optional<std::string> result;
-  storage::FailRequest fail;
-  std::optional<core::Millis> delay;
-};
-struct OutcomeResult {
-  int64_t id = 0;
-  std::optional<core::Task> task;
-  std::string lost;
-};
-struct BatchResult {
-  std::vector<OutcomeResult> outcomes;
-  std::vector<core::Task> leased;
-};
-BatchResult apply_outcomes(storage::TaskStore& store,
-                           const std::vector<Outcome>& outcomes,
-                           const std::optional<storage::LeaseRequest>& next,
-                           core::Time now) {
-  BatchResult r;
-  for (const auto& o : outcomes) {
-    OutcomeResult one;
-    one.id = o.id;
-    try {
-      switch (o.kind) {
-      case Outcome::Kind::complete:
-        one.task = store.complete(o.id, o.token, o.result, now);
-        break;
-      case Outcome::Kind::fail:
-        one.task = store.fail(o.id, o.token, o.fail, now);
-        break;
-      case Outcome::Kind::release:
-        one.task = store.release(o.id, o.token, o.delay, now);
-        break;
-      }
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found) {
-        throw;
-      }
-      one.lost = e.what();
-    }
-    r.outcomes.push_back(std::move(one));
-  }
-  if (next) {
-    r.leased = store.lease(*next, now);
-  }
-  return r;
-}
-} // namespace batch
-
 class StreamRunner {
 public:
   StreamRunner(const RunOptions& o, const StreamOptions& s, Context& ctx)
@@ -920,14 +865,14 @@ private:
     m_flush_at.reset();
     std::vector<Pending> batch;
     batch.swap(m_pending);
-    std::vector<batch::Outcome> outcomes;
+    std::vector<storage::Outcome> outcomes;
     outcomes.reserve(batch.size());
     for (auto& p : batch) {
-      batch::Outcome o;
-      o.kind = p.kind == Pending::Kind::complete
-                   ? batch::Outcome::Kind::complete
-               : p.kind == Pending::Kind::fail ? batch::Outcome::Kind::fail
-                                               : batch::Outcome::Kind::release;
+      storage::Outcome o;
+      o.kind =
+          p.kind == Pending::Kind::complete ? storage::Outcome::Kind::complete
+          : p.kind == Pending::Kind::fail   ? storage::Outcome::Kind::fail
+                                            : storage::Outcome::Kind::release;
       o.id = p.task.id;
       o.token = p.task.lease->token;
       o.result = std::move(p.result);
@@ -951,9 +896,9 @@ private:
       next = m_request;
     }
     const core::Time now = m_ctx.live_now();
-    batch::BatchResult done;
+    storage::BatchResult done;
     try {
-      done = batch::apply_outcomes(m_store, outcomes, next, now);
+      done = m_store.apply_outcomes(outcomes, next, now);
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unavailable) {
         throw;
@@ -980,7 +925,7 @@ private:
     wake_when_due(now);
   }
 
-  void counted(const Pending& p, const batch::OutcomeResult& r) {
+  void counted(const Pending& p, const storage::OutcomeResult& r) {
     const int64_t id = p.task.id;
     if (!r.task) {
       ++m_summary.revoked;
