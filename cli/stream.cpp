@@ -38,6 +38,9 @@ constexpr size_t k_max_line = 16 * 1024 * 1024;
 // Leases are checked against the database at most this often while the
 // database changes (each of our own commits changes it too).
 constexpr auto k_lease_check_every = std::chrono::milliseconds(20);
+// Prefetched tasks (up to K of them, a read each) less often: they have
+// not started, and a lease lost meanwhile only makes its outcome refused.
+constexpr auto k_queue_check_every = std::chrono::milliseconds(250);
 // A handler that dies this many times in k_dying_window without an
 // outcome in between ends the run.
 constexpr int k_max_deaths = 3;
@@ -1028,6 +1031,13 @@ private:
           revoke(h);
         }
       }
+      if (now_i < m_last_queue_check + k_queue_check_every) {
+        if (!m_queue.empty()) {
+          m_check_at = m_last_queue_check + k_queue_check_every;
+        }
+        return;
+      }
+      m_last_queue_check = now_i;
       for (auto it = m_queue.begin(); it != m_queue.end();) {
         if (!m_store.lease_held(it->id, it->lease->token, now)) {
           ++m_summary.revoked;
@@ -1303,6 +1313,7 @@ private:
   std::optional<Instant> m_flush_at; // write m_pending by then
   Instant m_next_heartbeat;
   Instant m_last_check;
+  Instant m_last_queue_check;
   std::optional<Instant> m_check_at;
   RunSummary m_summary;
   bool m_look = true;
