@@ -1,5 +1,6 @@
 // TaskStore::apply_outcomes: several worker outcomes and the next lease in
 // one transaction, each outcome fenced by its own lease token.
+#include "storage/db.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>
@@ -195,4 +196,31 @@ TEST_CASE("a repeated outcome for a finished task is refused as lost") {
   CHECK(contains(late.outcomes[0].lost, "expired"));
   CHECK_FALSE(late.outcomes[1].lost.empty());
   CHECK(store.find(third)->state == TaskState::runnable);
+}
+
+TEST_CASE("a second complete and lease prepare no statement: SQLite keeps "
+          "them"
+          * sqlite_only()) {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  for (int i = 0; i < 6; ++i) {
+    add_task(store, "q");
+  }
+  auto task = lease_one(store, "q", t0);
+  REQUIRE(task);
+  const auto cycle = [&](Time now) {
+    // As `run` does: the done and the next lease in one batch, then the
+    // same with the separate calls `done` and `lease` make.
+    auto r = store.apply_outcomes({done(*task, "1")}, lease_request("q"), now);
+    REQUIRE(r.outcomes.size() == 1);
+    REQUIRE(r.outcomes[0].task);
+    REQUIRE(r.leased.size() == 1);
+    store.complete(r.leased[0].id, r.leased[0].lease->token, "2", now);
+    task = lease_one(store, "q", now);
+    REQUIRE(task);
+  };
+  cycle(t0 + 1s);
+  const uint64_t before = storage::SqliteDb::prepares();
+  cycle(t0 + 2s);
+  CHECK(storage::SqliteDb::prepares() == before);
 }
