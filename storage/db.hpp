@@ -117,6 +117,11 @@ public:
   // hides it), so that the feed's own connection can log in. Never shown.
   virtual std::string feed_source() const { return m_path; }
 
+  // A number that changes when another connection commits to the
+  // database, and only then (SQLite's data_version); std::nullopt where
+  // the backend does not say.
+  virtual std::optional<int64_t> others_version() { return std::nullopt; }
+
   // The id of the last row this connection inserted, where the database
   // keeps it (SQLite); std::nullopt elsewhere: ask with RETURNING.
   virtual std::optional<int64_t> last_insert_id() const { return std::nullopt; }
@@ -177,6 +182,7 @@ public:
   std::unique_ptr<StatementImpl> prepare(std::string_view sql) override;
   void exec(const char* sql, std::string_view context) override;
   std::optional<int64_t> last_insert_id() const override;
+  std::optional<int64_t> others_version() override;
   void begin(TxKind kind) override;
   void commit() override;
   void rollback() noexcept override;

@@ -224,3 +224,29 @@ TEST_CASE("a second complete and lease prepare no statement: SQLite keeps "
   cycle(t0 + 2s);
   CHECK(storage::SqliteDb::prepares() == before);
 }
+
+TEST_CASE("others_version changes for another store's commit, never for our "
+          "own") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  add_task(store, "q");
+  const auto v0 = store.others_version();
+  if (on_postgresql()) {
+    CHECK_FALSE(v0); // not told: every wake-up is looked at
+    return;
+  }
+  REQUIRE(v0);
+  auto task = lease_one(store, "q", t0);
+  REQUIRE(task);
+  store.apply_outcomes({done(*task, "1")}, lease_request("q"), t0 + 1s);
+  CHECK(store.others_version() == v0);
+  {
+    TaskStore other(db.path(), OpenMode::update);
+    add_task(other, "q", t0 + 2s);
+  }
+  const auto v1 = store.others_version();
+  REQUIRE(v1);
+  CHECK(*v1 != *v0);
+  add_task(store, "q", t0 + 3s);
+  CHECK(store.others_version() == v1);
+}
