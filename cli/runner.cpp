@@ -282,7 +282,10 @@ public:
 
   RunSummary run() {
     while (true) {
-      if (m_look && can_take()) {
+      // Until it is full or finds nothing: no wake-up of its own commits
+      // comes to say "look again" (a task that could not start is
+      // recorded without one).
+      while (m_look && can_take()) {
         take_work();
       }
       if (m_running.empty()) {
