@@ -282,7 +282,10 @@ public:
 
   RunSummary run() {
     while (true) {
-      if (m_look && can_take()) {
+      // Until it is full or finds nothing: no wake-up of its own commits
+      // comes to say "look again" (a task that could not start is
+      // recorded without one).
+      while (m_look && can_take()) {
         take_work();
       }
       if (m_running.empty()) {
@@ -292,6 +295,7 @@ public:
       }
       wait_and_handle();
       finish_exited();
+      look_if_changed_elsewhere();
     }
     return m_summary;
   }
@@ -525,6 +529,9 @@ private:
     if (watch_db && rc > 0 && (fds[1].revents & POLLIN) != 0) {
       db_changed = m_feed.drain();
     }
+    if (db_changed && !foreign_change()) {
+      db_changed = false; // our own commit: nothing new to see
+    }
     if (db_changed) {
       if (!m_look) {
         m_look = true;
@@ -588,6 +595,47 @@ private:
         }
       }
     }
+  }
+
+  // Whether another process has committed since the last look (always
+  // true where the store cannot tell); if so, this look counts as made.
+  bool foreign_change() {
+    std::optional<int64_t> v;
+    try {
+      v = m_store.others_version();
+    } catch (const Error&) {
+      return true;
+    }
+    if (v && m_version && *v == *m_version) {
+      return false;
+    }
+    m_version = v;
+    return true;
+  }
+
+  // After our own commit: the feed's wake-up for it is taken now, and
+  // what another process committed meanwhile is looked at all the same.
+  void after_own_commit() {
+    if (m_feed.polling()) {
+      return;
+    }
+    m_feed.drain();
+    if (foreign_change()) {
+      m_changed_elsewhere = true;
+    }
+  }
+
+  // What after_own_commit found: as a wake-up of the feed would.
+  void look_if_changed_elsewhere() {
+    if (!m_changed_elsewhere) {
+      return;
+    }
+    m_changed_elsewhere = false;
+    if (!m_look) {
+      m_look = true;
+      m_look_if_due = true;
+    }
+    check_leases();
   }
 
   // After any change to the database: has an operator taken a lease?
@@ -798,6 +846,7 @@ private:
   }
 
   void finish_exited() {
+    std::vector<Pending> done;
     for (auto it = m_running.begin(); it != m_running.end();) {
       if (!it->exit) {
         ++it;
@@ -831,12 +880,64 @@ private:
         outcome = {core::Verdict::fail,
                    "stdout exceeds the 16 MiB a result may hold"};
       }
-      record(r.task, outcome, r.started, &r);
-      it = m_running.erase(it);
-      m_look = true;
-      m_look_if_due = false;
+      done.push_back(Pending{&r.task, outcome, r.started, &r});
+      ++it;
+    }
+    if (done.empty()) {
+      return;
+    }
+    // Their handlers are done: what room they leave, the same transaction
+    // fills.
+    const int left = static_cast<int>(m_running.size() - done.size());
+    std::optional<int> want;
+    if (!m_stopping && left < m_o.concurrency && !max_reached()) {
+      want = m_o.concurrency - left;
+      if (m_o.max_tasks) {
+        want = static_cast<int>(
+            std::min<int64_t>(*want, *m_o.max_tasks - m_summary.leased));
+      }
+    }
+    // Those still running are skipped by the lease: the finished ones are
+    // not, they are written first.
+    std::vector<Running*> ended;
+    for (const Pending& p : done) {
+      ended.push_back(p.r);
+    }
+    std::list<Running> finished;
+    for (auto e = m_running.begin(); e != m_running.end();) {
+      auto next = std::next(e);
+      if (std::find(ended.begin(), ended.end(), &*e) != ended.end()) {
+        finished.splice(finished.end(), m_running, e);
+      }
+      e = next;
+    }
+    const core::Time seen = m_ctx.live_now();
+    std::vector<core::Task> leased = record_all(done, want);
+    finished.clear();
+    m_look = true;
+    m_look_if_due = false;
+    if (!want) {
+      return;
+    }
+    for (auto& t : leased) {
+      start(std::move(t));
+    }
+    if (static_cast<int>(leased.size()) < *want) {
+      // As take_work: nothing more now; look when something comes due.
+      m_look = false;
+      wake_when_due(seen);
     }
   }
+
+  // A handler's outcome to write: how it ended, and, when it ran (not a
+  // task that could not start), its Running.
+  struct Pending {
+    const core::Task* task;
+    core::Outcome outcome;
+    Instant started;
+    Running* r = nullptr;
+    storage::FailMode mode = storage::FailMode::policy;
+  };
 
   // Writes a handler's outcome and counts it. A failure goes to the error
   // policy unless `mode` says otherwise; what the policy decided comes back
@@ -844,91 +945,179 @@ private:
   void record(const core::Task& t, const core::Outcome& outcome,
               Instant started, Running* r = nullptr,
               storage::FailMode mode = storage::FailMode::policy) {
-    const std::string& token = t.lease->token;
+    std::vector<Pending> one{Pending{&t, outcome, started, r, mode}};
+    record_all(one, std::nullopt);
+  }
+
+  // Writes the outcomes of `ps`, and leases per `next` when set, in one
+  // transaction (apply_outcomes): the done of the last task and the lease
+  // of the next cost one commit. Returns what it leased.
+  std::vector<core::Task> record_all(const std::vector<Pending>& ps,
+                                     const std::optional<int>& next) {
     const core::Time now = m_ctx.live_now();
-    const auto took =
-        std::chrono::duration_cast<core::Millis>(Clock::now() - started);
-    std::string what;
-    const storage::OutputWrite no_output;
-    const storage::OutputWrite& output =
-        r != nullptr ? r->last_output : no_output;
+    std::vector<storage::Outcome> batch;
+    std::vector<const Pending*> in_batch;
+    for (const Pending& p : ps) {
+      if (p.outcome.verdict == core::Verdict::none) {
+        record_revoked(p);
+      } else {
+        batch.push_back(to_outcome(p));
+        in_batch.push_back(&p);
+      }
+    }
+    std::optional<storage::LeaseRequest> lease;
+    if (next) {
+      m_request.count = *next;
+      m_request.skip.clear();
+      for (const auto& r : m_running) {
+        m_request.skip.push_back(r.task.id);
+      }
+      lease = m_request;
+    }
+    storage::BatchResult res;
     try {
-      switch (outcome.verdict) {
-      case core::Verdict::complete: {
-        std::optional<std::string> result;
-        if (m_o.result_stdout && r != nullptr) {
-          result = result_from_stdout(r->out);
-        }
-        m_store.complete(t.id, token, result, now, {}, output);
-        ++m_summary.completed;
-        what = "completed (after " + core::format_duration(took) + ")";
-        break;
-      }
-      case core::Verdict::release:
-        // Unfinished at shutdown: due at once, for another worker. A
-        // handler's own 75: after --release-delay.
-        m_store.release(t.id, token,
-                        r != nullptr && r->cause == core::StopCause::shutdown
-                            ? std::nullopt
-                            : std::optional(m_o.release_delay),
-                        now, output);
-        ++m_summary.released;
-        what = "released (after " + core::format_duration(took) + ")";
-        break;
-      case core::Verdict::fail: {
-        storage::FailRequest req;
-        req.error = outcome.error;
-        req.mode = mode;
-        const core::Task after = m_store.fail(t.id, token, req, now, output);
-        what = " (after " + core::format_duration(took) + "): " + outcome.error;
-        if (after.state == core::TaskState::sleeping) {
-          ++m_summary.retrying;
-          if (!m_summary.retry_at || after.run_at < *m_summary.retry_at) {
-            m_summary.retry_at = after.run_at;
-          }
-          what = "will retry at " + core::format_time(after.run_at) + what;
-        } else {
-          // Failed (or a broadcast's delivery, which is not retried).
-          ++m_summary.failed;
-          what = "failed for good" + what
-                 + (after.reason.empty() || after.reason == outcome.error
-                        ? ""
-                        : "; " + after.reason);
-        }
-        break;
-      }
-      case core::Verdict::none:
-        m_store.append_output(output.chunks, output.keep);
-        ++m_summary.revoked;
-        what = "revoked (after " + core::format_duration(took) + "): "
-               + (r != nullptr && !r->revoked_by.empty()
-                      ? "an operator's " + r->revoked_by
-                      : "lease lost");
-        break;
-      }
+      res = m_store.apply_outcomes(batch, lease, now);
+      after_own_commit();
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
           && e.kind() != ErrorKind::unavailable) {
         throw;
       }
-      // The lease went between the last check and now, or the task was
-      // deleted (or the database stayed locked): the task is another
-      // holder's, or will be once the lease expires. Nothing was written.
-      ++m_summary.revoked;
-      std::fprintf(stderr,
-                   "taskq: task %lld: %s; its outcome was not "
-                   "recorded\n",
-                   static_cast<long long>(t.id), e.what());
-      try {
-        m_store.append_output(output.chunks,
-                              output.keep); // still its attempt's
-      } catch (const Error&) {
-        // Only the output: the outcome's failure is said above.
+      // The database stayed locked (or the task was deleted): nothing
+      // was written.
+      for (const Pending* p : in_batch) {
+        not_recorded(*p, e.what());
       }
-      return;
+      return {};
+    }
+    for (size_t i = 0; i < in_batch.size(); ++i) {
+      const auto& o = res.outcomes[i];
+      if (o.task) {
+        account(*in_batch[i], *o.task);
+      } else {
+        // The lease went between the last check and now, or the task was
+        // deleted: the task is another holder's, or will be once the
+        // lease expires.
+        not_recorded(*in_batch[i], o.lost);
+      }
+    }
+    return std::move(res.leased);
+  }
+
+  storage::Outcome to_outcome(const Pending& p) const {
+    storage::Outcome o;
+    o.id = p.task->id;
+    o.token = p.task->lease->token;
+    if (p.r != nullptr) {
+      // Kept in r too: stored apart when the outcome is not written.
+      o.output = p.r->last_output;
+    }
+    switch (p.outcome.verdict) {
+    case core::Verdict::complete:
+      o.kind = storage::Outcome::Kind::complete;
+      if (m_o.result_stdout && p.r != nullptr) {
+        o.result = result_from_stdout(p.r->out);
+      }
+      break;
+    case core::Verdict::release:
+      // Unfinished at shutdown: due at once, for another worker. A
+      // handler's own 75: after --release-delay.
+      o.kind = storage::Outcome::Kind::release;
+      if (p.r == nullptr || p.r->cause != core::StopCause::shutdown) {
+        o.delay = m_o.release_delay;
+      }
+      break;
+    case core::Verdict::fail:
+    case core::Verdict::none:
+      o.kind = storage::Outcome::Kind::fail;
+      o.fail.error = p.outcome.error;
+      o.fail.mode = p.mode;
+      break;
+    }
+    return o;
+  }
+
+  std::string took(const Pending& p) const {
+    return core::format_duration(
+        std::chrono::duration_cast<core::Millis>(Clock::now() - p.started));
+  }
+
+  // Counts an outcome that was written; `after` is the task after it.
+  void account(const Pending& p, const core::Task& after) {
+    std::string what;
+    switch (p.outcome.verdict) {
+    case core::Verdict::complete:
+      ++m_summary.completed;
+      what = "completed (after " + took(p) + ")";
+      break;
+    case core::Verdict::release:
+      ++m_summary.released;
+      what = "released (after " + took(p) + ")";
+      break;
+    case core::Verdict::fail:
+    case core::Verdict::none:
+      what = " (after " + took(p) + "): " + p.outcome.error;
+      if (after.state == core::TaskState::sleeping) {
+        ++m_summary.retrying;
+        if (!m_summary.retry_at || after.run_at < *m_summary.retry_at) {
+          m_summary.retry_at = after.run_at;
+        }
+        what = "will retry at " + core::format_time(after.run_at) + what;
+      } else {
+        // Failed (or a broadcast's delivery, which is not retried).
+        ++m_summary.failed;
+        what = "failed for good" + what
+               + (after.reason.empty() || after.reason == p.outcome.error
+                      ? ""
+                      : "; " + after.reason);
+      }
+      break;
     }
     if (m_o.verbose) {
-      say(t.id, what);
+      say(p.task->id, what);
+    }
+  }
+
+  // A handler stopped because its lease was taken: only its output is
+  // stored.
+  void record_revoked(const Pending& p) {
+    const storage::OutputWrite no_output;
+    const storage::OutputWrite& output =
+        p.r != nullptr ? p.r->last_output : no_output;
+    try {
+      m_store.append_output(output.chunks, output.keep);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+      std::fprintf(stderr, "taskq: task %lld: storing its output: %s\n",
+                   static_cast<long long>(p.task->id), e.what());
+    }
+    ++m_summary.revoked;
+    if (m_o.verbose) {
+      say(p.task->id, "revoked (after " + took(p) + "): "
+                          + (p.r != nullptr && !p.r->revoked_by.empty()
+                                 ? "an operator's " + p.r->revoked_by
+                                 : "lease lost"));
+    }
+  }
+
+  // An outcome that could not be written (`why`): nothing was, but its
+  // attempt's output.
+  void not_recorded(const Pending& p, const std::string& why) {
+    ++m_summary.revoked;
+    std::fprintf(stderr,
+                 "taskq: task %lld: %s; its outcome was not "
+                 "recorded\n",
+                 static_cast<long long>(p.task->id), why.c_str());
+    if (p.r == nullptr) {
+      return;
+    }
+    try {
+      m_store.append_output(p.r->last_output.chunks,
+                            p.r->last_output.keep); // still its attempt's
+    } catch (const Error&) {
+      // Only the output: the outcome's failure is said above.
     }
   }
 
@@ -950,6 +1139,10 @@ private:
   bool m_look_if_due = false;       // ... if a read finds something due
   bool m_stopping = false;          // SIGTERM/SIGINT/SIGHUP arrived
   std::optional<Instant> m_wake_at; // a task comes due, a lease expires
+  // The store's others_version at the last look: a wake-up that finds it
+  // unchanged was caused by our own commit.
+  std::optional<int64_t> m_version;
+  bool m_changed_elsewhere = false; // seen by after_own_commit
 };
 
 } // namespace

@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include <atomic>
 #include <chrono>
 #include <cstdlib>
 #include <fcntl.h>
@@ -121,7 +122,15 @@ void SqliteDb::Close::operator()(sqlite3* db) const {
   sqlite3_close_v2(db);
 }
 
-SqliteDb::~SqliteDb() = default;
+SqliteDb::~SqliteDb() {
+  for (auto& [sql, entry] : m_cache) {
+    sqlite3_finalize(entry.stmt);
+  }
+}
+
+uint64_t SqliteDb::prepares() {
+  return s_prepares.load(std::memory_order_relaxed);
+}
 
 SqliteDb::SqliteDb(const std::string& path, bool create)
     : Db(Backend::sqlite, path), m_busy(std::make_unique<BusyState>()) {
@@ -182,6 +191,7 @@ void SqliteDb::fail(int rc, std::string_view context) const {
 }
 
 void SqliteDb::exec(const char* sql, std::string_view context) {
+  ++s_prepares; // at least one
   char* err = nullptr;
   const int rc = sqlite3_exec(m_handle.get(), sql, nullptr, nullptr, &err);
   sqlite3_free(err);
@@ -192,52 +202,67 @@ void SqliteDb::exec(const char* sql, std::string_view context) {
 
 namespace {
 
+// Throws what a failed prepare or step of `db` means: a statement naming a
+// table or column taskq's migrations make that is not there is a schema
+// changed behind taskq's back (unavailable); else SqliteDb::fail.
+[[noreturn]] void fail_statement(SqliteDb& db, int rc) {
+  const std::string_view why = sqlite3_errmsg(db.handle());
+  if ((rc & 0xff) == SQLITE_ERROR
+      && (why.starts_with("no such table")
+          || why.starts_with("no such column"))) {
+    // taskq's own statements name what its migrations made: the schema
+    // was changed behind its back.
+    throw Error(ErrorKind::unavailable,
+                "database " + db.path()
+                    + " does not have taskq's schema (see taskq db "
+                      "check): "
+                    + std::string(why));
+  }
+  db.fail(rc, "");
+}
+
 class SqliteStatement final : public StatementImpl {
 public:
-  SqliteStatement(SqliteDb& db, std::string_view sql) : m_db(&db) {
-    sqlite3_stmt* raw = nullptr;
-    const int rc = sqlite3_prepare_v2(
-        db.handle(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
-    m_stmt.reset(raw);
-    if (rc != SQLITE_OK) {
-      const std::string_view why = sqlite3_errmsg(db.handle());
-      if ((rc & 0xff) == SQLITE_ERROR
-          && (why.starts_with("no such table")
-              || why.starts_with("no such column"))) {
-        // taskq's own statements name what its migrations made: the schema
-        // was changed behind its back.
-        throw Error(ErrorKind::unavailable,
-                    "database " + db.path()
-                        + " does not have taskq's schema (see taskq db "
-                          "check): "
-                        + std::string(why));
-      }
-      db.fail(rc, "");
+  // Borrows the cached statement `entry` (SqliteDb::Cached), or, when
+  // `entry` is null, owns `stmt`.
+  SqliteStatement(SqliteDb& db, sqlite3_stmt* stmt, SqliteDb::Cached* entry)
+      : m_db(&db), m_stmt(stmt), m_entry(entry) {}
+  ~SqliteStatement() override {
+    if (m_entry == nullptr) {
+      sqlite3_finalize(m_stmt);
+      return;
     }
+    // Back to the cache, ready for its next use: no transaction is held
+    // open by a statement left mid-step, and no borrowed text stays bound.
+    sqlite3_reset(m_stmt);
+    sqlite3_clear_bindings(m_stmt);
+    m_entry->in_use = false;
   }
+  SqliteStatement(const SqliteStatement&) = delete;
+  SqliteStatement& operator=(const SqliteStatement&) = delete;
 
   void bind_int(int index, int64_t value) override {
-    check_bind(sqlite3_bind_int64(m_stmt.get(), index, value));
+    check_bind(sqlite3_bind_int64(m_stmt, index, value));
   }
   void bind_text(int index, std::string_view value, bool borrowed) override {
-    check_bind(sqlite3_bind_text64(
-        m_stmt.get(), index, value.data(), value.size(),
-        borrowed ? SQLITE_STATIC : SQLITE_TRANSIENT, SQLITE_UTF8));
+    check_bind(sqlite3_bind_text64(m_stmt, index, value.data(), value.size(),
+                                   borrowed ? SQLITE_STATIC : SQLITE_TRANSIENT,
+                                   SQLITE_UTF8));
   }
   void bind_null(int index) override {
-    check_bind(sqlite3_bind_null(m_stmt.get(), index));
+    check_bind(sqlite3_bind_null(m_stmt, index));
   }
   void bind_blob(int index, std::string_view value) override {
     // A zero-length blob, not NULL: sqlite3_bind_blob64 reads a null
     // pointer as NULL.
     check_bind(value.empty()
-                   ? sqlite3_bind_zeroblob(m_stmt.get(), index, 0)
-                   : sqlite3_bind_blob64(m_stmt.get(), index, value.data(),
+                   ? sqlite3_bind_zeroblob(m_stmt, index, 0)
+                   : sqlite3_bind_blob64(m_stmt, index, value.data(),
                                          value.size(), SQLITE_TRANSIENT));
   }
 
   bool step() override {
-    const int rc = sqlite3_step(m_stmt.get());
+    const int rc = sqlite3_step(m_stmt);
     if (rc == SQLITE_ROW) {
       return true;
     }
@@ -245,38 +270,36 @@ public:
       m_changes = sqlite3_changes64(m_db->handle());
       return false;
     }
-    m_db->fail(rc, "");
+    fail_statement(*m_db, rc);
   }
-  void reset() override { sqlite3_reset(m_stmt.get()); }
+  void reset() override { sqlite3_reset(m_stmt); }
   int64_t changes() const override { return m_changes; }
 
   bool is_null(int col) const override {
-    return sqlite3_column_type(m_stmt.get(), col) == SQLITE_NULL;
+    return sqlite3_column_type(m_stmt, col) == SQLITE_NULL;
   }
   bool is_integer(int col) const override {
-    return sqlite3_column_type(m_stmt.get(), col) == SQLITE_INTEGER;
+    return sqlite3_column_type(m_stmt, col) == SQLITE_INTEGER;
   }
-  int column_count() const override {
-    return sqlite3_column_count(m_stmt.get());
-  }
+  int column_count() const override { return sqlite3_column_count(m_stmt); }
   std::string column_name(int col) const override {
-    const char* name = sqlite3_column_name(m_stmt.get(), col);
+    const char* name = sqlite3_column_name(m_stmt, col);
     return name == nullptr ? std::string() : std::string(name);
   }
   int64_t get_int(int col) const override {
-    return sqlite3_column_int64(m_stmt.get(), col);
+    return sqlite3_column_int64(m_stmt, col);
   }
   std::string get_text(int col) const override {
-    const auto* text = sqlite3_column_text(m_stmt.get(), col);
-    const int size = sqlite3_column_bytes(m_stmt.get(), col);
+    const auto* text = sqlite3_column_text(m_stmt, col);
+    const int size = sqlite3_column_bytes(m_stmt, col);
     if (text == nullptr) {
       return {};
     }
     return {reinterpret_cast<const char*>(text), static_cast<size_t>(size)};
   }
   std::string get_blob(int col) const override {
-    const void* bytes = sqlite3_column_blob(m_stmt.get(), col);
-    const int size = sqlite3_column_bytes(m_stmt.get(), col);
+    const void* bytes = sqlite3_column_blob(m_stmt, col);
+    const int size = sqlite3_column_bytes(m_stmt, col);
     if (bytes == nullptr) {
       return {};
     }
@@ -289,31 +312,106 @@ private:
       m_db->fail(rc, "cannot bind a value");
     }
   }
-  struct Finalize {
-    void operator()(sqlite3_stmt* stmt) const { sqlite3_finalize(stmt); }
-  };
   SqliteDb* m_db;
-  std::unique_ptr<sqlite3_stmt, Finalize> m_stmt;
+  sqlite3_stmt* m_stmt;
+  SqliteDb::Cached* m_entry;
   int64_t m_changes = 0;
 };
 
 } // namespace
 
+std::atomic<uint64_t> SqliteDb::s_prepares{0};
+
+sqlite3_stmt* SqliteDb::prepare_raw(std::string_view sql) {
+  ++s_prepares;
+  sqlite3_stmt* raw = nullptr;
+  const int rc = sqlite3_prepare_v2(
+      handle(), sql.data(), static_cast<int>(sql.size()), &raw, nullptr);
+  if (rc != SQLITE_OK) {
+    sqlite3_finalize(raw);
+    fail_statement(*this, rc);
+  }
+  return raw;
+}
+
+SqliteDb::Cached* SqliteDb::take_cached(std::string_view sql) {
+  auto it = m_cache.find(sql);
+  if (it == m_cache.end()) {
+    if (m_cache.size() >= k_cache_size) {
+      return nullptr; // SQL built with values: not worth keeping
+    }
+    sqlite3_stmt* raw = prepare_raw(sql);
+    it = m_cache.emplace(std::string(sql), Cached{raw, false}).first;
+  } else if (it->second.in_use) {
+    return nullptr; // the same SQL open twice at once (nested)
+  }
+  it->second.in_use = true;
+  return &it->second;
+}
+
 std::unique_ptr<StatementImpl> SqliteDb::prepare(std::string_view sql) {
-  return std::make_unique<SqliteStatement>(*this, sql);
+  if (Cached* entry = take_cached(sql)) {
+    return std::make_unique<SqliteStatement>(*this, entry->stmt, entry);
+  }
+  return std::make_unique<SqliteStatement>(*this, prepare_raw(sql), nullptr);
+}
+
+void SqliteDb::run_cached(std::string_view sql, std::string_view context) {
+  Cached* entry = take_cached(sql);
+  sqlite3_stmt* st = entry != nullptr ? entry->stmt : prepare_raw(sql);
+  // Reset (or finalized) once the error, if any, has been read.
+  struct Done {
+    sqlite3_stmt* st;
+    Cached* entry;
+    ~Done() {
+      if (entry != nullptr) {
+        sqlite3_reset(st);
+        entry->in_use = false;
+      } else {
+        sqlite3_finalize(st);
+      }
+    }
+  } done{st, entry};
+  const int rc = sqlite3_step(st);
+  if (rc != SQLITE_DONE && rc != SQLITE_ROW) {
+    fail(rc, context);
+  }
+}
+
+std::optional<int64_t> SqliteDb::others_version() {
+  Cached* entry = take_cached("PRAGMA data_version");
+  sqlite3_stmt* st =
+      entry != nullptr ? entry->stmt : prepare_raw("PRAGMA data_version");
+  const int rc = sqlite3_step(st);
+  const int64_t version = sqlite3_column_int64(st, 0);
+  if (entry != nullptr) {
+    sqlite3_reset(st);
+    entry->in_use = false;
+  } else {
+    sqlite3_finalize(st);
+  }
+  if (rc != SQLITE_ROW) {
+    return std::nullopt;
+  }
+  return version;
 }
 
 void SqliteDb::begin(TxKind kind) {
-  exec(kind == TxKind::write ? "BEGIN IMMEDIATE" : "BEGIN",
-       "cannot start a transaction");
+  run_cached(kind == TxKind::write ? "BEGIN IMMEDIATE" : "BEGIN",
+             "cannot start a transaction");
 }
 
 void SqliteDb::commit() {
-  exec("COMMIT", "cannot commit");
+  run_cached("COMMIT", "cannot commit");
 }
 
 void SqliteDb::rollback() noexcept {
-  sqlite3_exec(m_handle.get(), "ROLLBACK", nullptr, nullptr, nullptr);
+  try {
+    run_cached("ROLLBACK", "cannot roll back");
+  } catch (...) {
+    // Nothing to roll back (SQLite already did, after some errors), or it
+    // failed: the connection ends the transaction when it closes.
+  }
 }
 
 // --- what the backends spell differently -----------------------------------

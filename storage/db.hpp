@@ -3,15 +3,18 @@
 #include "core/time.hpp"
 #include "storage/task_store.hpp"
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 struct sqlite3;
+struct sqlite3_stmt;
 
 namespace taskq::storage {
 
@@ -114,6 +117,11 @@ public:
   // hides it), so that the feed's own connection can log in. Never shown.
   virtual std::string feed_source() const { return m_path; }
 
+  // A number that changes when another connection commits to the
+  // database, and only then (SQLite's data_version); std::nullopt where
+  // the backend does not say.
+  virtual std::optional<int64_t> others_version() { return std::nullopt; }
+
   // The id of the last row this connection inserted, where the database
   // keeps it (SQLite); std::nullopt elsewhere: ask with RETURNING.
   virtual std::optional<int64_t> last_insert_id() const { return std::nullopt; }
@@ -174,9 +182,21 @@ public:
   std::unique_ptr<StatementImpl> prepare(std::string_view sql) override;
   void exec(const char* sql, std::string_view context) override;
   std::optional<int64_t> last_insert_id() const override;
+  std::optional<int64_t> others_version() override;
   void begin(TxKind kind) override;
   void commit() override;
   void rollback() noexcept override;
+
+  // How many statements every SqliteDb of this process has prepared
+  // (sqlite3_prepare_v2, and each exec): for tests of the cache.
+  static uint64_t prepares();
+
+  // A statement of the cache (see prepare): borrowed by one Statement at a
+  // time.
+  struct Cached {
+    sqlite3_stmt* stmt = nullptr;
+    bool in_use = false;
+  };
 
   // Throws the taskq::Error for SQLite result code `rc`: "CONTEXT: WHY",
   // then "(database PATH)" when CONTEXT does not name the path ("database
@@ -187,9 +207,30 @@ private:
   struct Close {
     void operator()(sqlite3* db) const;
   };
+  sqlite3_stmt* prepare_raw(std::string_view sql);
+  // The cached statement of `sql`, marked in use (prepared on its first
+  // use); null when the cache is full or that statement is in use.
+  Cached* take_cached(std::string_view sql);
+  // Steps a statement without results once (BEGIN, COMMIT, ROLLBACK).
+  void run_cached(std::string_view sql, std::string_view context);
+
+  struct SqlHash {
+    using is_transparent = void;
+    size_t operator()(std::string_view s) const {
+      return std::hash<std::string_view>{}(s);
+    }
+  };
+  // Past this many distinct statements, new ones are prepared each time
+  // (SQL that carries values, which would never be used again).
+  static constexpr size_t k_cache_size = 256;
+  static std::atomic<uint64_t> s_prepares;
+
   // Declared before m_handle, so the connection closes first.
   std::unique_ptr<BusyState> m_busy;
   std::unique_ptr<sqlite3, Close> m_handle;
+  // Statements by SQL text, finalized by ~SqliteDb before the connection
+  // closes. Each is reset, its bindings cleared, when its Statement ends.
+  std::unordered_map<std::string, Cached, SqlHash, std::equal_to<>> m_cache;
 };
 
 // PostgreSQL (storage/pg_db.cpp). connect_postgres opens a connection:

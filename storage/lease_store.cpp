@@ -434,6 +434,10 @@ std::optional<Time> TaskStore::server_now() {
   return m_db->server_now();
 }
 
+std::optional<int64_t> TaskStore::others_version() {
+  return m_db->others_version();
+}
+
 ChangeFeed TaskStore::changes() const {
   return ChangeFeed(m_db->feed_source());
 }

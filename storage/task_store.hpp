@@ -548,6 +548,11 @@ public:
 
   // A feed of the database's changes, to wait on between looks.
   ChangeFeed changes() const;
+  // A number that changes when another process (another connection)
+  // commits, never for this store's own commits: a wake-up of the feed
+  // that finds it unchanged was this store's doing. std::nullopt where
+  // the backend does not tell (PostgreSQL).
+  std::optional<int64_t> others_version();
 
   // Operator message to the selected tasks. With ids: all or nothing, and a
   // refused transition on any id is a conflict. With filters: applies to the

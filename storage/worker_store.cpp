@@ -332,6 +332,9 @@ BatchResult TaskStore::apply_outcomes(const std::vector<Outcome>& outcomes,
     }
   }
   if (next) {
+    // What the outcomes left for the end of the transaction (a flow's
+    // next step, which may add the task to lease) runs before the lease.
+    m_db->run_deferred();
     out.leased = lease_in_tx(*m_db, *next, now);
   }
   tx.commit();

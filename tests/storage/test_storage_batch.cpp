@@ -1,5 +1,6 @@
 // TaskStore::apply_outcomes: several worker outcomes and the next lease in
 // one transaction, each outcome fenced by its own lease token.
+#include "storage/db.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>
@@ -195,4 +196,57 @@ TEST_CASE("a repeated outcome for a finished task is refused as lost") {
   CHECK(contains(late.outcomes[0].lost, "expired"));
   CHECK_FALSE(late.outcomes[1].lost.empty());
   CHECK(store.find(third)->state == TaskState::runnable);
+}
+
+TEST_CASE("a second complete and lease prepare no statement: SQLite keeps "
+          "them"
+          * sqlite_only()) {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  for (int i = 0; i < 6; ++i) {
+    add_task(store, "q");
+  }
+  auto task = lease_one(store, "q", t0);
+  REQUIRE(task);
+  const auto cycle = [&](Time now) {
+    // As `run` does: the done and the next lease in one batch, then the
+    // same with the separate calls `done` and `lease` make.
+    auto r = store.apply_outcomes({done(*task, "1")}, lease_request("q"), now);
+    REQUIRE(r.outcomes.size() == 1);
+    REQUIRE(r.outcomes[0].task);
+    REQUIRE(r.leased.size() == 1);
+    store.complete(r.leased[0].id, r.leased[0].lease->token, "2", now);
+    task = lease_one(store, "q", now);
+    REQUIRE(task);
+  };
+  cycle(t0 + 1s);
+  const uint64_t before = storage::SqliteDb::prepares();
+  cycle(t0 + 2s);
+  CHECK(storage::SqliteDb::prepares() == before);
+}
+
+TEST_CASE("others_version changes for another store's commit, never for our "
+          "own") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  add_task(store, "q");
+  const auto v0 = store.others_version();
+  if (on_postgresql()) {
+    CHECK_FALSE(v0); // not told: every wake-up is looked at
+    return;
+  }
+  REQUIRE(v0);
+  auto task = lease_one(store, "q", t0);
+  REQUIRE(task);
+  store.apply_outcomes({done(*task, "1")}, lease_request("q"), t0 + 1s);
+  CHECK(store.others_version() == v0);
+  {
+    TaskStore other(db.path(), OpenMode::update);
+    add_task(other, "q", t0 + 2s);
+  }
+  const auto v1 = store.others_version();
+  REQUIRE(v1);
+  CHECK(*v1 != *v0);
+  add_task(store, "q", t0 + 3s);
+  CHECK(store.others_version() == v1);
 }
