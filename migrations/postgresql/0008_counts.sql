@@ -1,18 +1,11 @@
 -- PostgreSQL's triggers keeping queue_counts (SQLite's are in
 -- migrations/0008_counts.sql, which translate_schema leaves out here).
--- Inserts and deletes are counted once per statement, from its transition
--- table (a bulk add inserts hundreds of rows a statement); updates per row,
--- and only those that move a task to another queue or state.
+-- As there, inserts are counted by the code that inserts tasks; deletes
+-- once per statement, from its transition table (a purge deletes many rows
+-- a statement); updates per row, and only those that move a task to
+-- another queue or state.
 -- Writers take one advisory lock (PgDb::begin), so the rows of
 -- queue_counts are never contended beyond that lock.
-CREATE FUNCTION taskq_count_inserted() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-  INSERT INTO queue_counts (queue, state, n)
-    SELECT queue, state, count(*) FROM taskq_new GROUP BY queue, state
-    ON CONFLICT (queue, state) DO UPDATE SET n = queue_counts.n + EXCLUDED.n;
-  RETURN NULL;
-END $$;
-
 CREATE FUNCTION taskq_count_deleted() RETURNS trigger LANGUAGE plpgsql AS $$
 BEGIN
   UPDATE queue_counts c SET n = c.n - d.n
@@ -30,10 +23,6 @@ BEGIN
     ON CONFLICT (queue, state) DO UPDATE SET n = queue_counts.n + 1;
   RETURN NULL;
 END $$;
-
-CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks
-  REFERENCING NEW TABLE AS taskq_new
-  FOR EACH STATEMENT EXECUTE FUNCTION taskq_count_inserted();
 
 CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks
   REFERENCING OLD TABLE AS taskq_old
