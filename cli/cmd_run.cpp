@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "cli/runner.hpp"
+#include "cli/stream.hpp"
 #include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
@@ -35,7 +36,55 @@ struct RunArgs {
   bool verbose = false;
   bool quiet = false;
   std::string fail_on = "failed";
+  bool stream = false;
+  std::optional<int> prefetch;
+  OptText flush;
+  bool keep_output_given = false;
 };
+
+// `--stream`'s options, checked against the others.
+StreamOptions check_stream_args(const RunArgs& a, const RunOptions& o) {
+  StreamOptions s;
+  if (!a.stream) {
+    if (a.prefetch || a.flush) {
+      throw Error(ErrorKind::usage,
+                  std::string(a.prefetch ? "--prefetch" : "--flush")
+                      + " needs --stream");
+    }
+    return s;
+  }
+  if (o.command.empty()) {
+    throw Error(ErrorKind::usage,
+                "--stream needs the handler to start after "
+                "--: taskq run QUEUE --stream -- CMD [ARG...]");
+  }
+  for (const auto& [given, name] :
+       {std::pair{a.result_stdout, "--result-stdout"},
+        std::pair{a.tag, "--tag"},
+        std::pair{a.keep_output_given, "--keep-output"}}) {
+    if (given) {
+      throw Error(ErrorKind::usage,
+                  std::string(name)
+                      + " cannot go with --stream: the handler's stdout "
+                        "carries its answers");
+    }
+  }
+  if (a.prefetch) {
+    if (*a.prefetch < 1) {
+      throw Error(ErrorKind::usage, "--prefetch must be at least 1");
+    }
+    s.prefetch = *a.prefetch;
+  }
+  if (const auto flush = parse_duration_arg(a.flush, "--flush")) {
+    s.flush = *flush;
+  }
+  if (s.prefetch > 1 && o.lease_for < std::chrono::seconds(1)) {
+    throw Error(ErrorKind::usage,
+                "--for must be at least 1s with --prefetch: a lease must "
+                "outlast a batch");
+  }
+  return s;
+}
 
 FailOn parse_fail_on(const std::string& text) {
   if (text == "failed") {
@@ -298,11 +347,13 @@ void register_run(CLI::App& app, Context& ctx) {
       ->type_name("DUR");
   run->add_flag("--result-stdout", a->result_stdout,
                 "store the handler's stdout as the result (JSON, or a string)");
-  run->add_option("--keep-output", a->keep_output,
-                  "store the last SIZE bytes of each handler's stdout and "
-                  "stderr per attempt, for taskq logs (default 1M; 64K, 2M; "
-                  "0: none)")
-      ->type_name("SIZE");
+  CLI::Option* keep_output =
+      run->add_option(
+             "--keep-output", a->keep_output,
+             "store the last SIZE bytes of each handler's stdout and "
+             "stderr per attempt, for taskq logs (default 1M; 64K, 2M; "
+             "0: none)")
+          ->type_name("SIZE");
   run->add_flag("--tag", a->tag,
                 "prefix each line a handler prints with its task id and a tab");
   run->add_option("--match", a->match,
@@ -321,13 +372,28 @@ void register_run(CLI::App& app, Context& ctx) {
                   "which outcomes make run exit 6: failed (a task failed for "
                   "good; the default), retry (any handler failed), never")
       ->type_name("WHAT");
-  run->callback([a, &ctx] {
+  run->add_flag("--stream", a->stream,
+                "start CMD once (per --concurrency) and feed it one JSON task "
+                "per line on stdin; it answers one JSON outcome per line on "
+                "stdout (README: Persistent handlers)");
+  run->add_option("--prefetch", a->prefetch,
+                  "with --stream: lease up to K tasks ahead in one "
+                  "transaction and record outcomes in batches (default 1)")
+      ->type_name("K");
+  run->add_option("--flush", a->flush,
+                  "with --prefetch: record a batch of outcomes at most DUR "
+                  "after its first (default 5ms)")
+      ->type_name("DUR");
+  run->callback([a, keep_output, &ctx] {
     // Checked before any work: a bad -o must change nothing.
     const Format format =
         ctx.format(Format::table, {Format::table, Format::json});
     const FailOn fail_on = parse_fail_on(a->fail_on);
+    a->keep_output_given = keep_output->count() > 0;
     const RunOptions o = check_run_args(*a, ctx);
-    const RunSummary s = run_worker(o, ctx);
+    const StreamOptions so = check_stream_args(*a, o);
+    const RunSummary s =
+        a->stream ? run_stream(o, so, ctx) : run_worker(o, ctx);
     if (run_failed(s, fail_on)) {
       ctx.exit_code = k_exit_task_failed;
     }

@@ -478,7 +478,95 @@ CLI::App* add_command(CLI::App& parent, const std::string& name,
   return cmd;
 }
 
-int run(int argc, char** argv) {
+namespace {
+
+// The command groups, in the order `taskq --help` lists them, with the
+// top-level commands each registers (" name name ").
+struct Group {
+  void (*add)(CLI::App& app, Context& ctx);
+  std::string_view names;
+};
+constexpr Group k_groups[] = {
+    {register_produce, " add "},
+    {register_work, " lease heartbeat done fail "},
+    {register_operate, " pause resume sleep kill release checkpoint send "
+                       "retry requeue purge "},
+    {register_inspect, " show list stats metrics workers why "},
+    {register_queue, " queue "},
+    {register_db, " db "},
+    {register_completion, " completion __ids "},
+    {register_run, " run wait progress "},
+    {register_schedule, " schedule gate tick "},
+    {register_events, " events "},
+    {register_tx, " tx "},
+    {register_transfer, " export import "},
+    {register_flow, " flow "},
+    {register_top, " top "},
+    {register_logs, " logs "},
+};
+
+const Group* group_of(std::string_view word) {
+  if (word.empty() || word.find(' ') != std::string_view::npos) {
+    return nullptr;
+  }
+  for (const Group& g : k_groups) {
+    const size_t at = g.names.find(word);
+    if (at != std::string_view::npos && g.names[at - 1] == ' '
+        && g.names[at + word.size()] == ' ') {
+      return &g;
+    }
+  }
+  return nullptr;
+}
+
+// Whether `arg` may ask CLI11 for help or the version (-h in a cluster of
+// short flags too).
+bool asks_help(std::string_view arg) {
+  if (arg.rfind("--", 0) == 0) {
+    return arg.rfind("--help", 0) == 0 || arg.rfind("--version", 0) == 0;
+  }
+  return arg.size() > 1 && arg.front() == '-'
+         && arg.find('h') != std::string_view::npos;
+}
+
+// Start-up: building every command's options costs more than the rest of
+// an `add`. The one group to register when argv names a command of it and
+// nothing that needs the whole tree (help, --version, an unknown command,
+// another command's name anywhere: CLI11 may take it as a command);
+// nullptr for the whole tree. What the command then does and prints is the
+// same either way.
+const Group* lone_group(int argc, char** argv) {
+  const int sub = subcommand_index(argc, argv);
+  const Group* group = sub > 0 ? group_of(argv[sub]) : nullptr;
+  if (group == nullptr) {
+    return nullptr;
+  }
+  const std::string_view name(argv[sub]);
+  const bool runs_command = name == "run" || name == "add";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (i > sub && runs_command && arg == "--") {
+      break; // CMD [ARG...]: never parsed
+    }
+    if (asks_help(arg)
+        || (i != sub && (arg == "help" || group_of(arg) != nullptr))) {
+      return nullptr;
+    }
+  }
+  return group;
+}
+
+bool has_subcommand(CLI::App& app, std::string_view name) {
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// run() with the command tree of `only` (all groups when nullptr).
+int run_tree(int argc, char** argv, const Group* only) {
   CLI::App app{"taskq: a task queue in one SQLite database.", "taskq"};
   app.footer("Example:\n  id=$(taskq add thumbs --payload '{\"file\":"
              "\"a.png\"}')\n  eval \"$(taskq lease thumbs -o env)\" || exit 0"
@@ -500,33 +588,30 @@ int run(int argc, char** argv) {
                  "output format: table, json, id or env (lease)")
       ->type_name("FORMAT");
 
-  register_produce(app, ctx);
-  register_work(app, ctx);
-  register_operate(app, ctx);
-  register_inspect(app, ctx);
-  register_queue(app, ctx);
-  register_db(app, ctx);
-  register_completion(app, ctx);
-  register_run(app, ctx);
-  register_schedule(app, ctx);
-  register_events(app, ctx);
-  register_tx(app, ctx);
-  register_transfer(app, ctx);
-  register_flow(app, ctx);
-  register_top(app, ctx);
-  register_logs(app, ctx);
-  // Listed for --help; rewrite_help() turns it into CMD --help.
   std::vector<std::string> help_words;
-  add_command(app, "help", "Print a command's help, as taskq CMD --help does",
-              "taskq help queue set")
-      ->add_option("command", help_words, "a command and its subcommand")
-      ->type_name("CMD [SUB]");
+  if (only != nullptr) {
+    only->add(app, ctx);
+    if (!has_subcommand(app, argv[subcommand_index(argc, argv)])) {
+      return run_tree(argc, argv, nullptr); // k_groups is out of date
+    }
+  } else {
+    for (const Group& g : k_groups) {
+      g.add(app, ctx);
+    }
+    // Listed for --help; rewrite_help() turns it into CMD --help.
+    add_command(app, "help", "Print a command's help, as taskq CMD --help does",
+                "taskq help queue set")
+        ->add_option("command", help_words, "a command and its subcommand")
+        ->type_name("CMD [SUB]");
+  }
   check_option_values(app);
-  formatter->usages[app.get_subcommand("run")] =
-      "taskq run [OPTIONS] QUEUE... [-- CMD [ARG...]]";
-  formatter->usages[app.get_subcommand("add")] =
-      "taskq add [OPTIONS] QUEUE [-- CMD [ARG...]]";
-  add_help_footers(app);
+  if (only == nullptr) { // help is shown from the whole tree only
+    formatter->usages[app.get_subcommand("run")] =
+        "taskq run [OPTIONS] QUEUE... [-- CMD [ARG...]]";
+    formatter->usages[app.get_subcommand("add")] =
+        "taskq add [OPTIONS] QUEUE [-- CMD [ARG...]]";
+    add_help_footers(app);
+  }
   std::vector<char*> help_argv;
   rewrite_help(app, argc, argv, help_argv);
 
@@ -568,6 +653,12 @@ int run(int argc, char** argv) {
     throw;
   }
   return ctx.exit_code;
+}
+
+} // namespace
+
+int run(int argc, char** argv) {
+  return run_tree(argc, argv, lone_group(argc, argv));
 }
 
 } // namespace taskq::cli

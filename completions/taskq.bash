@@ -36,7 +36,7 @@ _taskq() {
             --result | --error | --move-to | --retry-in | --until | --queue | \
             --state | --limit | --max-running | --concurrency | --max-tasks | \
             --timeout | --grace | --release-delay | --checkpoint-signal | \
-            --interval | --after | --root | --to | --ttl | --trigger | --sync | \
+            --prefetch | --flush | --interval | --after | --root | --to | --ttl | --trigger | --sync | \
             --every | --cron | --keys | --since | --older-than)
             [[ ${COMP_WORDS[i+1]} == = ]] && ((i++))
             ((i++))
@@ -133,7 +133,7 @@ _taskq() {
         --max-delay | --for | --match | --count | --lease | --checkpoint | \
         --result | --error | --retry-in | --until | --limit | --max-running | \
         --concurrency | --max-tasks | --timeout | --grace | --release-delay | \
-        --interval | --root | --to | --ttl | --trigger | --sync | --every | \
+        --prefetch | --flush | --interval | --root | --to | --ttl | --trigger | --sync | --every | \
         --cron | --keys | --since | --older-than)
         return
         ;;
@@ -148,7 +148,8 @@ _taskq() {
             lease) words="--for --match --count --wait -q --quiet" ;;
             run) words="--for --concurrency --max-tasks --until-empty --timeout
                 --grace --release-delay --result-stdout --match
-                --checkpoint-signal -v --verbose -q --quiet --fail-on" ;;
+                --checkpoint-signal -v --verbose -q --quiet --fail-on
+                --stream --prefetch --flush" ;;
             wait) words="--timeout" ;;
             progress) words="--interval" ;;
             heartbeat) words="--lease --for --checkpoint" ;;

@@ -16,7 +16,7 @@ function __taskq_words
                 --for --match --count --lease --checkpoint --result --error \
                 --move-to --retry-in --until --queue --state --limit --max-running \
                 --concurrency --max-tasks --timeout --grace --release-delay \
-                --checkpoint-signal --interval --after --root --to --ttl \
+                --prefetch --flush --checkpoint-signal --interval --after --root --to --ttl \
                 --trigger --sync --every --cron --keys --since --older-than
                 set -e toks[1]
             case '--'
@@ -271,6 +271,9 @@ complete -c taskq -n $run -l until-empty -d 'Exit when nothing is eligible'
 complete -c taskq -n $run -l timeout -x -d 'Stop a handler after'
 complete -c taskq -n $run -l grace -x -d 'Between SIGTERM and SIGKILL when stopping a handler'
 complete -c taskq -n $run -l release-delay -x -d 'When a handler exits 75, make its task due after'
+complete -c taskq -n $run -l stream -d 'Start the command once and feed it one JSON task per line'
+complete -c taskq -n $run -l prefetch -x -d 'With --stream, lease this many tasks ahead; record outcomes in batches'
+complete -c taskq -n $run -l flush -x -d 'With --prefetch, record a batch at most this long after its first outcome'
 complete -c taskq -n $run -l result-stdout -d "Store the handler's stdout as the result"
 complete -c taskq -n $run -l match -x -d 'Only tasks with matching labels (K=V)'
 complete -c taskq -n $run -l checkpoint-signal -x -a 'USR1 USR2 HUP INT QUIT TERM' -d 'Signal for a checkpoint request'

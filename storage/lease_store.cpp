@@ -237,6 +237,14 @@ bool lease_order_before(const Task& a, const Task& b) {
 std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
   Transaction tx(*m_db);
   now = locked_now(now);
+  std::vector<Task> leased = lease_in_tx(*m_db, req, now);
+  tx.commit();
+  return leased;
+}
+
+namespace detail {
+
+std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
   struct Source {
     std::string queue;
     QueueRow settings;
@@ -248,24 +256,24 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
   queues.erase(std::unique(queues.begin(), queues.end()), queues.end());
   std::vector<Task> leased;
   for (const auto& q : queues) {
-    QueueRow row = load_queue(*m_db, q);
+    QueueRow row = load_queue(db, q);
     if (row.paused) {
       continue;
     }
-    reclaim_expired(*m_db, q, now);
-    emit_schedules(*m_db, &q, now);
+    reclaim_expired(db, q, now);
+    emit_schedules(db, &q, now);
     const size_t room =
         static_cast<size_t>(std::max(req.count, 0)) - leased.size();
-    deliver_broadcasts(*m_db, q, req, room, now, leased);
+    deliver_broadcasts(db, q, req, room, now, leased);
     int64_t capacity = req.count;
     if (row.max_running) {
       capacity =
-          std::max<int64_t>(0, *row.max_running - count_running(*m_db, q, now));
+          std::max<int64_t>(0, *row.max_running - count_running(db, q, now));
     }
     sources.push_back({q, std::move(row), capacity});
   }
 
-  Candidates candidates(*m_db);
+  Candidates candidates(db);
   while (static_cast<int>(leased.size()) < req.count) {
     std::optional<Task> best;
     Source* from = nullptr;
@@ -283,12 +291,12 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
       break;
     }
     Task& t = *best;
-    if (const auto by = obsoleted_by(*m_db, t.root, t.id)) {
+    if (const auto by = obsoleted_by(db, t.root, t.id)) {
       // rescue's root: a live task with its root labels made it obsolete.
       const std::string reason = "obsoleted by " + task_ref(*by);
-      set_state(*m_db, t.id, TaskState::killed, now);
-      set_reason(*m_db, t.id, reason);
-      log_event(*m_db, t.id, now, "kill", t.state, TaskState::killed,
+      set_state(db, t.id, TaskState::killed, now);
+      set_reason(db, t.id, reason);
+      log_event(db, t.id, now, "kill", t.state, TaskState::killed,
                 k_system_actor, reason);
       continue;
     }
@@ -298,22 +306,21 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
       // rescue's circuit breaker: park it for an operator instead.
       const std::string reason =
           "reached max attempts (" + std::to_string(*limit) + ")";
-      set_state(*m_db, t.id, TaskState::paused, now);
-      set_reason(*m_db, t.id, reason);
-      log_event(*m_db, t.id, now, "pause", t.state, TaskState::paused,
+      set_state(db, t.id, TaskState::paused, now);
+      set_reason(db, t.id, reason);
+      log_event(db, t.id, now, "pause", t.state, TaskState::paused,
                 k_system_actor, reason);
       continue;
     }
     if (t.state == TaskState::sleeping) {
-      log_event(*m_db, t.id, now, "run", TaskState::sleeping,
-                TaskState::runnable, k_system_actor, "woke up");
+      log_event(db, t.id, now, "run", TaskState::sleeping, TaskState::runnable,
+                k_system_actor, "woke up");
     }
     const Time expires = now + req.lease_for;
-    Statement(*m_db,
-              "UPDATE tasks SET state = 'runnable', lease_token = ?2, "
-              "lease_worker = ?3, lease_expires = ?4, lease_for_ms = ?5, "
-              "attempts = attempts + 1, rev = rev + 1, updated_at = ?6 "
-              "WHERE id = ?1")
+    Statement(db, "UPDATE tasks SET state = 'runnable', lease_token = ?2, "
+                  "lease_worker = ?3, lease_expires = ?4, lease_for_ms = ?5, "
+                  "attempts = attempts + 1, rev = rev + 1, updated_at = ?6 "
+                  "WHERE id = ?1")
         .bind(1, t.id)
         .bind(2, random_token())
         .bind(3, req.worker)
@@ -321,17 +328,18 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
         .bind(5, req.lease_for.count())
         .bind(6, to_unix_ms(now))
         .run();
-    log_event(*m_db, t.id, now, "lease", TaskState::runnable,
-              TaskState::runnable, req.worker,
+    log_event(db, t.id, now, "lease", TaskState::runnable, TaskState::runnable,
+              req.worker,
               "attempt " + std::to_string(t.attempts + 1) + ", until "
                   + core::format_time(expires));
-    leased.push_back(load_full(*m_db, t.id));
+    leased.push_back(load_full(db, t.id));
     leased.back().lease_started = now;
     --from->capacity;
   }
-  tx.commit();
   return leased;
 }
+
+} // namespace detail
 
 std::optional<Time> TaskStore::next_due(const std::vector<std::string>& queues,
                                         Time now) {

@@ -124,10 +124,32 @@ void apply_migrations(Db& db) {
   }
 }
 
-// Whose the database open on `db` is, read without writing anything.
+// Whose the database open on `db` is, read without writing anything, and
+// its schema version (PRAGMA user_version).
 enum class Owner { taskq, empty, other };
+struct Ownership {
+  Owner owner;
+  int version;
+};
 
-Owner owner_of(Db& db) {
+int64_t read_pragma(Db& db, const char* sql) {
+  Statement st(db, sql);
+  st.step();
+  return st.get_int(0);
+}
+
+Ownership owner_of(Db& db) {
+  // Every open: two header reads (one SELECT over sqlite_schema and the
+  // pragma functions costs ~0.2 ms more). The schema is looked at only
+  // for a file without taskq's mark.
+  const int64_t app = read_pragma(db, "PRAGMA application_id");
+  if (app == k_application_id) {
+    return {Owner::taskq,
+            static_cast<int>(read_pragma(db, "PRAGMA user_version"))};
+  }
+  if (app != 0) {
+    return {Owner::other, 0};
+  }
   Transaction tx(db, Transaction::Kind::read);
   Statement st(db, "SELECT (SELECT application_id FROM pragma_application_id), "
                    "(SELECT user_version FROM pragma_user_version), "
@@ -135,25 +157,25 @@ Owner owner_of(Db& db) {
                    "(SELECT count(*) FROM sqlite_schema WHERE type = 'table' "
                    "AND name IN ('tasks', 'queues', 'task_errors', 'events'))");
   st.step();
-  const int64_t app = st.get_int(0);
-  const int64_t version = st.get_int(1);
+  const int64_t app_now = st.get_int(0);
+  const auto version = static_cast<int>(st.get_int(1));
   const int64_t objects = st.get_int(2);
   const int64_t taskq_tables = st.get_int(3);
-  if (app == k_application_id) {
-    return Owner::taskq;
+  if (app_now == k_application_id) {
+    return {Owner::taskq, version}; // marked since the PRAGMA above
   }
-  if (app != 0) {
-    return Owner::other;
+  if (app_now != 0) {
+    return {Owner::other, version};
   }
   if (objects == 0 && version == 0) {
-    return Owner::empty;
+    return {Owner::empty, version};
   }
   // Made before taskq marked its files: its schema version and the tables
   // of its first migration.
   if (version > 0 && taskq_tables == 4) {
-    return Owner::taskq;
+    return {Owner::taskq, version};
   }
-  return Owner::other;
+  return {Owner::other, version};
 }
 
 } // namespace detail
@@ -176,7 +198,7 @@ std::unique_ptr<Db> open_file(const std::string& path) {
   }
   // Only reads until the file is known to be taskq's or empty: another
   // program's database is left byte for byte as it was.
-  const Owner owner = owner_of(*db);
+  const auto [owner, version] = owner_of(*db);
   if (owner == Owner::other) {
     throw Error(ErrorKind::unavailable,
                 "cannot use database " + path
@@ -187,7 +209,6 @@ std::unique_ptr<Db> open_file(const std::string& path) {
   // FULL: a command that returned has its change on disk, also across a
   // power loss (NORMAL in WAL mode may lose the last commits).
   db->exec("PRAGMA synchronous = FULL", "cannot configure " + path);
-  const int version = read_user_version(*db);
   if (version > latest_schema_version()) {
     throw Error(ErrorKind::unavailable,
                 "cannot use database " + path + ": its schema version "

@@ -175,6 +175,11 @@ core::Task complete_leased(Db& db, int64_t id, const std::string& token,
                            const std::optional<std::string>& result,
                            core::Time now, const core::Labels& sync);
 
+// TaskStore::lease's work, inside the caller's write transaction (`now`
+// read once it holds the lock): shared by lease and apply_outcomes.
+std::vector<core::Task> lease_in_tx(Db& db, const LeaseRequest& req,
+                                    core::Time now);
+
 // The SQLite file's own part of `db check` (sqlite_file.cpp):
 // integrity_check's problems and how the schema differs from the
 // migrations' go to `report`, with the schema version. False when the

@@ -400,6 +400,28 @@ struct OutputSize {
   int64_t total = 0; // bytes printed; the first total - kept were dropped
 };
 
+// One worker outcome for apply_outcomes (run, run --stream).
+struct Outcome {
+  enum class Kind { complete, fail, release } kind = Kind::complete;
+  int64_t id = 0;
+  std::string token;
+  std::optional<std::string> result; // complete: JSON text
+  FailRequest fail;                  // fail
+  std::optional<core::Millis> delay; // release
+  OutputWrite output;
+};
+struct OutcomeResult {
+  int64_t id = 0;
+  std::optional<core::Task> task; // the task after it (none: lease lost)
+  // Why, when the lease was lost (the conflict message, as complete()
+  // would say).
+  std::string lost;
+};
+struct BatchResult {
+  std::vector<OutcomeResult> outcomes; // in request order
+  std::vector<core::Task> leased;      // by `next`, empty when none
+};
+
 struct TaskDetail {
   core::Task task;
   std::vector<core::Event> events; // oldest first
@@ -481,6 +503,14 @@ public:
   core::Task release(int64_t id, const std::string& token,
                      std::optional<core::Millis> delay, core::Time now,
                      const OutputWrite& output = {});
+  // Applies each outcome (checking its lease token first, so that a lost
+  // lease skips that outcome only, writing nothing for it: its result says
+  // why), then, when `next` is set, leases as lease() would: all in one
+  // transaction (one commit). Another error (not a lost lease) changes
+  // nothing and throws.
+  BatchResult apply_outcomes(const std::vector<Outcome>& outcomes,
+                             const std::optional<LeaseRequest>& next,
+                             core::Time now);
   core::Task worker_sleep(int64_t id, const std::string& token,
                           core::Time until, core::Time now);
 

@@ -22,21 +22,28 @@ using namespace detail;
 
 namespace detail {
 
-// A worker's write with the token of a broadcast delivery: logged as
-// `message`, the task unchanged (a broadcast needs no done). std::nullopt
-// when `token` is not a delivery of task `id`.
-std::optional<Task> delivery_write(Db& db, int64_t id, const std::string& token,
-                                   Time now, std::string_view message,
-                                   std::string_view detail) {
-  std::string worker;
+// What a worker's token holds on task `id`: a broadcast delivery (the
+// worker it was delivered to, the task unchanged by the write: a broadcast
+// needs no done) or the task's live lease. Reads only: throws conflict
+// ("lease lost: ...") or not_found before anything is written, so that a
+// caller can skip a lost outcome and go on.
+struct Held {
+  Task task;
+  std::optional<std::string> delivery_worker; // set for a delivery
+};
+
+Held check_held(Db& db, int64_t id, const std::string& token, Time now) {
+  std::optional<std::string> worker;
   {
     Statement st(db, "SELECT worker FROM deliveries WHERE task_id = ?1 "
                      "AND token = ?2");
     st.bind(1, id).bind(2, token);
-    if (!st.step()) {
-      return std::nullopt;
+    if (st.step()) {
+      worker = st.get_text(0);
     }
-    worker = st.get_text(0);
+  }
+  if (!worker) {
+    return {require_lease(db, id, token, now), std::nullopt};
   }
   Task t = load_full(db, id);
   if (t.state != TaskState::runnable) {
@@ -51,11 +58,21 @@ std::optional<Task> delivery_write(Db& db, int64_t id, const std::string& token,
                 "lease lost: broadcast " + task_ref(id) + " ended at "
                     + core::format_time(*t.broadcast_until));
   }
-  log_event(db, id, now, message, t.state, t.state, worker,
+  return {std::move(t), std::move(worker)};
+}
+
+// A worker's write with the token of a broadcast delivery: logged as
+// `message`, the task unchanged.
+Task delivery_write(Db& db, const Held& held, const std::string& token,
+                    Time now, std::string_view message,
+                    std::string_view detail) {
+  const Task& t = held.task;
+  log_event(db, t.id, now, message, t.state, t.state, *held.delivery_worker,
             detail.empty() ? std::string("broadcast delivery")
                            : "broadcast delivery: " + std::string(detail));
-  t.lease = core::Lease{token, worker, now};
-  return t;
+  Task out = t;
+  out.lease = core::Lease{token, *held.delivery_worker, now};
+  return out;
 }
 
 } // namespace detail
@@ -66,11 +83,13 @@ HeartbeatResult TaskStore::heartbeat(int64_t id, const std::string& token,
                                      Time now) {
   Transaction tx(*m_db);
   now = locked_now(now);
-  if (delivery_write(*m_db, id, token, now, "heartbeat", "")) {
+  const Held held = check_held(*m_db, id, token, now);
+  if (held.delivery_worker) {
+    delivery_write(*m_db, held, token, now, "heartbeat", "");
     tx.commit();
     return {now + extend.value_or(std::chrono::minutes(5)), false};
   }
-  const Task task = require_lease(*m_db, id, token, now);
+  const Task& task = held.task;
   Statement get_for(*m_db, "SELECT lease_for_ms FROM tasks WHERE id = ?1");
   get_for.bind(1, id);
   get_for.step();
@@ -91,20 +110,25 @@ HeartbeatResult TaskStore::heartbeat(int64_t id, const std::string& token,
   return {expires, task.checkpoint_requested && !cp};
 }
 
-namespace detail {
+namespace {
 
-Task complete_leased(Db& db, int64_t id, const std::string& token,
-                     const std::optional<std::string>& result, Time now,
-                     const core::Labels& sync) {
-  if (auto b = delivery_write(db, id, token, now, "complete", "done")) {
+// The writes of complete, fail and release once check_held has passed.
+// They return the task after them, or, with `reload` false, the task as
+// checked (when the caller has no use for it: one SELECT less).
+
+Task complete_held(Db& db, const Held& held, const std::string& token,
+                   const std::optional<std::string>& result, Time now,
+                   const core::Labels& sync, bool reload = true) {
+  const Task& task = held.task;
+  const int64_t id = task.id;
+  if (held.delivery_worker) {
     if (!sync.empty()) {
       throw Error(ErrorKind::conflict, "cannot store --sync: " + task_ref(id)
                                            + " is a broadcast, not a "
                                              "schedule's task");
     }
-    return *b;
+    return delivery_write(db, held, token, now, "complete", "done");
   }
-  const Task task = require_lease(db, id, token, now);
   const auto next = core::transition(task.state, Message::complete);
   if (!next) {
     throw Error(ErrorKind::conflict, refusal(task, Message::complete));
@@ -138,7 +162,101 @@ Task complete_leased(Db& db, int64_t id, const std::string& token,
   }
   set_state(db, id, *next, now);
   log_event(db, id, now, "complete", task.state, *next, task.lease->worker, "");
-  return load_full(db, id);
+  return reload ? load_full(db, id) : task;
+}
+
+Task fail_held(Db& db, const Held& held, const std::string& token,
+               const FailRequest& req, Time now, bool reload = true) {
+  if (held.delivery_worker) {
+    return delivery_write(db, held, token, now, "error", req.error);
+  }
+  const Task& task = held.task;
+  const int64_t id = task.id;
+  const std::string& worker = task.lease->worker;
+  const auto fault = core::transition(task.state, Message::error);
+  if (!fault) {
+    throw Error(ErrorKind::conflict, refusal(task, Message::error));
+  }
+  const QueueRow queue = load_queue(db, task.queue);
+  const core::ErrorPolicy policy =
+      core::resolve_policy(queue.policy, task.policy);
+  const int64_t keep =
+      std::max<int64_t>(k_error_history, policy.max_errors + 1);
+  clear_lease(db, task, std::nullopt);
+  append_error(db, id, now, req.error, keep);
+  bump_queue_counter(db, task.queue, QueueCounter::errors);
+
+  if (req.mode == FailMode::move_to) {
+    // The dead-letter move (MassTasker DeleteOrMove): a fresh start in
+    // another queue, its error history kept.
+    Statement(db, "UPDATE tasks SET queue = ?2, attempts = 0, run_at = ?3, "
+                  "rev = rev + 1, updated_at = ?3 WHERE id = ?1")
+        .bind(1, id)
+        .bind(2, req.move_to)
+        .bind(3, to_unix_ms(now))
+        .run();
+    log_event(db, id, now, "error", task.state, TaskState::runnable, worker,
+              req.error + " (moved from " + task.queue + " to " + req.move_to
+                  + ")");
+    return reload ? load_full(db, id) : task;
+  }
+
+  log_event(db, id, now, "error", task.state, *fault, worker, req.error);
+  if (req.mode == FailMode::no_retry) {
+    set_state(db, id, TaskState::failed, now);
+    set_reason(db, id, req.error);
+    log_event(db, id, now, "error", *fault, TaskState::failed, k_system_actor,
+              "not retried (--no-retry)");
+  } else {
+    const auto decision =
+        core::decide(load_errors(db, id), now, policy, req.retry_in);
+    if (decision.fail) {
+      append_error(db, id, now, core::k_exceeded_error_rate, keep);
+      set_state(db, id, TaskState::failed, now);
+      set_reason(db, id, core::k_exceeded_error_rate);
+      log_event(db, id, now, "error", *fault, TaskState::failed, k_system_actor,
+                core::k_exceeded_error_rate);
+    } else {
+      set_state(db, id, TaskState::sleeping, now);
+      set_run_at(db, id, *decision.until);
+      log_event(db, id, now, "sleep", *fault, TaskState::sleeping,
+                k_system_actor,
+                "retry at " + core::format_time(*decision.until));
+    }
+  }
+  return reload ? load_full(db, id) : task;
+}
+
+Task release_held(Db& db, const Held& held, const std::string& token,
+                  std::optional<Millis> delay, Time now, bool reload = true) {
+  if (held.delivery_worker) {
+    return delivery_write(db, held, token, now, "release", "");
+  }
+  const Task& task = held.task;
+  const int64_t id = task.id;
+  clear_lease(db, task, std::nullopt);
+  // Untouched: the attempt this lease used is given back.
+  Statement(db, "UPDATE tasks SET attempts = max(attempts - 1, 0), "
+                "run_at = coalesce(?2, run_at), rev = rev + 1, "
+                "updated_at = ?3 WHERE id = ?1")
+      .bind(1, id)
+      .bind(2, delay ? std::optional(to_unix_ms(now + *delay)) : std::nullopt)
+      .bind(3, to_unix_ms(now))
+      .run();
+  log_event(db, id, now, "release", task.state, task.state, task.lease->worker,
+            delay ? "due " + core::format_time(now + *delay) : "");
+  return reload ? load_full(db, id) : task;
+}
+
+} // namespace
+
+namespace detail {
+
+Task complete_leased(Db& db, int64_t id, const std::string& token,
+                     const std::optional<std::string>& result, Time now,
+                     const core::Labels& sync) {
+  return complete_held(db, check_held(db, id, token, now), token, result, now,
+                       sync);
 }
 
 } // namespace detail
@@ -160,66 +278,8 @@ Task TaskStore::fail(int64_t id, const std::string& token,
   Transaction tx(*m_db);
   now = locked_now(now);
   write_output(*m_db, output.chunks, output.keep);
-  if (auto b = delivery_write(*m_db, id, token, now, "error", req.error)) {
-    tx.commit();
-    return *b;
-  }
-  const Task task = require_lease(*m_db, id, token, now);
-  const std::string& worker = task.lease->worker;
-  const auto fault = core::transition(task.state, Message::error);
-  if (!fault) {
-    throw Error(ErrorKind::conflict, refusal(task, Message::error));
-  }
-  const QueueRow queue = load_queue(*m_db, task.queue);
-  const core::ErrorPolicy policy =
-      core::resolve_policy(queue.policy, task.policy);
-  const int64_t keep =
-      std::max<int64_t>(k_error_history, policy.max_errors + 1);
-  clear_lease(*m_db, task, std::nullopt);
-  append_error(*m_db, id, now, req.error, keep);
-  bump_queue_counter(*m_db, task.queue, QueueCounter::errors);
-
-  if (req.mode == FailMode::move_to) {
-    // The dead-letter move (MassTasker DeleteOrMove): a fresh start in
-    // another queue, its error history kept.
-    Statement(*m_db, "UPDATE tasks SET queue = ?2, attempts = 0, run_at = ?3, "
-                     "rev = rev + 1, updated_at = ?3 WHERE id = ?1")
-        .bind(1, id)
-        .bind(2, req.move_to)
-        .bind(3, to_unix_ms(now))
-        .run();
-    log_event(*m_db, id, now, "error", task.state, TaskState::runnable, worker,
-              req.error + " (moved from " + task.queue + " to " + req.move_to
-                  + ")");
-    Task out = load_full(*m_db, id);
-    tx.commit();
-    return out;
-  }
-
-  log_event(*m_db, id, now, "error", task.state, *fault, worker, req.error);
-  if (req.mode == FailMode::no_retry) {
-    set_state(*m_db, id, TaskState::failed, now);
-    set_reason(*m_db, id, req.error);
-    log_event(*m_db, id, now, "error", *fault, TaskState::failed,
-              k_system_actor, "not retried (--no-retry)");
-  } else {
-    const auto decision =
-        core::decide(load_errors(*m_db, id), now, policy, req.retry_in);
-    if (decision.fail) {
-      append_error(*m_db, id, now, core::k_exceeded_error_rate, keep);
-      set_state(*m_db, id, TaskState::failed, now);
-      set_reason(*m_db, id, core::k_exceeded_error_rate);
-      log_event(*m_db, id, now, "error", *fault, TaskState::failed,
-                k_system_actor, core::k_exceeded_error_rate);
-    } else {
-      set_state(*m_db, id, TaskState::sleeping, now);
-      set_run_at(*m_db, id, *decision.until);
-      log_event(*m_db, id, now, "sleep", *fault, TaskState::sleeping,
-                k_system_actor,
-                "retry at " + core::format_time(*decision.until));
-    }
-  }
-  Task out = load_full(*m_db, id);
+  Task out =
+      fail_held(*m_db, check_held(*m_db, id, token, now), token, req, now);
   tx.commit();
   return out;
 }
@@ -230,24 +290,50 @@ Task TaskStore::release(int64_t id, const std::string& token,
   Transaction tx(*m_db);
   now = locked_now(now);
   write_output(*m_db, output.chunks, output.keep);
-  if (auto b = delivery_write(*m_db, id, token, now, "release", "")) {
-    tx.commit();
-    return *b;
+  Task out =
+      release_held(*m_db, check_held(*m_db, id, token, now), token, delay, now);
+  tx.commit();
+  return out;
+}
+
+BatchResult TaskStore::apply_outcomes(const std::vector<Outcome>& outcomes,
+                                      const std::optional<LeaseRequest>& next,
+                                      Time now) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  BatchResult out;
+  out.outcomes.reserve(outcomes.size());
+  for (const Outcome& o : outcomes) {
+    OutcomeResult& r = out.outcomes.emplace_back();
+    r.id = o.id;
+    // The token is checked first, writing nothing: a lost lease skips
+    // this outcome only. Past the check, an error ends the whole batch.
+    std::optional<Held> held;
+    try {
+      held = check_held(*m_db, o.id, o.token, now);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found) {
+        throw;
+      }
+      r.lost = e.what();
+      continue;
+    }
+    write_output(*m_db, o.output.chunks, o.output.keep);
+    switch (o.kind) {
+    case Outcome::Kind::complete:
+      r.task = complete_held(*m_db, *held, o.token, o.result, now, {});
+      break;
+    case Outcome::Kind::fail:
+      r.task = fail_held(*m_db, *held, o.token, o.fail, now);
+      break;
+    case Outcome::Kind::release:
+      r.task = release_held(*m_db, *held, o.token, o.delay, now);
+      break;
+    }
   }
-  const Task task = require_lease(*m_db, id, token, now);
-  clear_lease(*m_db, task, std::nullopt);
-  // Untouched: the attempt this lease used is given back.
-  Statement(*m_db, "UPDATE tasks SET attempts = max(attempts - 1, 0), "
-                   "run_at = coalesce(?2, run_at), rev = rev + 1, "
-                   "updated_at = ?3 WHERE id = ?1")
-      .bind(1, id)
-      .bind(2, delay ? std::optional(to_unix_ms(now + *delay)) : std::nullopt)
-      .bind(3, to_unix_ms(now))
-      .run();
-  log_event(*m_db, id, now, "release", task.state, task.state,
-            task.lease->worker,
-            delay ? "due " + core::format_time(now + *delay) : "");
-  Task out = load_full(*m_db, id);
+  if (next) {
+    out.leased = lease_in_tx(*m_db, *next, now);
+  }
   tx.commit();
   return out;
 }
@@ -256,11 +342,13 @@ Task TaskStore::worker_sleep(int64_t id, const std::string& token, Time until,
                              Time now) {
   Transaction tx(*m_db);
   now = locked_now(now);
-  if (auto b = delivery_write(*m_db, id, token, now, "sleep", "")) {
+  const Held held = check_held(*m_db, id, token, now);
+  if (held.delivery_worker) {
+    Task out = delivery_write(*m_db, held, token, now, "sleep", "");
     tx.commit();
-    return *b;
+    return out;
   }
-  const Task task = require_lease(*m_db, id, token, now);
+  const Task& task = held.task;
   const auto next = core::transition(task.state, Message::sleep);
   if (!next) {
     throw Error(ErrorKind::conflict, refusal(task, Message::sleep));

@@ -1,0 +1,1334 @@
+// `taskq run --stream`: long-lived handlers fed one task per line.
+#include "cli/stream.hpp"
+
+#include "cli/child.hpp"
+#include "cli/json_fields.hpp"
+#include "cli/output.hpp"
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "core/json_text.hpp"
+#include "core/outcome.hpp"
+#include "core/text.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <fcntl.h>
+#include <filesystem>
+#include <poll.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace taskq::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using Instant = Clock::time_point;
+
+// A line a handler writes may hold at most this much (a result).
+constexpr size_t k_max_line = 16 * 1024 * 1024;
+// Leases are checked against the database at most this often while the
+// database changes (each of our own commits changes it too).
+constexpr auto k_lease_check_every = std::chrono::milliseconds(20);
+// Prefetched tasks (up to K of them, a read each) less often: they have
+// not started, and a lease lost meanwhile only makes its outcome refused.
+constexpr auto k_queue_check_every = std::chrono::milliseconds(250);
+// A handler that dies this many times in k_dying_window without an
+// outcome in between ends the run.
+constexpr int k_max_deaths = 3;
+constexpr auto k_dying_window = std::chrono::seconds(10);
+// Restart back-off: none at first, then this, doubling up to the cap; a
+// handler that lived k_healthy starts again without one.
+constexpr auto k_first_backoff = std::chrono::seconds(1);
+constexpr auto k_max_backoff = std::chrono::seconds(60);
+constexpr auto k_healthy = std::chrono::seconds(60);
+// How much of a bad line a message quotes.
+constexpr size_t k_quote = 200;
+
+// The variables `run` sets for a per-task handler: a stream handler serves
+// many tasks, so none of them is inherited.
+constexpr std::string_view k_task_vars[] = {
+    "TASKQ_ID",      "TASKQ_LEASE",      "TASKQ_QUEUE", "TASKQ_ATTEMPT",
+    "TASKQ_PAYLOAD", "TASKQ_CHECKPOINT", "TASKQ_DB",    "TASKQ_WORKER",
+    "TASKQ_SYNC",    "TASKQ_FLOW",       "TASKQ_ATOM",  "TASKQ_ACTION",
+    "TASKQ_ARGS",    "TASKQ_HANDLER"};
+
+// Blocks SIGCHLD and the signals that stop `run` for the loop, which reads
+// them from a signalfd (as cli/runner.cpp does for per-task handlers).
+class SignalFeed {
+public:
+  SignalFeed() {
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGCHLD);
+    sigaddset(&set, SIGTERM);
+    for (const int sig : {SIGINT, SIGHUP}) {
+      struct sigaction old {};
+      if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_IGN) {
+        sigaddset(&set, sig);
+      }
+    }
+    ::sigprocmask(SIG_BLOCK, &set, &m_old);
+    m_fd = Fd(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+    if (!m_fd) {
+      ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
+      throw Error(ErrorKind::internal,
+                  std::string("cannot watch signals: ") + std::strerror(errno));
+    }
+    // A handler that closed its stdin must not kill the worker.
+    m_old_pipe = ::signal(SIGPIPE, SIG_IGN);
+  }
+  ~SignalFeed() {
+    ::signal(SIGPIPE, m_old_pipe);
+    ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
+  }
+  SignalFeed(const SignalFeed&) = delete;
+  SignalFeed& operator=(const SignalFeed&) = delete;
+
+  int fd() const { return m_fd.get(); }
+
+  std::vector<int> take() {
+    std::vector<int> out;
+    signalfd_siginfo info{};
+    while (::read(m_fd.get(), &info, sizeof info)
+           == static_cast<ssize_t>(sizeof info)) {
+      out.push_back(static_cast<int>(info.ssi_signo));
+    }
+    return out;
+  }
+
+private:
+  Fd m_fd;
+  sigset_t m_old{};
+  void (*m_old_pipe)(int) = SIG_DFL;
+};
+
+[[noreturn]] void fail_errno(const std::string& what) {
+  throw Error(ErrorKind::internal, what + ": " + std::strerror(errno));
+}
+
+std::pair<Fd, Fd> make_pipe() {
+  std::array<int, 2> fds{};
+  if (::pipe2(fds.data(), O_CLOEXEC) != 0) {
+    fail_errno("cannot create a pipe");
+  }
+  return {Fd(fds[0]), Fd(fds[1])};
+}
+
+void set_nonblocking(int fd) {
+  const int flags = ::fcntl(fd, F_GETFL);
+  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
+}
+
+// A started handler: its pid (leading its own process group) and the
+// parent's ends of its stdin and stdout; stderr is the worker's.
+struct Process {
+  pid_t pid = -1;
+  Fd in;
+  Fd out;
+};
+
+Process spawn(const std::string& path, const std::vector<std::string>& args,
+              const std::vector<std::string>& env) {
+  std::vector<char*> argv;
+  for (const auto& a : args) {
+    argv.push_back(const_cast<char*>(a.c_str()));
+  }
+  argv.push_back(nullptr);
+  std::vector<char*> envp;
+  for (const auto& e : env) {
+    envp.push_back(const_cast<char*>(e.c_str()));
+  }
+  envp.push_back(nullptr);
+  auto [in_read, in_write] = make_pipe();
+  auto [out_read, out_write] = make_pipe();
+  auto [exec_read, exec_write] = make_pipe();
+  const pid_t pid = ::fork();
+  if (pid < 0) {
+    fail_errno("cannot start " + args.front());
+  }
+  if (pid == 0) {
+    ::setpgid(0, 0);
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::signal(SIGPIPE, SIG_DFL);
+    ::dup2(in_read.get(), 0);
+    ::dup2(out_write.get(), 1);
+    ::execve(path.c_str(), argv.data(), envp.data());
+    const int error = errno;
+    [[maybe_unused]] const ssize_t n =
+        ::write(exec_write.get(), &error, sizeof error);
+    ::_exit(127);
+  }
+  ::setpgid(pid, pid);
+  exec_write.reset();
+  in_read.reset();
+  out_write.reset();
+  int error = 0;
+  ssize_t n = 0;
+  do {
+    n = ::read(exec_read.get(), &error, sizeof error);
+  } while (n < 0 && errno == EINTR);
+  if (n == static_cast<ssize_t>(sizeof error)) {
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    throw Error(ErrorKind::internal,
+                "cannot run " + args.front() + ": " + std::strerror(error));
+  }
+  set_nonblocking(in_write.get());
+  set_nonblocking(out_read.get());
+  Process p;
+  p.pid = pid;
+  p.in = std::move(in_write);
+  p.out = std::move(out_read);
+  return p;
+}
+
+// The first k_quote bytes of a line, as one printable line.
+std::string quote(std::string_view line) {
+  std::string out;
+  for (const char c : line.substr(0, k_quote)) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += byte < 0x20 || byte == 0x7f ? '?' : c;
+  }
+  if (line.size() > k_quote) {
+    out += "...";
+  }
+  return core::to_valid_utf8(out);
+}
+
+// A task written to a handler, until its outcome.
+struct Held {
+  core::Task task;
+  Instant sent;
+  std::optional<Instant> deadline; // --timeout
+  // Cancelled (timed out, revoked): its outcome is settled, and the
+  // handler is stopped unless it answers by then.
+  std::optional<Instant> give_up_at;
+};
+
+struct Handler {
+  int number = 0;
+  Process proc;
+  bool running = false;      // started and not reaped
+  bool stdin_closed = false; // told to finish (EOF)
+  bool stopped_by_us = false;
+  std::string in_buf;  // not yet written to its stdin
+  std::string out_buf; // read from its stdout, not yet a whole line
+  std::optional<Held> held;
+  Instant started;
+  std::optional<Instant> restart_at;
+  core::Millis backoff{0};
+  int deaths = 0; // in a row, without an outcome between them
+  Instant first_death;
+};
+
+// An outcome waiting to be written.
+struct Pending {
+  enum class Kind { complete, fail, release } kind = Kind::complete;
+  core::Task task;
+  std::optional<std::string> result;
+  storage::FailRequest fail;
+  std::optional<core::Millis> delay;
+};
+
+int poll_timeout(Instant now, const std::optional<Instant>& until) {
+  if (!until) {
+    return -1;
+  }
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - now);
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
+}
+
+class StreamRunner {
+public:
+  StreamRunner(const RunOptions& o, const StreamOptions& s, Context& ctx)
+      : m_o(o), m_s(s), m_ctx(ctx),
+        m_store(ctx.store(storage::OpenMode::update)),
+        m_feed(m_store.changes()), m_worker(ctx.worker()) {
+    m_request.queues = o.queues;
+    m_request.match = o.match;
+    m_request.lease_for = o.lease_for;
+    m_request.worker = m_worker;
+    m_heartbeat_every = std::max(core::Millis{1}, o.lease_for / 3);
+    const std::string db_path = storage::is_postgres_url(ctx.db_path())
+                                    ? ctx.db_path()
+                                    : std::filesystem::absolute(ctx.db_path())
+                                          .lexically_normal()
+                                          .string();
+    for (char** e = environ; *e != nullptr; ++e) {
+      const std::string_view entry(*e);
+      const auto name = entry.substr(0, entry.find('='));
+      if (std::find(std::begin(k_task_vars), std::end(k_task_vars), name)
+          == std::end(k_task_vars)) {
+        m_env.emplace_back(entry);
+      }
+    }
+    m_env.push_back("TASKQ_DB=" + db_path);
+    m_env.push_back("TASKQ_WORKER=" + m_worker);
+    m_handlers.resize(static_cast<size_t>(o.concurrency));
+  }
+
+  ~StreamRunner() {
+    for (auto& h : m_handlers) {
+      if (h.running) {
+        ::kill(-h.proc.pid, SIGKILL);
+        int status = 0;
+        ::waitpid(h.proc.pid, &status, 0);
+      }
+    }
+  }
+  StreamRunner(const StreamRunner&) = delete;
+  StreamRunner& operator=(const StreamRunner&) = delete;
+
+  RunSummary run() {
+    for (size_t i = 0; i < m_handlers.size(); ++i) {
+      m_handlers[i].number = static_cast<int>(i) + 1;
+      start(m_handlers[i]);
+    }
+    m_next_heartbeat = Clock::now() + m_heartbeat_every;
+    try {
+      loop();
+    } catch (...) {
+      // Whatever this worker holds goes back at once rather than when the
+      // leases expire.
+      give_back_all();
+      throw;
+    }
+    flush();
+    return m_summary;
+  }
+
+private:
+  void loop() {
+    while (true) {
+      if (!m_stopping && m_look && wants_more()) {
+        take_work();
+      }
+      dispatch();
+      if (!m_stopping && idle() && !m_look
+          && (m_o.until_empty || max_reached())) {
+        begin_stop(false);
+      }
+      if (!m_stopping && max_reached() && idle()) {
+        begin_stop(false);
+      }
+      if (m_stopping && none_running()) {
+        return;
+      }
+      if (!m_pending.empty() && flush_now()) {
+        flush();
+        continue;
+      }
+      wait_and_handle();
+    }
+  }
+
+  // --- state -----------------------------------------------------------
+
+  bool max_reached() const {
+    return m_o.max_tasks && m_summary.leased >= *m_o.max_tasks;
+  }
+
+  int free_handlers() const {
+    int n = 0;
+    for (const auto& h : m_handlers) {
+      n += !h.held && !h.stdin_closed ? 1 : 0;
+    }
+    return n;
+  }
+
+  // Nothing leased, nothing written to a handler, nothing to record.
+  bool idle() const {
+    if (!m_queue.empty() || !m_pending.empty()) {
+      return false;
+    }
+    return std::none_of(m_handlers.begin(), m_handlers.end(),
+                        [](const Handler& h) { return h.held.has_value(); });
+  }
+
+  bool none_running() const {
+    return std::none_of(m_handlers.begin(), m_handlers.end(),
+                        [](const Handler& h) { return h.running; });
+  }
+
+  bool wants_more() const {
+    if (max_reached()) {
+      return false;
+    }
+    const auto queued = static_cast<int>(m_queue.size());
+    if (queued < free_handlers()) {
+      return true;
+    }
+    return m_s.prefetch > 1 && queued < std::max(1, m_s.prefetch / 2);
+  }
+
+  bool flush_now() const {
+    if (m_s.prefetch <= 1 || m_stopping) {
+      return true;
+    }
+    if (static_cast<int>(m_pending.size()) >= m_s.prefetch) {
+      return true;
+    }
+    if (m_flush_at && Clock::now() >= *m_flush_at) {
+      return true;
+    }
+    // Nothing else to do before the next lease: waiting would only delay
+    // it.
+    return m_queue.empty() && free_handlers() == m_o.concurrency;
+  }
+
+  // --- leasing -----------------------------------------------------------
+
+  // Leases what the handlers and the prefetch queue can take, with the
+  // outcomes that wait when there are any (one transaction).
+  void take_work() {
+    const bool only_if_due = m_look_if_due;
+    m_look = false;
+    m_look_if_due = false;
+    m_wake_at.reset();
+    if (m_feed.drain()) {
+      check_leases(true);
+    }
+    const core::Time now = m_ctx.live_now();
+    if (m_pending.empty() && only_if_due
+        && !m_store.anything_due(m_o.queues, now, m_worker)) {
+      wake_when_due(now);
+      return;
+    }
+    write_batch(true);
+  }
+
+  // How many tasks to lease now.
+  int wanted() const {
+    const auto queued = static_cast<int>(m_queue.size());
+    int want = std::max(1, free_handlers() - queued);
+    if (m_s.prefetch > 1) {
+      want = std::max(want, free_handlers() + m_s.prefetch - 1 - queued);
+    }
+    if (m_o.max_tasks) {
+      want = static_cast<int>(
+          std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
+    }
+    return want;
+  }
+
+  void wake_when_due(core::Time seen) {
+    if (const auto due = m_store.next_due(m_o.queues, seen)) {
+      const auto in = *due - m_ctx.live_now();
+      m_wake_at = Clock::now() + std::max(core::Millis{0}, in);
+    }
+  }
+
+  // --- handlers ------------------------------------------------------------
+
+  void start(Handler& h) {
+    h.restart_at.reset();
+    std::vector<std::string> env = m_env;
+    env.push_back("TASKQ_HANDLER=" + std::to_string(h.number));
+    h.proc = spawn(m_o.command_path, m_o.command, env);
+    h.running = true;
+    h.stdin_closed = false;
+    h.stopped_by_us = false;
+    h.in_buf.clear();
+    h.out_buf.clear();
+    h.started = Clock::now();
+    if (m_o.verbose) {
+      say("handler " + std::to_string(h.number) + " started (pid "
+          + std::to_string(h.proc.pid) + ")");
+    }
+  }
+
+  void dispatch() {
+    for (auto& h : m_handlers) {
+      if (!h.running || h.stdin_closed || h.held || h.stopped_by_us) {
+        continue;
+      }
+      if (m_stopping) {
+        close_stdin(h);
+        continue;
+      }
+      if (m_queue.empty()) {
+        continue;
+      }
+      core::Task t = std::move(m_queue.front());
+      m_queue.pop_front();
+      const Instant now = Clock::now();
+      std::string line = "{\"task\":";
+      line += task_json(t, m_ctx.live_now());
+      line += "}\n";
+      Held held{std::move(t), now, std::nullopt, std::nullopt};
+      if (m_o.timeout) {
+        held.deadline = now + *m_o.timeout;
+      }
+      h.held = std::move(held);
+      if (m_o.verbose) {
+        say_task(h.held->task.id,
+                 "sent to handler " + std::to_string(h.number) + " (attempt "
+                     + std::to_string(h.held->task.attempts) + ")");
+      }
+      send(h, line);
+    }
+  }
+
+  void send(Handler& h, const std::string& line) {
+    if (!h.proc.in) {
+      return;
+    }
+    h.in_buf += line;
+    write_some(h);
+  }
+
+  void write_some(Handler& h) {
+    while (!h.in_buf.empty() && h.proc.in) {
+      const ssize_t n =
+          ::write(h.proc.in.get(), h.in_buf.data(), h.in_buf.size());
+      if (n > 0) {
+        h.in_buf.erase(0, static_cast<size_t>(n));
+        continue;
+      }
+      if (n < 0 && errno == EINTR) {
+        continue;
+      }
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+        return; // the poll waits until it can take more
+      }
+      // EPIPE: it closed its stdin or died; its end is handled when it is
+      // reaped.
+      h.in_buf.clear();
+      h.proc.in.reset();
+      return;
+    }
+    if (h.in_buf.empty() && h.stdin_closed) {
+      h.proc.in.reset();
+    }
+  }
+
+  void close_stdin(Handler& h) {
+    if (h.stdin_closed) {
+      return;
+    }
+    h.stdin_closed = true;
+    if (h.in_buf.empty()) {
+      h.proc.in.reset();
+    }
+  }
+
+  void cancel(Handler& h, const std::string& reason) {
+    Held& held = *h.held;
+    held.give_up_at = Clock::now() + m_o.grace;
+    held.deadline.reset();
+    send(h,
+         nlohmann::json{{"cancel", {{"id", held.task.id}, {"reason", reason}}}}
+                 .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+             + "\n");
+  }
+
+  // Stops the handler's process group; its end is handled when reaped.
+  void kill_handler(Handler& h) {
+    if (h.running && !h.stopped_by_us) {
+      h.stopped_by_us = true;
+      ::kill(-h.proc.pid, SIGKILL);
+    }
+  }
+
+  void reap() {
+    while (true) {
+      int status = 0;
+      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+      if (pid <= 0) {
+        return;
+      }
+      for (auto& h : m_handlers) {
+        if (h.running && h.proc.pid == pid) {
+          ended(h, status);
+        }
+      }
+    }
+  }
+
+  void ended(Handler& h, int status) {
+    // What it wrote before it ended still counts.
+    if (h.proc.out) {
+      read_output(h);
+    }
+    // Whatever it started goes with it.
+    ::kill(-h.proc.pid, SIGKILL);
+    h.running = false;
+    h.proc.in.reset();
+    h.proc.out.reset();
+    const bool asked = h.stopped_by_us || m_stopping || h.stdin_closed;
+    const std::string how =
+        WIFSIGNALED(status)
+            ? "was killed by " + core::signal_name(WTERMSIG(status))
+            : "exited " + std::to_string(WEXITSTATUS(status));
+    if (h.held) {
+      Held held = std::move(*h.held);
+      h.held.reset();
+      if (!held.give_up_at) {
+        std::fprintf(stderr,
+                     "taskq: handler %d %s while working on task %lld; the "
+                     "task is released\n",
+                     h.number, how.c_str(),
+                     static_cast<long long>(held.task.id));
+        outcome(Pending{Pending::Kind::release,
+                        std::move(held.task),
+                        std::nullopt,
+                        {},
+                        std::nullopt});
+      }
+    } else if (!asked) {
+      std::fprintf(stderr, "taskq: handler %d %s\n", h.number, how.c_str());
+    }
+    if (m_stopping) {
+      return;
+    }
+    const Instant now = Clock::now();
+    if (h.stopped_by_us) {
+      h.restart_at = now; // it ignored a cancel: a new one at once
+      return;
+    }
+    if (now - h.started >= k_healthy) {
+      h.backoff = core::Millis{0};
+      h.deaths = 0;
+    }
+    if (h.deaths == 0 || now - h.first_death > k_dying_window) {
+      h.deaths = 0;
+      h.first_death = now;
+    }
+    if (++h.deaths >= k_max_deaths) {
+      throw Error(
+          ErrorKind::internal,
+          "handler keeps dying (" + std::to_string(h.deaths) + " times in "
+              + core::format_duration(
+                  std::chrono::duration_cast<core::Millis>(now - h.first_death))
+              + " without an outcome): " + command_line(m_o.command));
+    }
+    h.restart_at = now + h.backoff;
+    h.backoff = h.backoff.count() == 0
+                    ? core::Millis{k_first_backoff}
+                    : std::min(core::Millis{k_max_backoff}, h.backoff * 2);
+  }
+
+  // --- the handler's lines ---------------------------------------------
+
+  void read_output(Handler& h) {
+    std::string data;
+    const bool open = read_available(h.proc.out.get(), data);
+    h.out_buf += data;
+    size_t from = 0;
+    while (true) {
+      const size_t nl = h.out_buf.find('\n', from);
+      if (nl == std::string::npos) {
+        break;
+      }
+      const std::string_view line(h.out_buf.data() + from, nl - from);
+      from = nl + 1;
+      on_line(h, line);
+      if (h.stopped_by_us) {
+        h.out_buf.clear(); // being stopped: what follows is not read
+        return;
+      }
+    }
+    h.out_buf.erase(0, from);
+    if (h.out_buf.size() > k_max_line) {
+      garbage(h, h.out_buf, "a line longer than 16 MiB");
+      h.out_buf.clear();
+    }
+    if (!open) {
+      h.proc.out.reset();
+      if (h.running) {
+        // No more answers can come: it is as good as dead.
+        if (!h.out_buf.empty()) {
+          garbage(h, h.out_buf, "a last line without its newline");
+          h.out_buf.clear();
+        }
+        ::kill(-h.proc.pid, SIGKILL);
+      }
+    }
+  }
+
+  void on_line(Handler& h, std::string_view line) {
+    if (!line.empty() && line.back() == '\r') {
+      line.remove_suffix(1);
+    }
+    if (core::json_trim(line).empty()) {
+      return;
+    }
+    if (!core::json_valid(line)
+        || core::json_kind(core::json_trim(line)) != core::JsonKind::object) {
+      garbage(h, line, "not a JSON object");
+      return;
+    }
+    std::optional<int64_t> id;
+    try {
+      JsonFields f(core::json_trim(line), "handler line");
+      id = f.integer("id");
+    } catch (const Error&) {
+      id.reset();
+    }
+    if (!id) {
+      garbage(h, line, "no \"id\"");
+      return;
+    }
+    if (!h.held || h.held->task.id != *id) {
+      if (std::find(m_finished.begin(), m_finished.end(), *id)
+          != m_finished.end()) {
+        std::fprintf(stderr,
+                     "taskq: handler %d: task %lld is no longer its own; "
+                     "ignored: %s\n",
+                     h.number, static_cast<long long>(*id),
+                     quote(line).c_str());
+        return;
+      }
+      garbage(h, line, "task " + std::to_string(*id) + " is not its own");
+      return;
+    }
+    Held& held = *h.held;
+    try {
+      apply_line(h, held, core::json_trim(line));
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::usage) {
+        throw;
+      }
+      std::fprintf(stderr, "taskq: handler %d: malformed line: %s (%s)\n",
+                   h.number, quote(line).c_str(), e.what());
+      if (held.give_up_at) {
+        return;
+      }
+      storage::FailRequest req;
+      req.error = std::string("malformed handler output: ") + e.what();
+      finish(h, Pending{Pending::Kind::fail, std::move(held.task), std::nullopt,
+                        req, std::nullopt});
+    }
+  }
+
+  // One outcome line of the task `held` of `h`. Throws usage for a line
+  // that is not one.
+  void apply_line(Handler& h, Held& held, std::string_view line) {
+    JsonFields f(line, "handler line");
+    f.take("id");
+    const auto done = f.take("done");
+    const auto fail = f.take("fail");
+    const auto release = f.take("release");
+    const auto beat = f.take("heartbeat");
+    const auto checkpoint = f.take("checkpoint");
+    const int verbs = (done ? 1 : 0) + (fail ? 1 : 0) + (release ? 1 : 0)
+                      + (beat ? 1 : 0) + (checkpoint ? 1 : 0);
+    if (verbs != 1) {
+      throw Error(ErrorKind::usage,
+                  verbs == 0 ? "expected one of done, fail, release, "
+                               "heartbeat, checkpoint"
+                             : "more than one of done, fail, release, "
+                               "heartbeat, checkpoint");
+    }
+    if (beat || checkpoint) {
+      if (held.give_up_at) {
+        return; // cancelled: its lease is not ours to extend
+      }
+      std::optional<std::string> saved;
+      if (checkpoint) {
+        saved = minify_json(*checkpoint);
+      }
+      heartbeat(h, held, saved);
+      return;
+    }
+    if (held.give_up_at) {
+      // Cancelled, and it answered in time: the outcome was settled when
+      // the cancel went out.
+      if (m_o.verbose) {
+        say_task(held.task.id, "its handler's answer after the cancel is "
+                               "ignored");
+      }
+      settled(held.task.id);
+      h.held.reset();
+      return;
+    }
+    if (done) {
+      std::optional<std::string> result;
+      if (*done != "null") {
+        result = minify_json(*done);
+      }
+      finish(h, Pending{Pending::Kind::complete,
+                        std::move(held.task),
+                        std::move(result),
+                        {},
+                        std::nullopt});
+      return;
+    }
+    if (fail) {
+      storage::FailRequest req;
+      const auto text = json_string_value(*fail);
+      if (!text) {
+        throw Error(ErrorKind::usage, "\"fail\" must be a string");
+      }
+      req.error = *text;
+      if (const auto retry = f.take("retry")) {
+        if (*retry == "false") {
+          req.mode = storage::FailMode::no_retry;
+        } else if (*retry != "true") {
+          throw Error(ErrorKind::usage, "\"retry\" must be true or false");
+        }
+      }
+      finish(h, Pending{Pending::Kind::fail, std::move(held.task), std::nullopt,
+                        req, std::nullopt});
+      return;
+    }
+    std::optional<core::Millis> delay = m_o.release_delay;
+    if (*release == "true") {
+      // --release-delay, as for a per-task handler's exit 75
+    } else if (core::json_kind(*release) == core::JsonKind::object) {
+      JsonFields r(*release, "\"release\"");
+      const auto text = r.string("delay");
+      r.finish();
+      if (text) {
+        delay = core::parse_duration(*text);
+        if (!delay) {
+          throw Error(ErrorKind::usage,
+                      "invalid delay '" + *text + "' (expected 30s, 5m, ...)");
+        }
+      }
+    } else {
+      throw Error(ErrorKind::usage,
+                  "\"release\" must be true or {\"delay\":\"DUR\"}");
+    }
+    finish(h, Pending{Pending::Kind::release,
+                      std::move(held.task),
+                      std::nullopt,
+                      {},
+                      delay});
+  }
+
+  // Task `id` is settled: a later line about it is ignored, not garbage.
+  void settled(int64_t id) {
+    m_finished.push_back(id);
+    if (m_finished.size() > 256) {
+      m_finished.pop_front();
+    }
+  }
+
+  // The handler ended its task with `p`.
+  void finish(Handler& h, Pending p) {
+    h.deaths = 0;
+    settled(p.task.id);
+    h.held.reset();
+    outcome(std::move(p));
+  }
+
+  // A line that is not an outcome of the handler's task: the handler is
+  // stopped, its task fails with the reason, and it is started again.
+  void garbage(Handler& h, std::string_view line, const std::string& why) {
+    std::fprintf(stderr, "taskq: handler %d: malformed line (%s): %s\n",
+                 h.number, why.c_str(), quote(line).c_str());
+    if (h.held && !h.held->give_up_at) {
+      storage::FailRequest req;
+      req.error = "handler sent garbage (" + why + "): " + quote(line);
+      Pending p{Pending::Kind::fail, std::move(h.held->task), std::nullopt, req,
+                std::nullopt};
+      h.held.reset();
+      settled(p.task.id);
+      outcome(std::move(p));
+    }
+    h.held.reset();
+    kill_handler(h);
+  }
+
+  // --- the database ------------------------------------------------------
+
+  void outcome(Pending p) {
+    if (m_pending.empty()) {
+      m_flush_at = Clock::now() + m_s.flush;
+    }
+    m_pending.push_back(std::move(p));
+  }
+
+  // Writes the outcomes that wait, each checked against its lease.
+  void flush() {
+    const bool lease = !m_stopping && m_look && wants_more();
+    if (lease) {
+      m_look = false;
+      m_look_if_due = false;
+      m_wake_at.reset();
+    }
+    write_batch(lease);
+  }
+
+  // One transaction: the outcomes that wait, then (with `lease`) the next
+  // tasks.
+  void write_batch(bool lease) {
+    m_flush_at.reset();
+    std::vector<Pending> batch;
+    batch.swap(m_pending);
+    std::vector<storage::Outcome> outcomes;
+    outcomes.reserve(batch.size());
+    for (auto& p : batch) {
+      storage::Outcome o;
+      o.kind =
+          p.kind == Pending::Kind::complete ? storage::Outcome::Kind::complete
+          : p.kind == Pending::Kind::fail   ? storage::Outcome::Kind::fail
+                                            : storage::Outcome::Kind::release;
+      o.id = p.task.id;
+      o.token = p.task.lease->token;
+      o.result = std::move(p.result);
+      o.fail = p.fail;
+      o.delay = p.delay;
+      outcomes.push_back(std::move(o));
+    }
+    std::optional<storage::LeaseRequest> next;
+    int want = 0;
+    if (lease) {
+      want = wanted();
+      m_request.count = want;
+      // A task an operator took back while its handler still works on it
+      // must not reach a second handler.
+      m_request.skip.clear();
+      for (const auto& h : m_handlers) {
+        if (h.held) {
+          m_request.skip.push_back(h.held->task.id);
+        }
+      }
+      next = m_request;
+    }
+    const core::Time now = m_ctx.live_now();
+    storage::BatchResult done;
+    try {
+      done = m_store.apply_outcomes(outcomes, next, now);
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+      // Locked past the busy timeout: nothing was written; again shortly.
+      std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
+      m_pending = std::move(batch);
+      m_flush_at = Clock::now() + std::chrono::seconds(1);
+      m_wake_at = Clock::now() + std::chrono::seconds(1);
+      return;
+    }
+    for (size_t i = 0; i < batch.size() && i < done.outcomes.size(); ++i) {
+      counted(batch[i], done.outcomes[i]);
+    }
+    m_summary.leased += static_cast<int64_t>(done.leased.size());
+    const bool full = static_cast<int>(done.leased.size()) == want;
+    for (auto& t : done.leased) {
+      m_queue.push_back(std::move(t));
+    }
+    if (!lease || full) {
+      m_look = true; // there may be more
+      return;
+    }
+    wake_when_due(now);
+  }
+
+  void counted(const Pending& p, const storage::OutcomeResult& r) {
+    const int64_t id = p.task.id;
+    if (!r.task) {
+      ++m_summary.revoked;
+      std::fprintf(stderr,
+                   "taskq: task %lld: %s; its outcome was not recorded\n",
+                   static_cast<long long>(id), r.lost.c_str());
+      return;
+    }
+    std::string what;
+    switch (p.kind) {
+    case Pending::Kind::complete:
+      ++m_summary.completed;
+      what = "completed";
+      break;
+    case Pending::Kind::release:
+      ++m_summary.released;
+      what = "released";
+      break;
+    case Pending::Kind::fail:
+      if (r.task->state == core::TaskState::sleeping) {
+        ++m_summary.retrying;
+        if (!m_summary.retry_at || r.task->run_at < *m_summary.retry_at) {
+          m_summary.retry_at = r.task->run_at;
+        }
+        what = "will retry at " + core::format_time(r.task->run_at) + ": "
+               + p.fail.error;
+      } else {
+        ++m_summary.failed;
+        what = "failed for good: " + p.fail.error;
+      }
+      break;
+    }
+    if (m_o.verbose) {
+      say_task(id, what);
+    }
+  }
+
+  void heartbeat(Handler& h, Held& held,
+                 const std::optional<std::string>& checkpoint) {
+    try {
+      m_store.heartbeat(held.task.id, held.task.lease->token, m_o.lease_for,
+                        checkpoint, m_ctx.live_now());
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::conflict || e.kind() == ErrorKind::not_found) {
+        revoke(h);
+      } else if (e.kind() == ErrorKind::unavailable) {
+        std::fprintf(stderr, "taskq: task %lld: heartbeat: %s\n",
+                     static_cast<long long>(held.task.id), e.what());
+      } else {
+        throw;
+      }
+    }
+  }
+
+  // Every lease this worker holds, extended; lost ones are revoked.
+  void heartbeat_all() {
+    for (auto& h : m_handlers) {
+      if (h.held && !h.held->give_up_at) {
+        heartbeat(h, *h.held, std::nullopt);
+      }
+    }
+    const core::Time now = m_ctx.live_now();
+    for (auto it = m_queue.begin(); it != m_queue.end();) {
+      bool lost = false;
+      try {
+        m_store.heartbeat(it->id, it->lease->token, m_o.lease_for, std::nullopt,
+                          now);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::conflict
+            || e.kind() == ErrorKind::not_found) {
+          lost = true;
+        } else if (e.kind() != ErrorKind::unavailable) {
+          throw;
+        }
+      }
+      if (lost) {
+        ++m_summary.revoked;
+        it = m_queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  // After a change to the database: has an operator taken a lease?
+  void check_leases(bool force) {
+    const Instant now_i = Clock::now();
+    if (!force && now_i < m_last_check + k_lease_check_every) {
+      m_check_at = m_last_check + k_lease_check_every;
+      return;
+    }
+    m_check_at.reset();
+    m_last_check = now_i;
+    const core::Time now = m_ctx.live_now();
+    try {
+      for (auto& h : m_handlers) {
+        if (h.held && !h.held->give_up_at
+            && !m_store.lease_held(h.held->task.id, h.held->task.lease->token,
+                                   now)) {
+          revoke(h);
+        }
+      }
+      if (now_i < m_last_queue_check + k_queue_check_every) {
+        if (!m_queue.empty()) {
+          m_check_at = m_last_queue_check + k_queue_check_every;
+        }
+        return;
+      }
+      m_last_queue_check = now_i;
+      for (auto it = m_queue.begin(); it != m_queue.end();) {
+        if (!m_store.lease_held(it->id, it->lease->token, now)) {
+          ++m_summary.revoked;
+          if (m_o.verbose) {
+            say_task(it->id, "lease lost before it was sent; dropped");
+          }
+          it = m_queue.erase(it);
+        } else {
+          ++it;
+        }
+      }
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+    }
+  }
+
+  void revoke(Handler& h) {
+    Held& held = *h.held;
+    std::string by;
+    try {
+      by = m_store.revoked_reason(held.task.id, held.task.lease->token)
+               .value_or("");
+    } catch (const Error&) {
+      by.clear();
+    }
+    ++m_summary.revoked;
+    settled(held.task.id);
+    const std::string reason = by.empty() ? "lease lost" : by;
+    if (m_o.verbose || by.empty()) {
+      std::fprintf(
+          stderr, "taskq: task %lld: lease %s; cancelling it in handler %d\n",
+          static_cast<long long>(held.task.id),
+          by.empty() ? "lost" : ("revoked by " + by).c_str(), h.number);
+    }
+    cancel(h, reason);
+  }
+
+  // Everything leased and not recorded goes back, due at once: at the end
+  // of a run that stops, or when it fails.
+  void give_back_all() {
+    for (auto& h : m_handlers) {
+      if (h.held && !h.held->give_up_at) {
+        m_pending.push_back(Pending{Pending::Kind::release,
+                                    std::move(h.held->task),
+                                    std::nullopt,
+                                    {},
+                                    std::nullopt});
+      }
+      h.held.reset();
+    }
+    for (auto& t : m_queue) {
+      m_pending.push_back(Pending{Pending::Kind::release,
+                                  std::move(t),
+                                  std::nullopt,
+                                  {},
+                                  std::nullopt});
+    }
+    m_queue.clear();
+    try {
+      write_batch(false);
+    } catch (const Error& e) {
+      std::fprintf(stderr, "taskq: run: giving back its tasks: %s\n", e.what());
+    }
+  }
+
+  // --- the loop's waits ----------------------------------------------------
+
+  void begin_stop(bool signalled) {
+    if (m_stopping) {
+      return;
+    }
+    m_stopping = true;
+    m_stop_kill_at = Clock::now() + m_o.grace;
+    int busy = 0;
+    for (const auto& h : m_handlers) {
+      busy += h.held ? 1 : 0;
+    }
+    if (signalled && busy > 0) {
+      std::fprintf(stderr,
+                   "taskq: run: stopping; %d handler(s) get %s to finish their "
+                   "task (signal again to stop them now)\n",
+                   busy, core::format_duration(m_o.grace).c_str());
+    }
+    // Prefetched tasks no handler has seen go back at once.
+    for (auto& t : m_queue) {
+      outcome(Pending{Pending::Kind::release,
+                      std::move(t),
+                      std::nullopt,
+                      {},
+                      std::nullopt});
+    }
+    m_queue.clear();
+    for (auto& h : m_handlers) {
+      h.restart_at.reset();
+      if (!h.held) {
+        close_stdin(h);
+      }
+    }
+  }
+
+  void on_signal(int sig) {
+    reap();
+    if (sig == SIGCHLD) {
+      return;
+    }
+    if (!m_stopping) {
+      begin_stop(true);
+      return;
+    }
+    for (auto& h : m_handlers) {
+      kill_handler(h);
+    }
+  }
+
+  void wait_and_handle() {
+    std::vector<pollfd> fds;
+    fds.push_back({m_signals.fd(), POLLIN, 0});
+    const bool watch_db = !m_feed.polling();
+    if (watch_db) {
+      fds.push_back({m_feed.fd(), POLLIN, 0});
+    }
+    const size_t first = fds.size();
+    std::vector<std::pair<Handler*, bool>> owners; // (handler, is stdin)
+    for (auto& h : m_handlers) {
+      if (h.proc.out) {
+        fds.push_back({h.proc.out.get(), POLLIN, 0});
+        owners.emplace_back(&h, false);
+      }
+      if (h.proc.in && !h.in_buf.empty()) {
+        fds.push_back({h.proc.in.get(), POLLOUT, 0});
+        owners.emplace_back(&h, true);
+      }
+    }
+    std::optional<Instant> until;
+    const auto earliest = [&](const std::optional<Instant>& t) {
+      if (t && (!until || *t < *until)) {
+        until = t;
+      }
+    };
+    if (!m_stopping && wants_more()) {
+      earliest(m_wake_at);
+      if (m_feed.polling()) {
+        earliest(Clock::now() + storage::ChangeFeed::k_fallback_poll);
+      }
+    }
+    if (!m_pending.empty()) {
+      earliest(m_flush_at);
+    }
+    earliest(m_check_at);
+    if (!idle()) {
+      earliest(m_next_heartbeat);
+    }
+    if (m_stopping) {
+      earliest(m_stop_kill_at);
+    }
+    for (const auto& h : m_handlers) {
+      earliest(h.restart_at);
+      if (h.held) {
+        earliest(h.held->deadline);
+        earliest(h.held->give_up_at);
+      }
+    }
+    const int rc =
+        ::poll(fds.data(), fds.size(), poll_timeout(Clock::now(), until));
+    if (rc < 0 && errno != EINTR) {
+      throw Error(ErrorKind::internal,
+                  std::string("poll: ") + std::strerror(errno));
+    }
+    if (rc > 0 && (fds[0].revents & POLLIN) != 0) {
+      for (const int sig : m_signals.take()) {
+        on_signal(sig);
+      }
+    }
+    for (size_t i = first; i < fds.size(); ++i) {
+      if (fds[i].revents == 0) {
+        continue;
+      }
+      auto& [h, is_stdin] = owners[i - first];
+      if (is_stdin) {
+        write_some(*h);
+      } else if (h->proc.out) {
+        read_output(*h);
+      }
+    }
+    const Instant now = Clock::now();
+    bool db_changed = m_feed.polling() ? (until && now >= *until) : false;
+    if (watch_db && rc > 0 && (fds[1].revents & POLLIN) != 0) {
+      db_changed = m_feed.drain();
+    }
+    if (db_changed) {
+      if (!m_look) {
+        m_look = true;
+        m_look_if_due = true;
+      }
+      check_leases(false);
+    } else if (m_check_at && now >= *m_check_at) {
+      check_leases(true);
+    }
+    if (m_wake_at && now >= *m_wake_at) {
+      m_look = true;
+      m_look_if_due = false;
+    }
+    on_timers(now);
+  }
+
+  void on_timers(Instant now) {
+    for (auto& h : m_handlers) {
+      if (h.held && h.held->deadline && now >= *h.held->deadline) {
+        Held& held = *h.held;
+        const std::string why =
+            "timed out after " + core::format_duration(*m_o.timeout);
+        storage::FailRequest req;
+        req.error = why;
+        settled(held.task.id);
+        outcome(Pending{Pending::Kind::fail, held.task, std::nullopt, req,
+                        std::nullopt});
+        std::fprintf(stderr,
+                     "taskq: task %lld: %s; cancelling it in handler "
+                     "%d\n",
+                     static_cast<long long>(held.task.id), why.c_str(),
+                     h.number);
+        cancel(h, why);
+      }
+      if (h.held && h.held->give_up_at && now >= *h.held->give_up_at) {
+        std::fprintf(stderr,
+                     "taskq: handler %d did not answer the cancel of task "
+                     "%lld within %s; stopping it\n",
+                     h.number, static_cast<long long>(h.held->task.id),
+                     core::format_duration(m_o.grace).c_str());
+        h.held->give_up_at = Instant::max();
+        kill_handler(h);
+      }
+      if (h.restart_at && now >= *h.restart_at && !h.running && !m_stopping) {
+        start(h);
+      }
+    }
+    if (m_stopping && m_stop_kill_at && now >= *m_stop_kill_at) {
+      m_stop_kill_at.reset();
+      for (auto& h : m_handlers) {
+        kill_handler(h);
+      }
+    }
+    if (now >= m_next_heartbeat) {
+      m_next_heartbeat = now + m_heartbeat_every;
+      heartbeat_all();
+    }
+  }
+
+  void say(const std::string& what) {
+    std::fprintf(stderr, "%s taskq: %s\n",
+                 core::format_time(m_ctx.live_now()).c_str(), what.c_str());
+  }
+  void say_task(int64_t id, const std::string& what) {
+    say("task " + std::to_string(id) + ": " + what);
+  }
+
+  const RunOptions& m_o;
+  const StreamOptions& m_s;
+  Context& m_ctx;
+  SignalFeed m_signals; // before the store, as in cli/runner.cpp
+  storage::TaskStore& m_store;
+  storage::ChangeFeed m_feed;
+  std::string m_worker;
+  std::vector<std::string> m_env;
+  storage::LeaseRequest m_request;
+  core::Millis m_heartbeat_every{};
+  std::vector<Handler> m_handlers;
+  std::deque<core::Task> m_queue;    // leased, not yet sent
+  std::vector<Pending> m_pending;    // outcomes not yet written
+  std::deque<int64_t> m_finished;    // ids lately settled, for late lines
+  std::optional<Instant> m_flush_at; // write m_pending by then
+  Instant m_next_heartbeat;
+  Instant m_last_check;
+  Instant m_last_queue_check;
+  std::optional<Instant> m_check_at;
+  RunSummary m_summary;
+  bool m_look = true;
+  bool m_look_if_due = false;
+  bool m_stopping = false;
+  std::optional<Instant> m_stop_kill_at;
+  std::optional<Instant> m_wake_at;
+};
+
+} // namespace
+
+RunSummary run_stream(const RunOptions& o, const StreamOptions& s,
+                      Context& ctx) {
+  StreamRunner runner(o, s, ctx);
+  return runner.run();
+}
+
+} // namespace taskq::cli

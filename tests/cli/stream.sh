@@ -1,0 +1,228 @@
+# `taskq run --stream` (README "Persistent handlers"): the line protocol
+# (results, failures, releases, heartbeats, checkpoints), handlers that die,
+# answer garbage or never answer (--timeout), an operator's kill reaching a
+# streamed task, SIGTERM releasing every prefetched task, --prefetch
+# batches, and the option checks.
+#
+# The handler is tests/cli/stream_handler.pl: each task's payload says what
+# it does. Background runs go through perl so that SIGINT is not ignored.
+# Every wait for another process is a bounded poll, never a bare sleep.
+
+H=${_suite%/*}/stream_handler.pl
+export STREAM_LOG=$scratch/stream.log
+mkdir -p h
+
+file_has() { [[ -s $1 ]]; }
+bg_run() {
+  local name=$1
+  shift
+  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' \
+    "$TASKQ" "$@" >"$name.out" 2>"$name.err" 3>&- &
+  bg=$!
+}
+bg_finish() {
+  if ! wait_until 20 gone "$1"; then
+    _ko "run exits" "pid $1 ($2) still running after 20 s"
+    kill -KILL "$1" 2>/dev/null
+  fi
+  { wait "$1"; } 2>/dev/null
+  rc=$?
+  out=$(<"$2.out")
+  err=$(<"$2.err")
+}
+pid_of() {
+  wait_until 10 file_has "$1" || {
+    _ko "handler started" "no pid in $1 after 10 s"
+    return 1
+  }
+  cat "$1"
+}
+log_has() { grep -q -- "$1" "$STREAM_LOG"; }
+starts() { grep -c '^start ' "$STREAM_LOG"; }
+
+section "results, failures, releases through the protocol"
+a=$(add_task proto --payload '{"do":"done","result":{"n":[1,"two"]}}')
+b=$(add_task proto --payload '{"do":"done"}')
+c=$(add_task proto --payload '{"do":"fail","error":"boom"}' --max-attempts 3)
+d=$(add_task proto --payload '{"do":"fail","error":"final","noretry":true}')
+e=$(add_task proto --payload '{"do":"release","delay":"1h"}')
+expect_exit 6 "$TASKQ" run proto --stream --until-empty -- "$H"
+expect_match "$out" '^leased 5: 2 completed, 1 failed for good, 1 will retry at [^,]+, 1 released, 0 revoked$'
+expect_eq "$(field "$a" .result)" '{"n":[1,"two"]}' "the result"
+expect_eq "$(state "$a")" completed
+expect_eq "$(field "$b" .result)" null "done:null stores no result"
+expect_eq "$(state "$b")" completed
+expect_eq "$(state "$c")" sleeping "a failure goes to the retry policy"
+expect_eq "$(field "$c" .last_error)" boom
+expect_eq "$(state "$d")" failed "retry:false fails for good"
+expect_eq "$(field "$d" .last_error)" final
+expect_eq "$(state "$e")" runnable "a released task is given back"
+expect_eq "$(field "$e" .lease)" null
+run_at=$(field "$e" .run_at)
+check "released with its delay (run_at $run_at)" test "$(epoch "$run_at")" -gt $(($(date +%s) + 3000))
+expect_eq "$(starts)" 1 "one handler served every task"
+check "the handler got EOF at the end" log_has '^eof '
+
+section "the task line carries the task as lease -o json shows it"
+: >"$STREAM_LOG"
+cat >line.sh <<'SH'
+#!/bin/sh
+IFS= read -r line || exit 0 # a second one started at the end
+printf '%s\n' "$line" >line.json
+id=$(printf '%s' "$line" | jq -r .task.id)
+printf '{"id":%s,"done":true}\n' "$id"
+SH
+chmod +x line.sh
+id=$(add_task line --payload '{"k":[1,2]}' --label color=red)
+expect_exit 0 "$TASKQ" run line --stream --until-empty -- ./line.sh
+line=$(<line.json)
+expect_eq "$(jq -c .task.payload <<<"$line")" '{"k":[1,2]}' "payload"
+expect_eq "$(jq -r .task.id <<<"$line")" "$id" "id"
+expect_eq "$(jq -r .task.queue <<<"$line")" line "queue"
+expect_eq "$(jq -r .task.attempts <<<"$line")" 1 "attempts"
+expect_eq "$(jq -c .task.labels <<<"$line")" '{"color":"red"}' "labels"
+expect_eq "$(jq -r '.task.lease.token | length > 0' <<<"$line")" true "lease token"
+expect_match "$(jq -r .task.lease.expires_at <<<"$line")" '^[0-9]{4}-' "lease expiry"
+expect_eq "$(field "$id" .result)" true
+
+section "heartbeats and checkpoints through the protocol"
+id=$(add_task beat --payload '{"do":"beat"}')
+expect_exit 0 "$TASKQ" run beat --stream --until-empty -- "$H"
+expect_eq "$(field "$id" .checkpoint)" '{"step":1}' "the checkpoint is stored"
+expect_eq "$(state "$id")" completed
+expect_eq "$err" "" "heartbeat and checkpoint lines are accepted quietly"
+
+section "a handler killed mid-task: the task comes back at once and completes once"
+: >"$STREAM_LOG"
+id=$(add_task die --payload '{"do":"die"}')
+bg_run die run die --stream -- "$H"
+runpid=$bg
+pid=$(pid_of "h/$id.pid")
+check "the handler holds it" wait_until 10 test -e "h/$id.died"
+kill -KILL "$pid"
+check "the task completes" wait_until 10 eval '[[ $(state "$id") == completed ]]'
+expect_eq "$(field "$id" .result)" second
+expect_eq "$(starts)" 2 "the handler was started again"
+kill -TERM "$runpid"
+bg_finish "$runpid" die
+expect_eq "$rc" 0 "exit status of run"
+expect_match "$out" '^leased 2: 1 completed, 0 failed for good, 0 will retry, 1 released, 0 revoked$'
+expect_contains "$err" "taskq: handler 1 was killed by SIGKILL while working on task $id; the task is released"
+expect_exit 0 "$TASKQ" events --queue die -o json
+expect_eq "$(jq -r "select(.message == \"complete\" and .task == $id) | .task" <<<"$out" | grep -c .)" 1 "one completion"
+
+section "malformed lines: a clear error, the task failed with it, nothing lost"
+: >"$STREAM_LOG"
+g=$(add_task garb --payload '{"do":"garbage"}')
+n=$(add_task garb --payload '{"do":"noverb"}')
+t=$(add_task garb --payload '{"do":"twoverbs"}')
+ok=$(add_task garb --payload '{"do":"done","result":1}')
+expect_exit 0 "$TASKQ" run garb --stream --until-empty -- "$H"
+expect_match "$out" '^leased 4: 1 completed, 0 failed for good, 3 will retry'
+expect_contains "$err" "taskq: handler 1: malformed line (not a JSON object): this is not JSON"
+expect_contains "$err" "taskq: handler 1: malformed line: {\"id\":$n}"
+expect_eq "$(state "$g")" sleeping
+expect_contains "$(field "$g" .last_error)" "handler sent garbage (not a JSON object): this is not JSON"
+expect_eq "$(state "$n")" sleeping
+expect_contains "$(field "$n" .last_error)" "malformed handler output"
+expect_eq "$(state "$t")" sleeping
+expect_contains "$(field "$t" .last_error)" "more than one of done, fail"
+expect_eq "$(state "$ok")" completed
+expect_eq "$(starts)" 2 "the handler that sent garbage was replaced"
+
+section "a handler that never answers: --timeout fails the task, the handler is replaced"
+: >"$STREAM_LOG"
+id=$(add_task slow --payload '{"do":"hold"}')
+next=$(add_task slow --payload '{"do":"done","result":2}')
+start=$(now_ms)
+expect_exit 0 "$TASKQ" run slow --stream --until-empty --timeout 1s --grace 500ms -- "$H"
+took=$(($(now_ms) - start))
+expect_match "$out" '^leased 2: 1 completed, 0 failed for good, 1 will retry'
+expect_eq "$(state "$id")" sleeping
+expect_eq "$(field "$id" .last_error)" "timed out after 1s"
+expect_eq "$(state "$next")" completed
+check "the handler got the cancel line" log_has "^cancel $id timed out after 1s"
+expect_contains "$err" "did not answer the cancel of task $id within 500ms; stopping it"
+expect_eq "$(starts)" 2 "a new handler took the next task"
+check "it took the timeout and grace (${took} ms)" test "$took" -ge 1400
+
+section "a handler that answers the cancel is kept"
+: >"$STREAM_LOG"
+id=$(add_task obey --payload '{"do":"hold"}')
+next=$(add_task obey --payload '{"do":"done"}')
+STREAM_OBEY=1 expect_exit 0 "$TASKQ" run obey --stream --until-empty --timeout 500ms -- "$H"
+expect_eq "$(state "$id")" sleeping
+expect_eq "$(field "$id" .last_error)" "timed out after 500ms"
+expect_eq "$(state "$next")" completed
+expect_eq "$(starts)" 1 "the same handler went on"
+
+section "an operator's kill reaches a streamed task as a cancel line"
+: >"$STREAM_LOG"
+id=$(add_task opkill --payload '{"do":"hold"}')
+bg_run opkill run opkill --stream --grace 1s -- "$H"
+runpid=$bg
+pid=$(pid_of "h/$id.pid")
+expect_exit 0 "$TASKQ" kill "$id"
+check "the handler got a cancel line" wait_until 10 log_has "^cancel $id kill"
+check "the handler ignoring it is stopped after --grace" wait_until 10 gone "$pid"
+check "and started again" wait_until 10 eval '(( $(starts) == 2 ))'
+after=$(add_task opkill --payload '{"do":"done","result":3}')
+check "the new handler works on" wait_until 10 eval '[[ $(state "$after") == completed ]]'
+kill -TERM "$runpid"
+bg_finish "$runpid" opkill
+expect_eq "$rc" 0 "exit status of run"
+expect_eq "$(state "$id")" killed
+expect_match "$out" '^leased 2: 1 completed, 0 failed for good, 0 will retry, 0 released, 1 revoked$'
+
+section "SIGTERM releases every prefetched task that was not finished"
+: >"$STREAM_LOG"
+ids=()
+for i in 1 2 3 4 5 6; do
+  ids+=("$(add_task term --payload '{"do":"hold"}')")
+done
+bg_run term run term --stream --prefetch 6 --grace 500ms -- "$H"
+runpid=$bg
+pid=$(pid_of "h/${ids[0]}.pid")
+running() { [[ $("$TASKQ" list --queue term --state running -o id | grep -c .) == 6 ]]; }
+check "all six are leased" wait_until 10 running
+kill -TERM "$runpid"
+bg_finish "$runpid" term
+expect_eq "$rc" 0 "exit status of run"
+expect_match "$out" '^leased 6: 0 completed, 0 failed for good, 0 will retry, 6 released, 0 revoked$'
+for id in "${ids[@]}"; do
+  expect_eq "$(state "$id"):$(field "$id" .lease)" runnable:null "task $id is back"
+done
+check "the handler is gone" wait_until 5 gone "$pid"
+expect_exit 0 "$TASKQ" list --queue term --state ready -o id
+expect_eq "$(grep -c . <<<"$out")" 6 "all six are ready at once"
+
+section "--prefetch: many tasks in batches, each completed once"
+fresh_db
+seq 1 300 | jq -c '{payload:{do:"done",result:.}}' >many.jsonl
+tq add many --jsonl many.jsonl >/dev/null
+expect_exit 0 "$TASKQ" run many --stream --prefetch 32 --concurrency 2 --until-empty -- "$H"
+expect_eq "$out" "leased 300: 300 completed, 0 failed for good, 0 will retry, 0 released, 0 revoked"
+expect_exit 0 "$TASKQ" list --queue many --state completed -o id
+expect_eq "$(grep -c . <<<"$out")" 300 "all completed"
+expect_exit 0 "$TASKQ" events -o json
+expect_eq "$(jq -r 'select(.message == "complete") | .task' <<<"$out" | sort | uniq -d | wc -l)" 0 "no task completed twice"
+
+section "a handler that keeps dying ends the run"
+fresh_db
+add_task dead >/dev/null
+expect_exit 1 "$TASKQ" run dead --stream -- false
+expect_contains "$err" "handler keeps dying"
+expect_eq "$("$TASKQ" list --queue dead --state ready -o id | grep -c .)" 1 "its task is ready again"
+
+section "option checks"
+expect_exit 2 "$TASKQ" run q --stream
+expect_err_contains "--stream needs the handler"
+expect_exit 2 "$TASKQ" run q --stream --tag -- "$H"
+expect_err_contains "--tag cannot go with --stream"
+expect_exit 2 "$TASKQ" run q --stream --result-stdout -- "$H"
+expect_exit 2 "$TASKQ" run q --stream --keep-output 0 -- "$H"
+expect_exit 2 "$TASKQ" run q --prefetch 4 -- "$H"
+expect_err_contains "--prefetch needs --stream"
+expect_exit 2 "$TASKQ" run q --stream --prefetch 0 -- "$H"
+expect_exit 2 "$TASKQ" run q --stream --prefetch 4 --for 500ms -- "$H"
+expect_err_contains "--for must be at least 1s"
