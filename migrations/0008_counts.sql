@@ -17,11 +17,6 @@ CREATE TABLE queue_counts (
 INSERT INTO queue_counts (queue, state, n)
   SELECT queue, state, count(*) FROM tasks WHERE true GROUP BY queue, state;
 
-CREATE TRIGGER tasks_count_insert AFTER INSERT ON tasks BEGIN
-  INSERT INTO queue_counts (queue, state, n) VALUES (NEW.queue, NEW.state, 1)
-    ON CONFLICT (queue, state) DO UPDATE SET n = n + 1;
-END;
-
 CREATE TRIGGER tasks_count_update AFTER UPDATE OF queue, state ON tasks
   WHEN OLD.queue IS NOT NEW.queue OR OLD.state IS NOT NEW.state BEGIN
   UPDATE queue_counts SET n = n - 1

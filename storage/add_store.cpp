@@ -31,6 +31,10 @@ namespace detail {
 // indexes, the AUTOINCREMENT counter) once per batch instead of once per
 // row: about 2.5 times fewer instructions for a bulk add.
 class Inserter {
+  static constexpr const char* k_count_sql =
+      "INSERT INTO queue_counts (queue, state, n) VALUES (?1, ?2, ?3) ON "
+      "CONFLICT (queue, state) DO UPDATE SET n = queue_counts.n + ?3";
+
 public:
   // `blockers` is how many of t.after are unfinished; `state` the state
   // the tasks start in (paused when a dependency already failed).
@@ -38,8 +42,11 @@ public:
            int rows = 1, int64_t blockers = 0,
            TaskState state = TaskState::runnable)
       : m_db(&db), m_returning(!db.last_insert_id()),
-        m_st(db, insert_sql(rows, m_returning)), m_rows(rows) {
+        m_st(db, insert_sql(rows, m_returning)), m_rows(rows),
+        m_count(db, k_count_sql) {
     m_st.bind(1, t.queue);
+    m_queue = t.queue;
+    m_state = state;
     if (t.labels.empty()) {
       m_st.bind_null(3);
     } else {
@@ -86,6 +93,7 @@ public:
       // One statement's rows take consecutive ids, the last one known.
       m_st.run();
       m_st.reset();
+      count();
       const int64_t last = *m_db->last_insert_id();
       for (int64_t id = last - m_rows + 1; id <= last; ++id) {
         m_ids.push_back(id);
@@ -96,6 +104,7 @@ public:
       m_ids.push_back(m_st.get_int(0));
     }
     m_st.reset();
+    count();
     // RETURNING promises no order; ids grow with each row inserted.
     std::sort(m_ids.begin(), m_ids.end());
     return m_ids;
@@ -130,7 +139,19 @@ private:
   bool m_returning; // ids come back from RETURNING, not last_insert_id()
   Statement m_st;
   int m_rows;
+  // The rows of one statement counted in queue_counts (count_added()'s
+  // statement, prepared once).
+  Statement m_count;
   std::vector<int64_t> m_ids;
+
+  std::string m_queue;
+  TaskState m_state = TaskState::runnable;
+
+  void count() {
+    m_count.bind(1, m_queue).bind(2, core::to_string(m_state)).bind(3, m_rows);
+    m_count.run();
+    m_count.reset();
+  }
 };
 
 // Refuses combinations that mean nothing (usage).

@@ -221,6 +221,24 @@ void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
   Statement(db, sql).bind(1, queue).bind(2, by).run();
 }
 
+void count_added(Db& db, const std::string& queue, TaskState state, int64_t n) {
+  Statement(db, "INSERT INTO queue_counts (queue, state, n) VALUES (?1, ?2, "
+                "?3) ON CONFLICT (queue, state) DO UPDATE SET n = "
+                "queue_counts.n + ?3")
+      .bind(1, queue)
+      .bind(2, core::to_string(state))
+      .bind(3, n)
+      .run();
+}
+
+void count_added_task(Db& db, int64_t id) {
+  Statement(db, "INSERT INTO queue_counts (queue, state, n) SELECT queue, "
+                "state, 1 FROM tasks WHERE id = ?1 ON CONFLICT (queue, state) "
+                "DO UPDATE SET n = queue_counts.n + 1")
+      .bind(1, id)
+      .run();
+}
+
 void log_event(Db& db, int64_t task_id, Time now, std::string_view message,
                std::optional<TaskState> from, std::optional<TaskState> to,
                std::string_view actor, std::string_view detail) {

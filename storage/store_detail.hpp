@@ -110,6 +110,12 @@ enum class QueueCounter { errors, leases_expired };
 void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
                         int64_t by = 1);
 
+// Counts `n` new tasks of `queue` in `state` in queue_counts (updates and
+// deletes are counted by the triggers of migration 8; inserts here).
+void count_added(Db& db, const std::string& queue, core::TaskState state,
+                 int64_t n);
+// The same for task `id`, just inserted (import).
+void count_added_task(Db& db, int64_t id);
 void log_event(Db& db, int64_t task_id, core::Time now,
                std::string_view message, std::optional<core::TaskState> from,
                std::optional<core::TaskState> to, std::string_view actor,

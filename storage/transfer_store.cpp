@@ -444,6 +444,8 @@ public:
         m_owner(std::move(owner)), m_columns(by_name(columns_of(db, m_table))) {
   }
 
+  Db& db() const { return m_db; }
+
   // Whether the table has a column `name` that an image may give.
   bool takes(const std::string& name) const {
     return m_columns.contains(name) && !implied(m_table, name);
@@ -614,6 +616,7 @@ int64_t import_one(const TaskImage& image, Statement& exists, RowWriter& tasks,
     throw Error(ErrorKind::conflict, task_ref(id) + " already exists");
   }
   tasks.write(image.task, std::nullopt);
+  count_added_task(tasks.db(), id);
   for (const auto& row : image.errors) {
     errors.write(row, id);
   }
