@@ -6,7 +6,8 @@
 //
 // DB holds the taskq schema (`taskq db migrate`) and the tasks. For each
 // task, in one BEGIN IMMEDIATE ... COMMIT: the next ready task of QUEUE by
-// the tasks_ready index (priority, run_at, id), leased (token, worker,
+// the tasks_ready partial index (its WHERE clause repeated, so SQLite
+// seeks it instead of scanning the table), leased (token, worker,
 // expiry, attempts + 1), then completed (state, lease cleared) by its
 // token. WAL, the synchronous MODE (default FULL, taskq's), busy timeout,
 // foreign_keys off. No events, no JSON: what is left is the commit. Prints
@@ -82,8 +83,9 @@ int main(int argc, char** argv) {
   sqlite3_stmt* begin = prepare(db, "BEGIN IMMEDIATE");
   sqlite3_stmt* commit = prepare(db, "COMMIT");
   sqlite3_stmt* next = prepare(
-      db, "SELECT id FROM tasks WHERE queue = ?1 AND lease_token IS NULL "
-          "AND state IN ('runnable', 'sleeping') AND run_at <= ?2 "
+      db, "SELECT id FROM tasks INDEXED BY tasks_ready WHERE queue = ?1 "
+          "AND lease_token IS NULL AND state IN ('runnable', 'sleeping') "
+          "AND blockers = 0 AND broadcast_until IS NULL AND run_at <= ?2 "
           "ORDER BY priority DESC, run_at, id LIMIT 1");
   sqlite3_stmt* lease =
       prepare(db, "UPDATE tasks SET lease_token = ?2, lease_worker = 'floor', "
