@@ -222,9 +222,13 @@ struct Handler {
   bool running = false;      // started and not reaped
   bool stdin_closed = false; // told to finish (EOF)
   bool stopped_by_us = false;
-  std::string in_buf;  // not yet written to its stdin
-  std::string out_buf; // read from its stdout, not yet a whole line
-  std::optional<Held> held;
+  std::string in_buf;       // not yet written to its stdin
+  std::string out_buf;      // read from its stdout, not yet a whole line
+  std::optional<Held> held; // the task it works on
+  // With --prefetch: tasks written after `held`, waiting in its stdin, so
+  // that it never waits for taskq between two tasks. Empty while `held`
+  // is, except for a handler being stopped.
+  std::deque<Held> ahead;
   Instant started;
   std::optional<Instant> restart_at;
   core::Millis backoff{0};
@@ -353,7 +357,28 @@ private:
       return false;
     }
     return std::none_of(m_handlers.begin(), m_handlers.end(),
-                        [](const Handler& h) { return h.held.has_value(); });
+                        [](const Handler& h) { return busy(h); });
+  }
+
+  static bool busy(const Handler& h) {
+    return h.held.has_value() || !h.ahead.empty();
+  }
+
+  // How many tasks one handler may have waiting in its stdin behind the
+  // one it works on: the prefetched tasks, shared among the handlers.
+  int lookahead() const {
+    if (m_s.prefetch <= 1) {
+      return 0;
+    }
+    return std::max(1, (m_s.prefetch - 1) / m_o.concurrency);
+  }
+
+  int ahead_total() const {
+    size_t n = 0;
+    for (const auto& h : m_handlers) {
+      n += h.ahead.size();
+    }
+    return static_cast<int>(n);
   }
 
   bool none_running() const {
@@ -369,7 +394,8 @@ private:
     if (queued < free_handlers()) {
       return true;
     }
-    return m_s.prefetch > 1 && queued < std::max(1, m_s.prefetch / 2);
+    return m_s.prefetch > 1
+           && queued + ahead_total() < std::max(1, m_s.prefetch / 2);
   }
 
   bool flush_now() const {
@@ -413,7 +439,8 @@ private:
     const auto queued = static_cast<int>(m_queue.size());
     int want = std::max(1, free_handlers() - queued);
     if (m_s.prefetch > 1) {
-      want = std::max(want, free_handlers() + m_s.prefetch - 1 - queued);
+      want = std::max(want, free_handlers() + m_s.prefetch - 1 - queued
+                                - ahead_total());
     }
     if (m_o.max_tasks) {
       want = static_cast<int>(
@@ -448,36 +475,105 @@ private:
     }
   }
 
+  // Hands the leased tasks to the handlers: first one to each that has
+  // none, then, with --prefetch, the rest in turn up to lookahead() each,
+  // written behind the one it works on. One write per handler.
   void dispatch() {
     for (auto& h : m_handlers) {
-      if (!h.running || h.stdin_closed || h.held || h.stopped_by_us) {
+      if (!h.running || h.stdin_closed || h.stopped_by_us) {
         continue;
       }
       if (m_stopping) {
-        close_stdin(h);
+        if (!busy(h)) {
+          close_stdin(h);
+        }
         continue;
       }
-      if (m_queue.empty()) {
-        continue;
+      if (!h.held && !m_queue.empty()) {
+        h.held = hand(h);
       }
-      core::Task t = std::move(m_queue.front());
-      m_queue.pop_front();
-      const Instant now = Clock::now();
-      std::string line = "{\"task\":";
-      line += task_json(t, m_ctx.live_now());
-      line += "}\n";
-      Held held{std::move(t), now, std::nullopt, std::nullopt};
-      if (m_o.timeout) {
-        held.deadline = now + *m_o.timeout;
-      }
-      h.held = std::move(held);
-      if (m_o.verbose) {
-        say_task(h.held->task.id,
-                 "sent to handler " + std::to_string(h.number) + " (attempt "
-                     + std::to_string(h.held->task.attempts) + ")");
-      }
-      send(h, line);
     }
+    const auto ahead_max = static_cast<size_t>(lookahead());
+    for (bool more = ahead_max > 0; more && !m_queue.empty();) {
+      more = false;
+      for (auto& h : m_handlers) {
+        if (m_queue.empty()) {
+          break;
+        }
+        if (h.running && !h.stdin_closed && !h.stopped_by_us && h.held
+            && !h.held->give_up_at && h.ahead.size() < ahead_max) {
+          h.ahead.push_back(hand(h));
+          more = true;
+        }
+      }
+    }
+    for (auto& h : m_handlers) {
+      if (!h.in_buf.empty()) {
+        write_some(h);
+      }
+    }
+  }
+
+  // The next leased task, its line added to what `h` is to read.
+  Held hand(Handler& h) {
+    core::Task t = std::move(m_queue.front());
+    m_queue.pop_front();
+    const Instant now = Clock::now();
+    if (h.proc.in) {
+      h.in_buf += "{\"task\":";
+      h.in_buf += task_json(t, m_ctx.live_now());
+      h.in_buf += "}\n";
+    }
+    Held held{std::move(t), now, std::nullopt, std::nullopt};
+    if (m_o.timeout && !h.held) {
+      held.deadline = now + *m_o.timeout;
+    }
+    if (m_o.verbose) {
+      say_task(held.task.id, "sent to handler " + std::to_string(h.number)
+                                 + " (attempt "
+                                 + std::to_string(held.task.attempts) + ")");
+    }
+    return held;
+  }
+
+  // The task `id` of `h` is over: the next one written to it becomes the
+  // one it works on; its --timeout (and a cancel's grace) starts now.
+  void drop(Handler& h, int64_t id) {
+    if (!h.held || h.held->task.id != id) {
+      const auto it =
+          std::find_if(h.ahead.begin(), h.ahead.end(),
+                       [id](const Held& x) { return x.task.id == id; });
+      if (it != h.ahead.end()) {
+        h.ahead.erase(it);
+      }
+      return;
+    }
+    h.held.reset();
+    if (h.ahead.empty()) {
+      return;
+    }
+    h.held = std::move(h.ahead.front());
+    h.ahead.pop_front();
+    const Instant now = Clock::now();
+    if (m_o.timeout && !h.held->give_up_at) {
+      h.held->deadline = now + *m_o.timeout;
+    }
+    if (h.held->give_up_at) {
+      h.held->give_up_at = now + m_o.grace;
+    }
+  }
+
+  // The task `id` written to `h` and not answered yet, or null.
+  static Held* find_held(Handler& h, int64_t id) {
+    if (h.held && h.held->task.id == id) {
+      return &*h.held;
+    }
+    for (auto& x : h.ahead) {
+      if (x.task.id == id) {
+        return &x;
+      }
+    }
+    return nullptr;
   }
 
   void send(Handler& h, const std::string& line) {
@@ -523,8 +619,7 @@ private:
     }
   }
 
-  void cancel(Handler& h, const std::string& reason) {
-    Held& held = *h.held;
+  void cancel(Handler& h, Held& held, const std::string& reason) {
     held.give_up_at = Clock::now() + m_o.grace;
     held.deadline.reset();
     send(h,
@@ -571,20 +666,29 @@ private:
         WIFSIGNALED(status)
             ? "was killed by " + core::signal_name(WTERMSIG(status))
             : "exited " + std::to_string(WEXITSTATUS(status));
-    if (h.held) {
-      Held held = std::move(*h.held);
-      h.held.reset();
-      if (!held.give_up_at) {
+    if (busy(h)) {
+      if (h.held && !h.held->give_up_at) {
         std::fprintf(stderr,
                      "taskq: handler %d %s while working on task %lld; the "
                      "task is released\n",
                      h.number, how.c_str(),
-                     static_cast<long long>(held.task.id));
-        outcome(Pending{Pending::Kind::release,
-                        std::move(held.task),
-                        std::nullopt,
-                        {},
-                        std::nullopt});
+                     static_cast<long long>(h.held->task.id));
+      }
+      // The tasks written behind it go back too, unseen or not.
+      std::deque<Held> gone = std::move(h.ahead);
+      h.ahead.clear();
+      if (h.held) {
+        gone.push_front(std::move(*h.held));
+        h.held.reset();
+      }
+      for (auto& held : gone) {
+        if (!held.give_up_at) {
+          outcome(Pending{Pending::Kind::release,
+                          std::move(held.task),
+                          std::nullopt,
+                          {},
+                          std::nullopt});
+        }
       }
     } else if (!asked) {
       std::fprintf(stderr, "taskq: handler %d %s\n", h.number, how.c_str());
@@ -680,7 +784,8 @@ private:
       garbage(h, line, "no \"id\"");
       return;
     }
-    if (!h.held || h.held->task.id != *id) {
+    Held* const found = find_held(h, *id);
+    if (found == nullptr) {
       if (std::find(m_finished.begin(), m_finished.end(), *id)
           != m_finished.end()) {
         std::fprintf(stderr,
@@ -693,7 +798,7 @@ private:
       garbage(h, line, "task " + std::to_string(*id) + " is not its own");
       return;
     }
-    Held& held = *h.held;
+    Held& held = *found;
     try {
       apply_line(h, held, core::json_trim(line));
     } catch (const Error& e) {
@@ -750,7 +855,7 @@ private:
                                "ignored");
       }
       settled(held.task.id);
-      h.held.reset();
+      drop(h, held.task.id);
       return;
     }
     if (done) {
@@ -819,9 +924,10 @@ private:
   // The handler ended its task with `p`.
   void finish(Handler& h, Pending p) {
     h.deaths = 0;
-    settled(p.task.id);
-    h.held.reset();
+    const int64_t id = p.task.id;
+    settled(id);
     outcome(std::move(p));
+    drop(h, id);
   }
 
   // A line that is not an outcome of the handler's task: the handler is
@@ -894,6 +1000,9 @@ private:
       for (const auto& h : m_handlers) {
         if (h.held) {
           m_request.skip.push_back(h.held->task.id);
+        }
+        for (const auto& held : h.ahead) {
+          m_request.skip.push_back(held.task.id);
         }
       }
       next = m_request;
@@ -973,7 +1082,7 @@ private:
                         checkpoint, m_ctx.live_now());
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::conflict || e.kind() == ErrorKind::not_found) {
-        revoke(h);
+        revoke(h, held);
       } else if (e.kind() == ErrorKind::unavailable) {
         std::fprintf(stderr, "taskq: task %lld: heartbeat: %s\n",
                      static_cast<long long>(held.task.id), e.what());
@@ -988,6 +1097,11 @@ private:
     for (auto& h : m_handlers) {
       if (h.held && !h.held->give_up_at) {
         heartbeat(h, *h.held, std::nullopt);
+      }
+      for (auto& held : h.ahead) {
+        if (!held.give_up_at) {
+          heartbeat(h, held, std::nullopt);
+        }
       }
     }
     const core::Time now = m_ctx.live_now();
@@ -1024,11 +1138,19 @@ private:
     m_last_check = now_i;
     const core::Time now = m_ctx.live_now();
     try {
+      const auto lost = [&](const Held& held) {
+        return !held.give_up_at
+               && !m_store.lease_held(held.task.id, held.task.lease->token,
+                                      now);
+      };
       for (auto& h : m_handlers) {
-        if (h.held && !h.held->give_up_at
-            && !m_store.lease_held(h.held->task.id, h.held->task.lease->token,
-                                   now)) {
-          revoke(h);
+        if (h.held && lost(*h.held)) {
+          revoke(h, *h.held);
+        }
+        for (auto& held : h.ahead) {
+          if (lost(held)) {
+            revoke(h, held);
+          }
         }
       }
       if (now_i < m_last_queue_check + k_queue_check_every) {
@@ -1056,8 +1178,7 @@ private:
     }
   }
 
-  void revoke(Handler& h) {
-    Held& held = *h.held;
+  void revoke(Handler& h, Held& held) {
     std::string by;
     try {
       by = m_store.revoked_reason(held.task.id, held.task.lease->token)
@@ -1074,21 +1195,27 @@ private:
           static_cast<long long>(held.task.id),
           by.empty() ? "lost" : ("revoked by " + by).c_str(), h.number);
     }
-    cancel(h, reason);
+    cancel(h, held, reason);
   }
 
   // Everything leased and not recorded goes back, due at once: at the end
   // of a run that stops, or when it fails.
   void give_back_all() {
     for (auto& h : m_handlers) {
-      if (h.held && !h.held->give_up_at) {
-        m_pending.push_back(Pending{Pending::Kind::release,
-                                    std::move(h.held->task),
-                                    std::nullopt,
-                                    {},
-                                    std::nullopt});
+      if (h.held) {
+        h.ahead.push_front(std::move(*h.held));
+        h.held.reset();
       }
-      h.held.reset();
+      for (auto& held : h.ahead) {
+        if (!held.give_up_at) {
+          m_pending.push_back(Pending{Pending::Kind::release,
+                                      std::move(held.task),
+                                      std::nullopt,
+                                      {},
+                                      std::nullopt});
+        }
+      }
+      h.ahead.clear();
     }
     for (auto& t : m_queue) {
       m_pending.push_back(Pending{Pending::Kind::release,
@@ -1113,15 +1240,15 @@ private:
     }
     m_stopping = true;
     m_stop_kill_at = Clock::now() + m_o.grace;
-    int busy = 0;
+    int working = 0;
     for (const auto& h : m_handlers) {
-      busy += h.held ? 1 : 0;
+      working += h.held ? 1 : 0;
     }
-    if (signalled && busy > 0) {
+    if (signalled && working > 0) {
       std::fprintf(stderr,
                    "taskq: run: stopping; %d handler(s) get %s to finish their "
                    "task (signal again to stop them now)\n",
-                   busy, core::format_duration(m_o.grace).c_str());
+                   working, core::format_duration(m_o.grace).c_str());
     }
     // Prefetched tasks no handler has seen go back at once.
     for (auto& t : m_queue) {
@@ -1134,7 +1261,7 @@ private:
     m_queue.clear();
     for (auto& h : m_handlers) {
       h.restart_at.reset();
-      if (!h.held) {
+      if (!busy(h)) {
         close_stdin(h);
       }
     }
@@ -1261,7 +1388,7 @@ private:
                      "%d\n",
                      static_cast<long long>(held.task.id), why.c_str(),
                      h.number);
-        cancel(h, why);
+        cancel(h, held, why);
       }
       if (h.held && h.held->give_up_at && now >= *h.held->give_up_at) {
         std::fprintf(stderr,

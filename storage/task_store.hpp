@@ -412,7 +412,9 @@ struct Outcome {
 };
 struct OutcomeResult {
   int64_t id = 0;
-  std::optional<core::Task> task; // the task after it (none: lease lost)
+  // The task after it (none: lease lost). After a complete, the task as
+  // checked with its new state, lease and result, not read again.
+  std::optional<core::Task> task;
   // Why, when the lease was lost (the conflict message, as complete()
   // would say).
   std::string lost;

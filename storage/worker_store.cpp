@@ -321,7 +321,13 @@ BatchResult TaskStore::apply_outcomes(const std::vector<Outcome>& outcomes,
     write_output(*m_db, o.output.chunks, o.output.keep);
     switch (o.kind) {
     case Outcome::Kind::complete:
-      r.task = complete_held(*m_db, *held, o.token, o.result, now, {});
+      // Not read again: the callers want only whether it was recorded.
+      r.task = complete_held(*m_db, *held, o.token, o.result, now, {}, false);
+      if (!held->delivery_worker) {
+        r.task->state = TaskState::completed;
+        r.task->lease.reset();
+        r.task->result = o.result;
+      }
       break;
     case Outcome::Kind::fail:
       r.task = fail_held(*m_db, *held, o.token, o.fail, now);

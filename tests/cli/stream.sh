@@ -196,6 +196,28 @@ check "the handler is gone" wait_until 5 gone "$pid"
 expect_exit 0 "$TASKQ" list --queue term --state ready -o id
 expect_eq "$(grep -c . <<<"$out")" 6 "all six are ready at once"
 
+section "--prefetch writes tasks behind the one in hand; answers in any order"
+: >"$STREAM_LOG"
+a=$(add_task ahead --payload '{"do":"hold"}')
+b=$(add_task ahead --payload '{"do":"done","result":"b"}')
+c=$(add_task ahead --payload '{"do":"done","result":"c"}')
+bg_run ahead run ahead --stream --prefetch 3 --grace 500ms -- "$H"
+runpid=$bg
+pid=$(pid_of "h/$a.pid")
+check "the tasks behind an unanswered one reach the handler" \
+  wait_until 10 log_has "^task $c "
+both_done() { [[ $(state "$b"):$(state "$c") == completed:completed ]]; }
+check "and are completed before it" wait_until 10 both_done
+expect_eq "$(state "$a"):$(field "$a" '.lease != null')" runnable:true "the one in hand is still leased"
+expect_exit 0 "$TASKQ" kill "$a"
+check "its kill reaches the handler" wait_until 10 log_has "^cancel $a kill"
+check "which, not answering, is stopped" wait_until 10 gone "$pid"
+kill -TERM "$runpid"
+bg_finish "$runpid" ahead
+expect_eq "$rc" 0 "exit status of run"
+expect_match "$out" '^leased 3: 2 completed, 0 failed for good, 0 will retry, 0 released, 1 revoked$'
+expect_eq "$(state "$a")" killed
+
 section "--prefetch: many tasks in batches, each completed once"
 fresh_db
 seq 1 300 | jq -c '{payload:{do:"done",result:.}}' >many.jsonl
