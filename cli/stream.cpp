@@ -38,8 +38,9 @@ constexpr size_t k_max_line = 16 * 1024 * 1024;
 // Leases are checked against the database at most this often while the
 // database changes (each of our own commits changes it too).
 constexpr auto k_lease_check_every = std::chrono::milliseconds(20);
-// Prefetched tasks (up to K of them, a read each) less often: they have
-// not started, and a lease lost meanwhile only makes its outcome refused.
+// Prefetched tasks (up to K of them, a read each: not yet written, or
+// waiting behind the one in hand) less often: most have not started, and
+// a lease lost meanwhile only makes its outcome refused.
 constexpr auto k_queue_check_every = std::chrono::milliseconds(250);
 // A handler that dies this many times in k_dying_window without an
 // outcome in between ends the run.
@@ -1147,19 +1148,23 @@ private:
         if (h.held && lost(*h.held)) {
           revoke(h, *h.held);
         }
+      }
+      // The tasks waiting behind the ones in hand, and those not yet
+      // written, less often: there may be many.
+      if (now_i < m_last_queue_check + k_queue_check_every) {
+        if (!m_queue.empty() || ahead_total() > 0) {
+          m_check_at = m_last_queue_check + k_queue_check_every;
+        }
+        return;
+      }
+      m_last_queue_check = now_i;
+      for (auto& h : m_handlers) {
         for (auto& held : h.ahead) {
           if (lost(held)) {
             revoke(h, held);
           }
         }
       }
-      if (now_i < m_last_queue_check + k_queue_check_every) {
-        if (!m_queue.empty()) {
-          m_check_at = m_last_queue_check + k_queue_check_every;
-        }
-        return;
-      }
-      m_last_queue_check = now_i;
       for (auto it = m_queue.begin(); it != m_queue.end();) {
         if (!m_store.lease_held(it->id, it->lease->token, now)) {
           ++m_summary.revoked;
