@@ -65,8 +65,11 @@ int on_busy(void* arg, int attempt) {
   return 1;
 }
 
-// WAL frames (pages) after which a commit checkpoints and restarts the WAL.
+// WAL frames (pages) after which a commit checkpoints and restarts the WAL;
+// past k_wal_truncate_frames (a bulk write, or readers that held the
+// checkpoint back), it truncates the file too.
 constexpr int k_wal_restart_frames = 256;
+constexpr int k_wal_truncate_frames = 2 * k_wal_restart_frames;
 
 // Replaces SQLite's autocheckpoint. taskq closes without a checkpoint (see
 // Db::Db), and a process that opens the database alone rebuilds the WAL
@@ -77,7 +80,9 @@ constexpr int k_wal_restart_frames = 256;
 // tries again. Restarted, not truncated: the next commit writes from the
 // WAL's start over blocks the file already has, and an fdatasync that need
 // not grow the file costs a third less (bench/stream); an open reads the
-// frames only up to the first one left from before the restart.
+// frames only up to the first one left from before the restart. A WAL
+// grown far past the threshold is truncated instead, so that it neither
+// stays on disk at that size nor is read whole by the next open.
 //
 // It also tells the processes waiting on a ChangeFeed that the commit is
 // visible. Their wake-up from the WAL's write comes before it is (SQLite
@@ -95,8 +100,11 @@ int on_wal_commit(void* arg, sqlite3* db, const char* name, int frames) {
   }
   auto* state = static_cast<BusyState*>(arg);
   state->no_wait = true;
-  sqlite3_wal_checkpoint_v2(db, name, SQLITE_CHECKPOINT_RESTART, nullptr,
-                            nullptr);
+  sqlite3_wal_checkpoint_v2(db, name,
+                            frames > k_wal_truncate_frames
+                                ? SQLITE_CHECKPOINT_TRUNCATE
+                                : SQLITE_CHECKPOINT_RESTART,
+                            nullptr, nullptr);
   state->no_wait = false;
   return SQLITE_OK;
 }

@@ -218,6 +218,39 @@ TEST_CASE("opening for writing creates the file with mode 0600 and its "
   }
 }
 
+TEST_CASE("the WAL is restarted in place after small commits and "
+          "truncated after a large one"
+          * sqlite_only()) {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const std::string wal = db.path() + "-wal";
+  // A bulk add writes far more than twice the checkpoint threshold (256
+  // frames): its commit copies the WAL back and truncates it.
+  int left = 40000;
+  const auto next = [&left](std::string& payload) {
+    payload = std::to_string(left);
+    return left-- > 0;
+  };
+  store.add_many(
+      new_task("q", "null"), next, [](int64_t) {}, t0, k_operator);
+  CHECK(fs::file_size(wal) == 0);
+  // Small commits fill it up to the threshold, then start it over from
+  // its beginning: the file never shrinks, and never grows past twice the
+  // threshold.
+  uintmax_t largest = 0;
+  bool shrank = false;
+  for (int i = 0; i < 400; ++i) {
+    add_task(store, "q");
+    const uintmax_t size = fs::file_size(wal);
+    shrank = shrank || size < largest;
+    largest = std::max(largest, size);
+  }
+  const uintmax_t frame = 4096 + 24;
+  CHECK_FALSE(shrank);
+  CHECK(largest >= 256 * frame);
+  CHECK(largest < 512 * frame);
+}
+
 TEST_CASE("check reports a healthy database as ok") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
