@@ -418,29 +418,35 @@ private:
   }
 
   bool ahead_still_held(const core::Task& t) {
-    const core::Time now = m_ctx.live_now();
-    if (t.lease->expires_at <= now) {
+    if (t.lease->expires_at <= m_ctx.live_now()) {
       return false; // another worker may hold it now
     }
-    // No commit but ours since the lease: it is still held as leased.
-    if (!foreign_change()) {
+    // No commit but ours since the lease (none seen and none pending for
+    // look_if_changed_elsewhere): it is still held as leased.
+    if (!m_changed_elsewhere && !foreign_change()) {
       return true;
     }
     m_changed_elsewhere = true; // for the running ones and the next look
+    return !ahead_revoked(t);
+  }
+
+  // Whether an operator took the lease of `t`, leased ahead (said with
+  // -v); an unavailable database is no answer: it is checked again.
+  bool ahead_revoked(const core::Task& t) {
     try {
-      if (m_store.lease_held(t.id, t.lease->token, now)) {
-        return true;
+      if (m_store.lease_held(t.id, t.lease->token, m_ctx.live_now())) {
+        return false;
       }
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unavailable) {
         throw;
       }
-      return true; // as a running one: checked again at its heartbeat
+      return false;
     }
     if (m_o.verbose) {
       say(t.id, "lease revoked before its handler started; not started");
     }
-    return false;
+    return true;
   }
 
   // Gives back what was leased ahead and not started (its attempt too).
@@ -753,6 +759,9 @@ private:
         }
       }
     }
+    // What was leased ahead and revoked since is dropped: never started.
+    std::erase_if(m_ahead,
+                  [this](const core::Task& t) { return ahead_revoked(t); });
   }
 
   void revoke(Running& r) {

@@ -763,6 +763,35 @@ expect_eq "$("$TASKQ" events -o json | jq -r --argjson id "$third" \
   'select(.task == $id) | .message' | tr '\n' ' ')" \
   "add lease release lease complete " "events of the task leased ahead"
 
+section "an operator's kill of the task leased ahead: its handler never starts"
+# 1 is quick, so 2 starts with 3 leased ahead; 2 waits until 3 is killed.
+cat >gate.sh <<'EOF'
+#!/bin/sh
+echo "$TASKQ_ID" >>"$AHEAD_IDS"
+if grep -q wait; then
+  i=0
+  while [ ! -e "$GATE" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
+fi
+exit 0
+EOF
+chmod +x gate.sh
+printf '"quick"\n"wait"\n"quick"\n' | tq add gated --jsonl - >/dev/null
+"$TASKQ" list --queue gated -o id >gated.ids
+third=$(sed -n 3p gated.ids)
+: >gated.ran
+rm -f gate.open
+AHEAD_IDS=$scratch/gated.ran GATE=$scratch/gate.open \
+  bg_run gated run gated --until-empty -- ./gate.sh
+leased_ahead() { [[ $(field "$third" .lease) != null ]]; }
+wait_until 20 leased_ahead
+tq kill "$third" >/dev/null
+touch gate.open
+bg_finish "$bg" gated
+expect_eq "$rc" 0 "run's exit status"
+expect_eq "$(state "$third")" killed "state of the killed task"
+expect_eq "$(grep -cx "$third" gated.ran)" 0 "executions of the killed task"
+expect_eq "$(wc -l <gated.ran)" 2 "executions"
+
 section "SIGTERM to run amid quick handlers leaves no task leased ahead"
 seq 300 | tq add stop --jsonl - >/dev/null
 : >stop.ids
