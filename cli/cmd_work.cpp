@@ -311,7 +311,7 @@ void register_work(CLI::App& app, Context& ctx) {
     if (d->output_file) {
       attach_output(store, ref, *d->output_file, ctx.now());
     }
-    store.complete(ref.id, ref.token, result, ctx.now(), sync);
+    store.complete_only(ref.id, ref.token, result, ctx.now(), sync);
   });
 
   struct FailOptions : WorkerOptions {

@@ -16,6 +16,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <list>
 #include <poll.h>
@@ -282,6 +283,10 @@ public:
 
   RunSummary run() {
     while (true) {
+      if (m_stopping) {
+        release_ahead();
+      }
+      start_ahead();
       // Until it is full or finds nothing: no wake-up of its own commits
       // comes to say "look again" (a task that could not start is
       // recorded without one).
@@ -297,6 +302,7 @@ public:
       finish_exited();
       look_if_changed_elsewhere();
     }
+    release_ahead();
     return m_summary;
   }
 
@@ -338,7 +344,7 @@ private:
       want = static_cast<int>(
           std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
     }
-    m_request.count = want;
+    m_request.count = want + ahead_wanted();
     // A task whose handler is still being stopped (an operator released
     // it, and the grace period runs) must not start a second handler.
     m_request.skip.clear();
@@ -357,14 +363,109 @@ private:
       m_wake_at = Clock::now() + std::chrono::seconds(1);
       return;
     }
-    for (auto& t : tasks) {
-      start(std::move(t));
-    }
-    if (static_cast<int>(tasks.size()) == want) {
+    const bool all = static_cast<int>(tasks.size()) >= want + ahead_wanted();
+    start_or_keep(std::move(tasks), want);
+    if (all) {
       m_look = true; // there may be more
       return;
     }
     wake_when_due(now);
+  }
+
+  // Lease ahead: with handlers that end within k_ahead_hold, the lease
+  // that will follow the running task's is taken in the transaction that
+  // writes the last outcome, so that when the handler exits the next one
+  // starts at once and the commit of its outcome (its fsync) runs while
+  // the next handler does. Held at most k_ahead_hold (then released, its
+  // attempt given back), checked again just before it starts (an
+  // operator's kill or pause in between: not started), released when run
+  // stops. Never with --max-tasks (they count what starts).
+  static constexpr auto k_ahead_hold = std::chrono::milliseconds(250);
+
+  int ahead_wanted() const {
+    if (!m_quick || m_stopping || m_o.max_tasks
+        || m_o.lease_for < 3 * k_ahead_hold) {
+      return 0;
+    }
+    return std::max(0, 1 - static_cast<int>(m_ahead.size()));
+  }
+
+  // Starts the first `now` of `tasks`, keeps the rest ahead.
+  void start_or_keep(std::vector<core::Task> tasks, int now) {
+    for (auto& t : tasks) {
+      if (now > 0) {
+        --now;
+        start(std::move(t));
+      } else {
+        if (m_ahead.empty()) {
+          m_ahead_since = Clock::now();
+        }
+        m_ahead.push_back(std::move(t));
+      }
+    }
+  }
+
+  // Starts what was leased ahead into the free slots, if it is still ours.
+  void start_ahead() {
+    while (!m_ahead.empty() && !m_stopping
+           && static_cast<int>(m_running.size()) < m_o.concurrency) {
+      core::Task t = std::move(m_ahead.front());
+      m_ahead.pop_front();
+      if (ahead_still_held(t)) {
+        start(std::move(t));
+      }
+    }
+  }
+
+  bool ahead_still_held(const core::Task& t) {
+    if (t.lease->expires_at <= m_ctx.live_now()) {
+      return false; // another worker may hold it now
+    }
+    // No commit but ours since the lease (none seen and none pending for
+    // look_if_changed_elsewhere): it is still held as leased.
+    if (!m_changed_elsewhere && !foreign_change()) {
+      return true;
+    }
+    m_changed_elsewhere = true; // for the running ones and the next look
+    return !ahead_revoked(t);
+  }
+
+  // Whether an operator took the lease of `t`, leased ahead (said with
+  // -v); an unavailable database is no answer: it is checked again.
+  bool ahead_revoked(const core::Task& t) {
+    try {
+      if (m_store.lease_held(t.id, t.lease->token, m_ctx.live_now())) {
+        return false;
+      }
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+      return false;
+    }
+    if (m_o.verbose) {
+      say(t.id, "lease revoked before its handler started; not started");
+    }
+    return true;
+  }
+
+  // Gives back what was leased ahead and not started (its attempt too).
+  void release_ahead() {
+    while (!m_ahead.empty()) {
+      core::Task t = std::move(m_ahead.front());
+      m_ahead.pop_front();
+      try {
+        m_store.release(t.id, t.lease->token, std::nullopt, m_ctx.live_now());
+        after_own_commit();
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
+            && e.kind() != ErrorKind::unavailable) {
+          throw;
+        }
+        // Lost already, or locked: its lease expires as a crashed
+        // worker's would.
+      }
+    }
   }
 
   // Sets the timer for the next time after `seen` that a task can become
@@ -512,6 +613,9 @@ private:
       }
       earliest(r.flush_at);
     }
+    if (!m_ahead.empty()) {
+      earliest(m_ahead_since + k_ahead_hold);
+    }
     const int rc =
         ::poll(fds.data(), fds.size(), poll_timeout(Clock::now(), until));
     if (rc < 0 && errno != EINTR) {
@@ -655,6 +759,9 @@ private:
         }
       }
     }
+    // What was leased ahead and revoked since is dropped: never started.
+    std::erase_if(m_ahead,
+                  [this](const core::Task& t) { return ahead_revoked(t); });
   }
 
   void revoke(Running& r) {
@@ -792,6 +899,10 @@ private:
   }
 
   void on_timers(Instant now) {
+    if (!m_ahead.empty() && now >= m_ahead_since + k_ahead_hold) {
+      m_quick = false; // handlers this slow gain nothing from it
+      release_ahead();
+    }
     for (auto& r : m_running) {
       if (r.exit) {
         continue;
@@ -847,6 +958,7 @@ private:
 
   void finish_exited() {
     std::vector<Pending> done;
+    bool quick = true;
     for (auto it = m_running.begin(); it != m_running.end();) {
       if (!it->exit) {
         ++it;
@@ -881,11 +993,13 @@ private:
                    "stdout exceeds the 16 MiB a result may hold"};
       }
       done.push_back(Pending{&r.task, outcome, r.started, &r});
+      quick = quick && Clock::now() - r.started < k_ahead_hold;
       ++it;
     }
     if (done.empty()) {
       return;
     }
+    m_quick = quick;
     // Their handlers are done: what room they leave, the same transaction
     // fills.
     const int left = static_cast<int>(m_running.size() - done.size());
@@ -911,18 +1025,30 @@ private:
       }
       e = next;
     }
+    // What was leased ahead starts first: its handler runs while the
+    // outcomes are written.
+    start_ahead();
+    if (want) {
+      want = std::max(0, m_o.concurrency - static_cast<int>(m_running.size()));
+      if (m_o.max_tasks) {
+        want = static_cast<int>(
+            std::min<int64_t>(*want, *m_o.max_tasks - m_summary.leased));
+      }
+    }
+    const int ahead = want ? ahead_wanted() : 0;
     const core::Time seen = m_ctx.live_now();
-    std::vector<core::Task> leased = record_all(done, want);
+    std::vector<core::Task> leased = record_all(
+        done, want && *want + ahead > 0 ? std::optional(*want + ahead)
+                                        : std::nullopt);
     finished.clear();
     m_look = true;
     m_look_if_due = false;
     if (!want) {
       return;
     }
-    for (auto& t : leased) {
-      start(std::move(t));
-    }
-    if (static_cast<int>(leased.size()) < *want) {
+    const bool all = static_cast<int>(leased.size()) >= *want + ahead;
+    start_or_keep(std::move(leased), *want);
+    if (!all) {
       // As take_work: nothing more now; look when something comes due.
       m_look = false;
       wake_when_due(seen);
@@ -1143,6 +1269,9 @@ private:
   // unchanged was caused by our own commit.
   std::optional<int64_t> m_version;
   bool m_changed_elsewhere = false; // seen by after_own_commit
+  std::deque<core::Task> m_ahead;   // leased ahead, not started
+  Instant m_ahead_since{};          // when the oldest of m_ahead was leased
+  bool m_quick = false; // the last handlers ended within k_ahead_hold
 };
 
 } // namespace

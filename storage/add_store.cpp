@@ -180,6 +180,9 @@ struct Deps {
 
 Deps check_deps(Db& db, const std::vector<int64_t>& after) {
   Deps deps;
+  if (after.empty()) {
+    return deps; // nothing to read: no statement prepared
+  }
   Statement st(db, "SELECT state FROM tasks WHERE id = ?1");
   for (const int64_t dep : after) {
     st.bind(1, dep);
@@ -213,18 +216,19 @@ std::string broken_dep_reason(int64_t dep, TaskState state) {
 // dependencies in task_deps, and the reason when it starts paused.
 class Companions {
 public:
-  Companions(Db& db, const NewTask& t, const Deps& deps)
-      : m_labels(db, "INSERT OR IGNORE INTO task_labels (key, value, task_id) "
-                     "VALUES (?1, ?2, ?3)"),
-        m_deps(db, "INSERT OR IGNORE INTO task_deps (dep_id, task_id) "
-                   "VALUES (?1, ?2)"),
-        m_task(t), m_info(deps) {}
+  // The inserts are prepared when first needed: most tasks have neither
+  // labels nor dependencies.
+  Companions(const NewTask& t, const Deps& deps) : m_task(t), m_info(deps) {}
 
   void add(Db& db, int64_t id, Time now) {
+    if (!m_task.labels.empty() && !m_labels) {
+      m_labels.emplace(db, "INSERT OR IGNORE INTO task_labels (key, value, "
+                           "task_id) VALUES (?1, ?2, ?3)");
+    }
     for (const auto& [key, value] : m_task.labels) {
-      m_labels.bind(1, key).bind(2, value).bind(3, id);
-      m_labels.run();
-      m_labels.reset();
+      m_labels->bind(1, key).bind(2, value).bind(3, id);
+      m_labels->run();
+      m_labels->reset();
     }
     if (m_info.broken) {
       const auto [dep, state] = *m_info.broken;
@@ -233,10 +237,14 @@ public:
                 k_system_actor, broken_dep_reason(dep, state));
       return;
     }
+    if (!m_info.unfinished.empty() && !m_deps) {
+      m_deps.emplace(db, "INSERT OR IGNORE INTO task_deps (dep_id, task_id) "
+                         "VALUES (?1, ?2)");
+    }
     for (const int64_t dep : m_info.unfinished) {
-      m_deps.bind(1, dep).bind(2, id);
-      m_deps.run();
-      m_deps.reset();
+      m_deps->bind(1, dep).bind(2, id);
+      m_deps->run();
+      m_deps->reset();
     }
   }
 
@@ -248,8 +256,8 @@ public:
   }
 
 private:
-  Statement m_labels;
-  Statement m_deps;
+  std::optional<Statement> m_labels;
+  std::optional<Statement> m_deps;
   const NewTask& m_task;
   const Deps& m_info;
 };
@@ -259,7 +267,7 @@ int64_t insert_task(Db& db, const NewTask& t, Time now,
                     const std::string& actor) {
   check_new_task(t);
   const Deps deps = check_deps(db, t.after);
-  Companions companions(db, t, deps);
+  Companions companions(t, deps);
   Inserter ins(db, t, now, actor, 1, companions.blockers(), companions.state());
   const int64_t id = ins.insert(t.payload);
   companions.add(db, id, now);
@@ -337,7 +345,7 @@ int64_t TaskStore::add_many(const NewTask& proto,
   Transaction tx(*m_db);
   now = locked_now(now);
   const Deps deps = check_deps(*m_db, proto.after);
-  Companions companions(*m_db, proto, deps);
+  Companions companions(proto, deps);
   // Labels and dependencies take rows of their own; without them a bulk
   // add writes nothing but its tasks.
   const bool companion_rows =

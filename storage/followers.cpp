@@ -94,7 +94,7 @@ void settle_finished(Db& db, int64_t id, TaskState state, Time now) {
       flow_task_ended(db, id, flow, state, now);
     });
   }
-  {
+  if (!labels.empty()) {
     Statement drop(db, "DELETE FROM task_labels WHERE key = ?1 AND value = ?2 "
                        "AND task_id = ?3");
     for (const auto& [key, value] : labels) {

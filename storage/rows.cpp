@@ -353,7 +353,11 @@ std::string refusal(const Task& task, Message msg) {
 // Loads a task for a worker write: it must exist (not_found) and `token`
 // must be its live lease (conflict, naming who revoked it when known).
 Task require_lease(Db& db, int64_t id, const std::string& token, Time now) {
-  Task task = load_full(db, id);
+  return require_lease(db, load_full(db, id), token, now);
+}
+
+Task require_lease(Db& db, Task task, const std::string& token, Time now) {
+  const int64_t id = task.id;
   if (task.lease && task.lease->token == token) {
     if (task.lease->live(now)) {
       return task;

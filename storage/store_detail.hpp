@@ -169,11 +169,16 @@ int64_t count_running(Db& db, const std::string& queue, core::Time now);
 // must be its live lease (conflict, naming who revoked it when known).
 core::Task require_lease(Db& db, int64_t id, const std::string& token,
                          core::Time now);
+// The same check on `task`, already loaded in this transaction.
+core::Task require_lease(Db& db, core::Task task, const std::string& token,
+                         core::Time now);
 // `done`: completes task `id` for the holder of `token` (or logs a
-// broadcast delivery's done); `sync` goes to the task's schedule.
+// broadcast delivery's done); `sync` goes to the task's schedule. Returns
+// the task as written, or, with `reload` false, as it was checked.
 core::Task complete_leased(Db& db, int64_t id, const std::string& token,
                            const std::optional<std::string>& result,
-                           core::Time now, const core::Labels& sync);
+                           core::Time now, const core::Labels& sync,
+                           bool reload = true);
 
 // TaskStore::lease's work, inside the caller's write transaction (`now`
 // read once it holds the lock): shared by lease and apply_outcomes.

@@ -500,6 +500,11 @@ public:
                       const std::optional<std::string>& result, core::Time now,
                       const core::Labels& sync = {},
                       const OutputWrite& output = {});
+  // complete() for a caller with no use for the task written (`done`): one
+  // read of it less.
+  void complete_only(int64_t id, const std::string& token,
+                     const std::optional<std::string>& result, core::Time now,
+                     const core::Labels& sync = {});
   core::Task fail(int64_t id, const std::string& token, const FailRequest& req,
                   core::Time now, const OutputWrite& output = {});
   core::Task release(int64_t id, const std::string& token,

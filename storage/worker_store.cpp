@@ -33,8 +33,11 @@ struct Held {
 };
 
 Held check_held(Db& db, int64_t id, const std::string& token, Time now) {
+  Task t = load_full(db, id);
+  // Only a broadcast (broadcast_until is set when it is added and never
+  // cleared) has deliveries: any other task is held by its lease alone.
   std::optional<std::string> worker;
-  {
+  if (t.broadcast_until) {
     Statement st(db, "SELECT worker FROM deliveries WHERE task_id = ?1 "
                      "AND token = ?2");
     st.bind(1, id).bind(2, token);
@@ -43,9 +46,8 @@ Held check_held(Db& db, int64_t id, const std::string& token, Time now) {
     }
   }
   if (!worker) {
-    return {require_lease(db, id, token, now), std::nullopt};
+    return {require_lease(db, std::move(t), token, now), std::nullopt};
   }
-  Task t = load_full(db, id);
   if (t.state != TaskState::runnable) {
     // Paused, killed, or ended: the delivery is over, as a revoked lease
     // is.
@@ -137,11 +139,15 @@ Task complete_held(Db& db, const Held& held, const std::string& token,
     throw Error(ErrorKind::conflict, "cannot store --sync: " + task_ref(id)
                                          + " was not emitted by a schedule");
   }
-  // The lease ends and the result is stored in one statement.
+  // The lease ends, the result is stored and the state set (as set_state
+  // would) in one statement.
   Statement(db, "UPDATE tasks SET lease_token = NULL, lease_worker = NULL, "
-                "lease_expires = NULL, result = ?2 WHERE id = ?1")
+                "lease_expires = NULL, result = ?2, state = ?3, "
+                "rev = rev + 1, updated_at = ?4 WHERE id = ?1")
       .bind(1, id)
       .bind(2, result)
+      .bind(3, core::to_string(*next))
+      .bind(4, to_unix_ms(now))
       .run();
   // The sync state the task reports: what it was given, updated with
   // --sync; its schedule hands it to the next task it emits.
@@ -160,7 +166,9 @@ Task complete_held(Db& db, const Held& held, const std::string& token,
         .bind(2, text)
         .run();
   }
-  set_state(db, id, *next, now);
+  if (core::is_terminal(*next)) {
+    settle_finished(db, id, *next, now);
+  }
   log_event(db, id, now, "complete", task.state, *next, task.lease->worker, "");
   return reload ? load_full(db, id) : task;
 }
@@ -254,9 +262,9 @@ namespace detail {
 
 Task complete_leased(Db& db, int64_t id, const std::string& token,
                      const std::optional<std::string>& result, Time now,
-                     const core::Labels& sync) {
+                     const core::Labels& sync, bool reload) {
   return complete_held(db, check_held(db, id, token, now), token, result, now,
-                       sync);
+                       sync, reload);
 }
 
 } // namespace detail
@@ -270,6 +278,15 @@ Task TaskStore::complete(int64_t id, const std::string& token,
   Task out = complete_leased(*m_db, id, token, result, now, sync);
   tx.commit();
   return out;
+}
+
+void TaskStore::complete_only(int64_t id, const std::string& token,
+                              const std::optional<std::string>& result,
+                              Time now, const core::Labels& sync) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  complete_leased(*m_db, id, token, result, now, sync, false);
+  tx.commit();
 }
 
 Task TaskStore::fail(int64_t id, const std::string& token,

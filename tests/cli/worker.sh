@@ -739,6 +739,80 @@ expect_eq "$(sort -u conc.ids | wc -l)" 200 "distinct tasks executed"
 expect_eq "$("$TASKQ" list --queue conc --state completed -o id | wc -l)" 200 \
   "completed tasks"
 
+section "behind quick handlers run leases the next task ahead; a slow one gives it back, attempt and all"
+# 1 is quick, so 2 is leased with 3 ahead; 2 takes 1 s, longer than an
+# ahead lease is held (250 ms): 3 is released (its attempt given back) and
+# leased again once 2 ends. Each runs once, on its first attempt.
+cat >ahead.sh <<'EOF'
+#!/bin/sh
+echo "$TASKQ_ID" >>"$AHEAD_IDS"
+grep -q slow && sleep 1
+exit 0
+EOF
+chmod +x ahead.sh
+printf '"quick"\n"slow"\n"quick"\n"quick"\n' | tq add ahead --jsonl - >/dev/null
+"$TASKQ" list --queue ahead -o id >ahead.added
+third=$(sed -n 3p ahead.added)
+: >ahead.ids
+AHEAD_IDS=$scratch/ahead.ids expect_exit 0 "$TASKQ" run ahead --until-empty -- ./ahead.sh
+summary_is 4 4 0 0 0 0
+expect_eq "$(sort ahead.ids | tr '\n' ' ')" "$(sort ahead.added | tr '\n' ' ')" \
+  "each task executed once"
+expect_eq "$(field "$third" .attempts)" 1 "attempts of the task leased ahead"
+expect_eq "$("$TASKQ" events -o json | jq -r --argjson id "$third" \
+  'select(.task == $id) | .message' | tr '\n' ' ')" \
+  "add lease release lease complete " "events of the task leased ahead"
+
+section "an operator's kill of the task leased ahead: its handler never starts"
+# 1 is quick, so 2 starts with 3 leased ahead; 2 waits until 3 is killed.
+cat >gate.sh <<'EOF'
+#!/bin/sh
+echo "$TASKQ_ID" >>"$AHEAD_IDS"
+if grep -q wait; then
+  i=0
+  while [ ! -e "$GATE" ] && [ $i -lt 500 ]; do sleep 0.02; i=$((i + 1)); done
+fi
+exit 0
+EOF
+chmod +x gate.sh
+printf '"quick"\n"wait"\n"quick"\n' | tq add gated --jsonl - >/dev/null
+"$TASKQ" list --queue gated -o id >gated.ids
+third=$(sed -n 3p gated.ids)
+: >gated.ran
+rm -f gate.open
+AHEAD_IDS=$scratch/gated.ran GATE=$scratch/gate.open \
+  bg_run gated run gated --until-empty -- ./gate.sh
+leased_ahead() { [[ $(field "$third" .lease) != null ]]; }
+wait_until 20 leased_ahead
+tq kill "$third" >/dev/null
+touch gate.open
+bg_finish "$bg" gated
+expect_eq "$rc" 0 "run's exit status"
+expect_eq "$(state "$third")" killed "state of the killed task"
+expect_eq "$(grep -cx "$third" gated.ran)" 0 "executions of the killed task"
+expect_eq "$(wc -l <gated.ran)" 2 "executions"
+
+section "SIGTERM to run amid quick handlers leaves no task leased ahead"
+seq 300 | tq add stop --jsonl - >/dev/null
+: >stop.ids
+AHEAD_IDS=$scratch/stop.ids bg_run stop run stop --until-empty -- ./ahead.sh
+wait_until 20 eval '(($(wc -l <stop.ids) >= 20))'
+kill -TERM "$bg"
+bg_finish "$bg" stop
+expect_eq "$rc" 0 "run's exit status after SIGTERM"
+# The handler running when SIGTERM came may be stopped by it (released):
+# every task completed ran, and at most that one ran without completing.
+ran=$(sort -u stop.ids | wc -l)
+expect_eq "$(wc -l <stop.ids)" "$ran" "executions (each task at most once)"
+"$TASKQ" list --queue stop --state completed -o id | sort >stop.completed
+expect_eq "$(comm -23 stop.completed <(sort -u stop.ids) | wc -l)" 0 \
+  "completed tasks that did not run"
+check "at most one task ran and did not complete" \
+  test "$((ran - $(wc -l <stop.completed)))" -le 1
+expect_eq "$("$TASKQ" list --queue stop -o json | jq -s \
+  '[.[] | select(.state != "completed" and (.lease != null or .attempts != 0))] | length')" \
+  0 "tasks not completed that hold a lease or an attempt"
+
 # Nothing started here may outlive the suite.
 for p in "${bg_pids[@]}"; do
   kill -KILL "$p" 2>/dev/null

@@ -250,3 +250,44 @@ TEST_CASE("others_version changes for another store's commit, never for our "
   add_task(store, "q", t0 + 3s);
   CHECK(store.others_version() == v1);
 }
+
+TEST_CASE("one `done` or `add` prepares only the statements it runs"
+          * sqlite_only()) {
+  TempDb db;
+  {
+    TaskStore setup(db.path(), OpenMode::write);
+    add_task(setup, "q");
+  }
+  core::Task task;
+  {
+    TaskStore store(db.path(), OpenMode::write);
+    auto t = lease_one(store, "q", t0);
+    REQUIRE(t);
+    task = *t;
+  }
+  // As one invocation: a fresh connection, so nothing is cached.
+  TaskStore store(db.path(), OpenMode::write);
+  uint64_t before = storage::SqliteDb::prepares();
+  store.complete_only(task.id, task.lease->token, "7", t0 + 1s);
+  // BEGIN, the task, its one UPDATE, what its end settles (its labels, its
+  // dependents), the event, COMMIT: no delivery read (not a broadcast), no
+  // label DELETE (none), no second read of the task.
+  CHECK(storage::SqliteDb::prepares() - before <= 7);
+  const auto found = store.find(task.id);
+  REQUIRE(found);
+  const core::Task& done = *found;
+  CHECK(done.state == TaskState::completed);
+  CHECK(done.result == std::optional<std::string>("7"));
+  CHECK_FALSE(done.lease);
+  CHECK(done.rev == task.rev + 1);
+  // Fenced as complete is: the token is spent.
+  CHECK_THROWS_AS(store.complete_only(task.id, task.lease->token, "8", t0 + 3s),
+                  Error);
+
+  TaskStore fresh(db.path(), OpenMode::write);
+  before = storage::SqliteDb::prepares();
+  add_task(fresh, "q");
+  // BEGIN, the task, its queue's count, COMMIT: no label or dependency
+  // insert prepared for a task with neither.
+  CHECK(storage::SqliteDb::prepares() - before <= 4);
+}
