@@ -81,7 +81,7 @@ constexpr int k_wal_truncate_frames = 2 * k_wal_restart_frames;
 // WAL's start over blocks the file already has, and an fdatasync that need
 // not grow the file costs a third less (bench/stream); an open reads the
 // frames only up to the first one left from before the restart. A WAL
-// grown far past the threshold is truncated instead, so that it neither
+// grown past twice the threshold is truncated instead, so that it neither
 // stays on disk at that size nor is read whole by the next open.
 //
 // It also tells the processes waiting on a ChangeFeed that the commit is
