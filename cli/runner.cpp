@@ -339,11 +339,7 @@ private:
       wake_when_due(now);
       return;
     }
-    int want = m_o.concurrency - static_cast<int>(m_running.size());
-    if (m_o.max_tasks) {
-      want = static_cast<int>(
-          std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
-    }
+    const int want = room();
     m_request.count = want + ahead_wanted();
     // A task whose handler is still being stopped (an operator released
     // it, and the grace period runs) must not start a second handler.
@@ -381,6 +377,17 @@ private:
   // operator's kill or pause in between: not started), released when run
   // stops. Never with --max-tasks (they count what starts).
   static constexpr auto k_ahead_hold = std::chrono::milliseconds(250);
+
+  // How many more tasks may start now: the free handler slots, within
+  // --max-tasks.
+  int room() const {
+    int want = m_o.concurrency - static_cast<int>(m_running.size());
+    if (m_o.max_tasks) {
+      want = static_cast<int>(
+          std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
+    }
+    return want;
+  }
 
   int ahead_wanted() const {
     if (!m_quick || m_stopping || m_o.max_tasks
@@ -1003,14 +1010,7 @@ private:
     // Their handlers are done: what room they leave, the same transaction
     // fills.
     const int left = static_cast<int>(m_running.size() - done.size());
-    std::optional<int> want;
-    if (!m_stopping && left < m_o.concurrency && !max_reached()) {
-      want = m_o.concurrency - left;
-      if (m_o.max_tasks) {
-        want = static_cast<int>(
-            std::min<int64_t>(*want, *m_o.max_tasks - m_summary.leased));
-      }
-    }
+    const bool lease = !m_stopping && left < m_o.concurrency && !max_reached();
     // Those still running are skipped by the lease: the finished ones are
     // not, they are written first.
     std::vector<Running*> ended;
@@ -1028,12 +1028,9 @@ private:
     // What was leased ahead starts first: its handler runs while the
     // outcomes are written.
     start_ahead();
-    if (want) {
-      want = std::max(0, m_o.concurrency - static_cast<int>(m_running.size()));
-      if (m_o.max_tasks) {
-        want = static_cast<int>(
-            std::min<int64_t>(*want, *m_o.max_tasks - m_summary.leased));
-      }
+    std::optional<int> want;
+    if (lease) {
+      want = std::max(0, room());
     }
     const int ahead = want ? ahead_wanted() : 0;
     const core::Time seen = m_ctx.live_now();

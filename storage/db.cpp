@@ -390,21 +390,15 @@ void SqliteDb::run_cached(std::string_view sql, std::string_view context) {
 }
 
 std::optional<int64_t> SqliteDb::others_version() {
-  Cached* entry = take_cached("PRAGMA data_version");
-  sqlite3_stmt* st =
-      entry != nullptr ? entry->stmt : prepare_raw("PRAGMA data_version");
-  const int rc = sqlite3_step(st);
-  const int64_t version = sqlite3_column_int64(st, 0);
-  if (entry != nullptr) {
-    sqlite3_reset(st);
-    entry->in_use = false;
-  } else {
-    sqlite3_finalize(st);
-  }
-  if (rc != SQLITE_ROW) {
+  try {
+    const auto st = prepare("PRAGMA data_version"); // cached after the first
+    if (!st->step()) {
+      return std::nullopt;
+    }
+    return st->get_int(0);
+  } catch (const Error&) {
     return std::nullopt;
   }
-  return version;
 }
 
 void SqliteDb::begin(TxKind kind) {
