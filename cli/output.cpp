@@ -17,10 +17,6 @@ Json or_null(const std::string& s) {
   return s.empty() ? Json(nullptr) : Json(s);
 }
 
-Json or_null(const std::optional<std::string>& s) {
-  return s ? Json(*s) : Json(nullptr);
-}
-
 // Labels as a JSON object ({} when none).
 Json labels_json(const core::Labels& labels) {
   Json out = Json::object();
@@ -75,58 +71,127 @@ std::string dump_json(const Json& value) {
   return value.dump(-1, ' ', false, Json::error_handler_t::replace);
 }
 
+namespace {
+
+// Appends `s` as a JSON string, as dump_json writes it: printable ASCII
+// without a quote or backslash is written as it is, anything else goes
+// through nlohmann's escaping.
+void append_string(std::string& out, std::string_view s) {
+  const bool plain = std::all_of(s.begin(), s.end(), [](char c) {
+    return c >= 0x20 && c <= 0x7e && c != '"' && c != '\\';
+  });
+  if (!plain) {
+    out += dump_json(Json(std::string(s)));
+    return;
+  }
+  out += '"';
+  out += s;
+  out += '"';
+}
+
+} // namespace
+
+ObjectWriter& ObjectWriter::number(std::string_view key, int64_t value) {
+  return raw(key, std::to_string(value));
+}
+
+ObjectWriter&
+ObjectWriter::number_or_null(std::string_view key,
+                             const std::optional<int64_t>& value) {
+  return value ? number(key, *value) : raw(key, "null");
+}
+
+ObjectWriter& ObjectWriter::text(std::string_view key, std::string_view value) {
+  raw(key, "");
+  append_string(m_out, value);
+  return *this;
+}
+
+ObjectWriter&
+ObjectWriter::text_or_null(std::string_view key,
+                           const std::optional<std::string>& value) {
+  return value ? text(key, std::string_view(*value)) : raw(key, "null");
+}
+
+ObjectWriter& ObjectWriter::labels(std::string_view key,
+                                   const core::Labels& value) {
+  raw(key, "{");
+  bool first = true;
+  for (const auto& [k, v] : value) {
+    if (!first) {
+      m_out += ',';
+    }
+    first = false;
+    append_string(m_out, k);
+    m_out += ':';
+    append_string(m_out, v);
+  }
+  m_out += '}';
+  return *this;
+}
+
 std::string task_json(const core::Task& t, core::Time now,
                       const std::vector<core::Event>* events) {
-  Json lease = nullptr;
+  std::string lease = "null";
   if (t.leased(now)) {
-    lease = {{"token", t.lease->token},
-             {"worker", t.lease->worker},
-             {"expires_at", core::format_time(t.lease->expires_at)},
-             {"started_at", t.lease_started
-                                ? Json(core::format_time(*t.lease_started))
-                                : Json(nullptr)}};
+    std::optional<std::string> started;
+    if (t.lease_started) {
+      started = core::format_time(*t.lease_started);
+    }
+    lease = ObjectWriter()
+                .text("token", t.lease->token)
+                .text("worker", t.lease->worker)
+                .text("expires_at", core::format_time(t.lease->expires_at))
+                .text_or_null("started_at", started)
+                .finish();
   }
-  Json errors = Json::array();
+  std::string errors = "[";
   for (const auto& e : t.errors) {
-    errors.push_back(
-        {{"time", core::format_time(e.time)}, {"error", e.message}});
+    errors += errors.size() == 1 ? "" : ",";
+    errors += ObjectWriter()
+                  .text("time", core::format_time(e.time))
+                  .text("error", e.message)
+                  .finish();
   }
+  errors += ']';
   ObjectWriter w;
-  w.field("id", t.id)
-      .field("rev", t.rev)
-      .field("queue", t.queue)
-      .field("state", std::string(core::to_string(t.state)))
+  w.number("id", t.id)
+      .number("rev", t.rev)
+      .text("queue", t.queue)
+      .text("state", core::to_string(t.state))
       .raw("payload", t.payload)
-      .field("labels", t.labels)
-      .field("priority", t.priority)
-      .field("attempts", t.attempts)
-      .field("max_attempts",
-             t.max_attempts ? Json(*t.max_attempts) : Json(nullptr))
-      .field("run_at", core::format_time(t.run_at))
-      .field("created_at", core::format_time(t.created_at))
-      .field("updated_at", core::format_time(t.updated_at))
-      .field("lease", lease)
-      .field("errors", errors)
-      .field("last_error",
-             t.errors.empty() ? Json(nullptr) : Json(t.errors.back().message))
+      .labels("labels", t.labels)
+      .number("priority", t.priority)
+      .number("attempts", t.attempts)
+      .number_or_null("max_attempts", t.max_attempts)
+      .text("run_at", core::format_time(t.run_at))
+      .text("created_at", core::format_time(t.created_at))
+      .text("updated_at", core::format_time(t.updated_at))
+      .raw("lease", lease)
+      .raw("errors", errors)
+      .text_or_null("last_error", t.errors.empty()
+                                      ? std::nullopt
+                                      : std::optional(t.errors.back().message))
       .raw("checkpoint", t.checkpoint.value_or("null"))
       .raw("result", t.result.value_or("null"))
-      .field("reason", or_null(t.reason))
-      .field("retry_of", t.retry_of ? Json(*t.retry_of) : Json(nullptr))
-      .field("unique", or_null(t.unique_key))
-      .field("after", t.after)
-      .field("waiting", t.waiting)
-      .field("root", labels_json(t.root))
-      .field("to", or_null(t.to_worker))
-      .field("broadcast_until",
-             t.broadcast_until ? Json(core::format_time(*t.broadcast_until))
-                               : Json(nullptr))
-      .field("trigger", or_null(t.trigger))
-      .field("schedule", or_null(t.schedule))
-      .field("gate", or_null(t.gate))
-      .field("sync", labels_json(t.sync))
+      .text_or_null("reason",
+                    t.reason.empty() ? std::nullopt : std::optional(t.reason))
+      .number_or_null("retry_of", t.retry_of)
+      .text_or_null("unique", t.unique_key)
+      .raw("after", t.after.empty() ? "[]" : dump_json(Json(t.after)))
+      .raw("waiting", t.waiting ? "true" : "false")
+      .labels("root", t.root)
+      .text_or_null("to", t.to_worker)
+      .text_or_null("broadcast_until",
+                    t.broadcast_until
+                        ? std::optional(core::format_time(*t.broadcast_until))
+                        : std::nullopt)
+      .text_or_null("trigger", t.trigger)
+      .text_or_null("schedule", t.schedule)
+      .text_or_null("gate", t.gate)
+      .labels("sync", t.sync)
       .raw("flow", t.flow.value_or("null"))
-      .field("command", t.command.empty() ? Json(nullptr) : Json(t.command));
+      .raw("command", t.command.empty() ? "null" : dump_json(Json(t.command)));
   if (events != nullptr) {
     Json list = Json::array();
     for (const auto& e : *events) {

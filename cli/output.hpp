@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +25,16 @@ public:
   ObjectWriter& field(std::string_view key, const Json& value) {
     return raw(key, dump_json(value));
   }
+  // The same text as field() gives for a number, a string (null when
+  // absent) and labels, without building a Json value: task_json runs
+  // once a task for `run --stream`.
+  ObjectWriter& number(std::string_view key, int64_t value);
+  ObjectWriter& number_or_null(std::string_view key,
+                               const std::optional<int64_t>& value);
+  ObjectWriter& text(std::string_view key, std::string_view value);
+  ObjectWriter& text_or_null(std::string_view key,
+                             const std::optional<std::string>& value);
+  ObjectWriter& labels(std::string_view key, const core::Labels& value);
   ObjectWriter& raw(std::string_view key, std::string_view json) {
     m_out += m_out.empty() ? '{' : ',';
     m_out += '"';

@@ -87,6 +87,13 @@ void settle_finished(Db& db, int64_t id, TaskState state, Time now) {
     trigger = st.get_opt_text(1);
     flow = st.get_opt_text(2);
   }
+  settle_finished(db, id, labels, trigger, std::move(flow), state, now);
+}
+
+void settle_finished(Db& db, int64_t id, const core::Labels& labels,
+                     const std::optional<std::string>& trigger,
+                     std::optional<std::string> flow, TaskState state,
+                     Time now) {
   if (flow) {
     // Its flow steps once the task's end is written whole (its reason,
     // its last error), just before the transaction commits.

@@ -9,7 +9,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <deque>
 #include <limits>
+#include <map>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -119,8 +121,10 @@ private:
 class Candidates {
 public:
   explicit Candidates(Db& db)
-      : m_walk(db),
+      : m_db(db), m_walk(db),
         m_due(db, join(join("SELECT ", k_task_columns),
+                       ", CASE WHEN EXISTS (SELECT 1 FROM task_errors e "
+                       "WHERE e.task_id = tasks.id) THEN 1 ELSE 0 END"
                        " FROM tasks INDEXED BY tasks_ready WHERE queue = ?1 "
                        "AND lease_token IS NULL AND state IN ('runnable', "
                        "'sleeping') AND blockers = 0 AND broadcast_until IS "
@@ -129,47 +133,84 @@ public:
                        "ORDER BY run_at, id LIMIT "
                            + std::to_string(k_page))) {}
 
-  std::optional<Task> first(const std::string& queue,
-                            const std::vector<core::LabelPattern>& m,
-                            const std::string& worker,
-                            const std::vector<int64_t>& skip, Time now) {
+  // The first such task, or nullptr. Up to `want` of them (how many the
+  // caller may still lease) are read at once and kept, in lease order:
+  // later calls return the next kept one without reading again, until
+  // take() has had them all. They stay valid within one lease_in_tx, which
+  // makes no task of `queue` ready while it leases.
+  const Task* first(const std::string& queue,
+                    const std::vector<core::LabelPattern>& m,
+                    const std::string& worker, const std::vector<int64_t>& skip,
+                    Time now, size_t want) {
+    std::deque<Task>& kept = m_kept[queue];
+    if (kept.empty()) {
+      read(kept, queue, m, worker, skip, now, std::max<size_t>(want, 1));
+    }
+    return kept.empty() ? nullptr : &kept.front();
+  }
+
+  // The task first(queue) returned, no longer kept.
+  Task take(const std::string& queue) {
+    std::deque<Task>& kept = m_kept[queue];
+    Task t = std::move(kept.front());
+    kept.pop_front();
+    return t;
+  }
+
+private:
+  void read(std::deque<Task>& kept, const std::string& queue,
+            const std::vector<core::LabelPattern>& m, const std::string& worker,
+            const std::vector<int64_t>& skip, Time now, size_t want) {
+    std::vector<size_t> with_errors; // indexes into kept
     m_walk.start(queue);
-    while (const auto priority = m_walk.next()) {
+    while (kept.empty()) {
+      const auto priority = m_walk.next();
+      if (!priority) {
+        break;
+      }
       // Page by page, after the last row seen: SQLite would stop at the
       // first row taken, but PostgreSQL sends a whole result, and a lease
-      // must not read every due task of a long queue.
+      // must not read every due task of a long queue. The first page with
+      // a match ends the search: the rest of the queue waits for the
+      // next read.
       int64_t after_run_at = std::numeric_limits<int64_t>::min();
       int64_t after_id = 0;
-      for (int rows = k_page; rows == k_page;) {
+      for (int rows = k_page; rows == k_page && kept.empty();) {
         m_due.bind(1, queue)
             .bind(2, *priority)
             .bind(3, to_unix_ms(now))
             .bind(4, after_run_at)
             .bind(5, after_id);
         rows = 0;
-        while (m_due.step()) {
+        while (kept.size() < want && m_due.step()) {
           ++rows;
           Task t = read_task(m_due);
+          after_run_at = to_unix_ms(t.run_at);
+          after_id = t.id;
           if ((!t.to_worker || *t.to_worker == worker)
               && core::matches(t.labels, m)
               && std::find(skip.begin(), skip.end(), t.id) == skip.end()) {
-            m_due.reset();
-            return t;
+            if (m_due.get_int(k_task_column_count) != 0) {
+              with_errors.push_back(kept.size());
+            }
+            kept.push_back(std::move(t));
           }
-          after_run_at = to_unix_ms(t.run_at);
-          after_id = t.id;
         }
         m_due.reset();
       }
     }
-    return std::nullopt;
+    for (const size_t i : with_errors) {
+      kept[i].errors = load_errors(m_db, kept[i].id); // whole, as load_full
+    }
   }
 
 private:
   // Rows read at a time; the first usually matches.
   static constexpr int k_page = 16;
+  Db& m_db;
   PriorityWalk m_walk;
   Statement m_due;
+  std::map<std::string, std::deque<Task>, std::less<>> m_kept;
 };
 
 // Hands `worker` the broadcasts of `queue` it has not had yet, up to
@@ -275,22 +316,25 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
 
   Candidates candidates(db);
   while (static_cast<int>(leased.size()) < req.count) {
-    std::optional<Task> best;
+    const Task* best = nullptr;
     Source* from = nullptr;
+    const size_t want = static_cast<size_t>(req.count) - leased.size();
     for (auto& s : sources) {
       if (s.capacity <= 0) {
         continue;
       }
-      auto c = candidates.first(s.queue, req.match, req.worker, req.skip, now);
+      const Task* c =
+          candidates.first(s.queue, req.match, req.worker, req.skip, now,
+                           std::min(want, static_cast<size_t>(s.capacity)));
       if (c && (!best || lease_order_before(*c, *best))) {
-        best = std::move(c);
+        best = c;
         from = &s;
       }
     }
     if (!best) {
       break;
     }
-    Task& t = *best;
+    Task t = candidates.take(from->queue);
     if (const auto by = obsoleted_by(db, t.root, t.id)) {
       // rescue's root: a live task with its root labels made it obsolete.
       const std::string reason = "obsoleted by " + task_ref(*by);
@@ -317,12 +361,22 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
                 k_system_actor, "woke up");
     }
     const Time expires = now + req.lease_for;
-    Statement(db, "UPDATE tasks SET state = 'runnable', lease_token = ?2, "
-                  "lease_worker = ?3, lease_expires = ?4, lease_for_ms = ?5, "
-                  "attempts = attempts + 1, rev = rev + 1, updated_at = ?6 "
-                  "WHERE id = ?1")
+    std::string token = random_token();
+    // The state is named only when it changes (a sleeping task wakes up):
+    // naming it fires tasks_count_update, whose program costs as much as
+    // the rest of the UPDATE.
+    Statement(db,
+              t.state == TaskState::runnable
+                  ? "UPDATE tasks SET lease_token = ?2, lease_worker = ?3, "
+                    "lease_expires = ?4, lease_for_ms = ?5, "
+                    "attempts = attempts + 1, rev = rev + 1, "
+                    "updated_at = ?6 WHERE id = ?1"
+                  : "UPDATE tasks SET state = 'runnable', lease_token = ?2, "
+                    "lease_worker = ?3, lease_expires = ?4, "
+                    "lease_for_ms = ?5, attempts = attempts + 1, "
+                    "rev = rev + 1, updated_at = ?6 WHERE id = ?1")
         .bind(1, t.id)
-        .bind(2, random_token())
+        .bind(2, token)
         .bind(3, req.worker)
         .bind(4, to_unix_ms(expires))
         .bind(5, req.lease_for.count())
@@ -332,8 +386,16 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
               req.worker,
               "attempt " + std::to_string(t.attempts + 1) + ", until "
                   + core::format_time(expires));
-    leased.push_back(load_full(db, t.id));
-    leased.back().lease_started = now;
+    // The candidate as read in this transaction, with what the UPDATE
+    // wrote (no trigger changes a task's columns): not read again.
+    t.state = TaskState::runnable;
+    t.lease = core::Lease{std::move(token), req.worker,
+                          core::from_unix_ms(to_unix_ms(expires))};
+    ++t.attempts;
+    ++t.rev;
+    t.updated_at = core::from_unix_ms(to_unix_ms(now));
+    t.lease_started = now;
+    leased.push_back(std::move(t));
     --from->capacity;
   }
   return leased;

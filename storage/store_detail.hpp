@@ -133,6 +133,11 @@ void set_state(Db& db, int64_t id, core::TaskState state, core::Time now);
 // What follows a task's end: its dependents, gates, the label index
 // (followers.cpp).
 void settle_finished(Db& db, int64_t id, core::TaskState state, core::Time now);
+// The same for a task whose labels, trigger and flow the caller has read.
+void settle_finished(Db& db, int64_t id, const core::Labels& labels,
+                     const std::optional<std::string>& trigger,
+                     std::optional<std::string> flow, core::TaskState state,
+                     core::Time now);
 void set_reason(Db& db, int64_t id, std::string_view reason);
 // Deletes a task with its errors, events, dependency links and
 // deliveries; an unfinished one first ends as killed.

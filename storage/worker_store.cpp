@@ -167,7 +167,9 @@ Task complete_held(Db& db, const Held& held, const std::string& token,
         .run();
   }
   if (core::is_terminal(*next)) {
-    settle_finished(db, id, *next, now);
+    // The checked task's labels, trigger and flow: the UPDATE above did
+    // not change them.
+    settle_finished(db, id, task.labels, task.trigger, task.flow, *next, now);
   }
   log_event(db, id, now, "complete", task.state, *next, task.lease->worker, "");
   return reload ? load_full(db, id) : task;

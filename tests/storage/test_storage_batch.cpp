@@ -291,3 +291,105 @@ TEST_CASE("one `done` or `add` prepares only the statements it runs"
   // insert prepared for a task with neither.
   CHECK(storage::SqliteDb::prepares() - before <= 4);
 }
+
+// A lease of many reads a page of candidates once and takes them in turn;
+// each task it returns is the one it read with the lease's writes applied,
+// not read again. Both must be invisible: the same tasks in the same
+// order as leases of one, each equal to what a read of it gives.
+TEST_CASE("one lease of many takes what leases of one take, in the same "
+          "order, each task as stored") {
+  TempDb many_db;
+  TempDb one_db;
+  TaskStore many(many_db.path(), OpenMode::write);
+  TaskStore one(one_db.path(), OpenMode::write);
+  const auto fill = [](TaskStore& store) {
+    storage::QueueSettings limited;
+    limited.max_running = 7;
+    store.set_queue("b", limited);
+    // More tasks that this worker may not take than a page of candidates
+    // holds, first in lease order: labels it does not match, or addressed
+    // to another worker.
+    for (int i = 0; i < 20; ++i) {
+      auto spec = new_task("a");
+      spec.priority = 9;
+      if (i % 2 == 0) {
+        spec.labels = {{"kind", "other"}};
+      } else {
+        spec.to_worker = "w2";
+      }
+      store.add(spec, t0 - 1h, k_operator);
+    }
+    for (int i = 0; i < 40; ++i) {
+      auto spec = new_task(i % 3 == 0 ? "b" : "a");
+      spec.priority = i % 4;
+      spec.run_at = t0 - 10min - std::chrono::minutes((i * 7) % 5);
+      spec.labels = {{"kind", i % 5 == 0 ? "other" : "mine"}};
+      if (i == 11) {
+        spec.max_attempts = 1; // leased and failed below: paused when met
+        spec.priority = 99;
+      }
+      if (i % 13 == 4) {
+        spec.root = {{"batch", "late"}}; // obsolete once one is added
+      }
+      store.add(spec, t0 - 1h, k_operator);
+    }
+    auto late = new_task("c");
+    late.labels = {{"batch", "late"}};
+    store.add(late, t0 - 1h, k_operator);
+    // Three that failed once, due again before t0: two are leased with
+    // their errors, the one with max_attempts 1 is paused.
+    auto first = lease_request("a", 1min);
+    first.queues = {"a", "b"};
+    first.match = {core::LabelPattern{"kind", "mine"}};
+    first.count = 3;
+    for (const auto& t : store.lease(first, t0 - 9min)) {
+      storage::FailRequest fail;
+      fail.error = "boom " + std::to_string(t.id);
+      fail.retry_in = 1min;
+      store.fail(t.id, t.lease->token, fail, t0 - 9min);
+    }
+  };
+  fill(many);
+  fill(one);
+
+  auto req = lease_request("a", 10min);
+  req.queues = {"b", "a"};
+  req.match = {core::LabelPattern{"kind", "mine"}};
+  req.count = 100; // more than there are
+  const auto batch = many.lease(req, t0);
+  req.count = 1;
+  std::vector<core::Task> singles;
+  while (true) {
+    auto leased = one.lease(req, t0);
+    if (leased.empty()) {
+      break;
+    }
+    singles.push_back(std::move(leased.front()));
+  }
+  REQUIRE(batch.size() > 20);
+  CHECK(ids_of(batch) == ids_of(singles));
+  int with_errors = 0;
+  for (const auto& t : batch) {
+    const auto stored = many.find(t.id);
+    REQUIRE(stored);
+    CHECK(t.rev == stored->rev);
+    CHECK(t.state == stored->state);
+    CHECK(t.attempts == stored->attempts);
+    CHECK(t.updated_at == stored->updated_at);
+    REQUIRE(t.lease);
+    CHECK(t.lease->token == stored->lease->token);
+    CHECK(t.lease->expires_at == stored->lease->expires_at);
+    CHECK(t.errors.size() == stored->errors.size());
+    CHECK(t.payload == stored->payload);
+    CHECK(t.labels == stored->labels);
+    with_errors += t.errors.empty() ? 0 : 1;
+  }
+  CHECK(with_errors == 2);
+  // The limit of queue b and the tasks ended on the way hold alike.
+  CHECK(many.list(by_state("paused"), t0).size() == 1); // max_attempts
+  CHECK(many.list(by_state("killed"), t0).size() == 2); // obsolete
+  for (const char* state : {"runnable", "paused", "killed"}) {
+    CHECK(ids_of(many.list(by_state(state), t0))
+          == ids_of(one.list(by_state(state), t0)));
+  }
+}
