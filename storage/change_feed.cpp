@@ -84,7 +84,7 @@ bool ChangeFeed::drain() {
     return m_pg->drain();
   }
   bool changed = false;
-  alignas(inotify_event) std::array<char, 4096> buf{};
+  alignas(inotify_event) std::array<char, 4096> buf; // read() fills it
   while (true) {
     const ssize_t n = ::read(m_fd, buf.data(), buf.size());
     if (n <= 0) {
