@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <array>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <filesystem>
@@ -248,10 +250,33 @@ int poll_timeout(Instant now, const std::optional<Instant>& until) {
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
 }
 
+// How long `run` holds a task leased ahead (see Runner::ahead_wanted):
+// TASKQ_LEASE_AHEAD_MS, 250 by default, 0 to lease nothing ahead.
+core::Millis lease_ahead_hold() {
+  constexpr core::Millis k_default{250};
+  const char* env = std::getenv("TASKQ_LEASE_AHEAD_MS");
+  if (env == nullptr) {
+    return k_default;
+  }
+  const std::string_view text(env);
+  int64_t ms = -1;
+  const auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()
+      || ms < 0 || ms > 3'600'000) {
+    throw Error(ErrorKind::usage,
+                "TASKQ_LEASE_AHEAD_MS: expected whole milliseconds from 0 "
+                "to 3600000, got \""
+                    + std::string(text) + "\"");
+  }
+  return core::Millis(ms);
+}
+
 class Runner {
 public:
   Runner(const RunOptions& o, Context& ctx)
-      : m_o(o), m_ctx(ctx), m_store(ctx.store(storage::OpenMode::update)),
+      : m_ahead_hold(lease_ahead_hold()), m_o(o), m_ctx(ctx),
+        m_store(ctx.store(storage::OpenMode::update)),
         m_feed(m_store.changes()),
         m_db_path(storage::is_postgres_url(ctx.db_path())
                       ? ctx.db_path()
@@ -368,15 +393,15 @@ private:
     wake_when_due(now);
   }
 
-  // Lease ahead: with handlers that end within k_ahead_hold, the lease
+  // Lease ahead: with handlers that end within m_ahead_hold, the lease
   // that will follow the running task's is taken in the transaction that
   // writes the last outcome, so that when the handler exits the next one
   // starts at once and the commit of its outcome (its fsync) runs while
-  // the next handler does. Held at most k_ahead_hold (then released, its
+  // the next handler does. Held at most m_ahead_hold (then released, its
   // attempt given back), checked again just before it starts (an
   // operator's kill or pause in between: not started), released when run
-  // stops. Never with --max-tasks (they count what starts).
-  static constexpr auto k_ahead_hold = std::chrono::milliseconds(250);
+  // stops. Never with --max-tasks (they count what starts), nor with
+  // TASKQ_LEASE_AHEAD_MS=0.
 
   // How many more tasks may start now: the free handler slots, within
   // --max-tasks.
@@ -390,8 +415,8 @@ private:
   }
 
   int ahead_wanted() const {
-    if (!m_quick || m_stopping || m_o.max_tasks
-        || m_o.lease_for < 3 * k_ahead_hold) {
+    if (!m_quick || m_stopping || m_o.max_tasks || m_ahead_hold.count() == 0
+        || m_o.lease_for < 3 * m_ahead_hold) {
       return 0;
     }
     return std::max(0, 1 - static_cast<int>(m_ahead.size()));
@@ -621,7 +646,7 @@ private:
       earliest(r.flush_at);
     }
     if (!m_ahead.empty()) {
-      earliest(m_ahead_since + k_ahead_hold);
+      earliest(m_ahead_since + m_ahead_hold);
     }
     const int rc =
         ::poll(fds.data(), fds.size(), poll_timeout(Clock::now(), until));
@@ -906,7 +931,7 @@ private:
   }
 
   void on_timers(Instant now) {
-    if (!m_ahead.empty() && now >= m_ahead_since + k_ahead_hold) {
+    if (!m_ahead.empty() && now >= m_ahead_since + m_ahead_hold) {
       m_quick = false; // handlers this slow gain nothing from it
       release_ahead();
     }
@@ -1000,7 +1025,7 @@ private:
                    "stdout exceeds the 16 MiB a result may hold"};
       }
       done.push_back(Pending{&r.task, outcome, r.started, &r});
-      quick = quick && Clock::now() - r.started < k_ahead_hold;
+      quick = quick && Clock::now() - r.started < m_ahead_hold;
       ++it;
     }
     if (done.empty()) {
@@ -1244,6 +1269,7 @@ private:
     }
   }
 
+  const core::Millis m_ahead_hold; // how long a task leased ahead is held
   const RunOptions& m_o;
   Context& m_ctx;
   // Before the store: opening it may wait (a PostgreSQL server's connect,
@@ -1268,7 +1294,7 @@ private:
   bool m_changed_elsewhere = false; // seen by after_own_commit
   std::deque<core::Task> m_ahead;   // leased ahead, not started
   Instant m_ahead_since{};          // when the oldest of m_ahead was leased
-  bool m_quick = false; // the last handlers ended within k_ahead_hold
+  bool m_quick = false; // the last handlers ended within m_ahead_hold
 };
 
 } // namespace

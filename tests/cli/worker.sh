@@ -780,7 +780,9 @@ printf '"quick"\n"wait"\n"quick"\n' | tq add gated --jsonl - >/dev/null
 third=$(sed -n 3p gated.ids)
 : >gated.ran
 rm -f gate.open
-AHEAD_IDS=$scratch/gated.ran GATE=$scratch/gate.open \
+# Held up to 10 s ahead, not 250 ms: 1 counts as quick, and 3 stays
+# leased ahead, however slowly a loaded machine starts handlers.
+AHEAD_IDS=$scratch/gated.ran GATE=$scratch/gate.open TASKQ_LEASE_AHEAD_MS=10000 \
   bg_run gated run gated --until-empty -- ./gate.sh
 leased_ahead() { [[ $(field "$third" .lease) != null ]]; }
 wait_until 20 leased_ahead
@@ -791,6 +793,27 @@ expect_eq "$rc" 0 "run's exit status"
 expect_eq "$(state "$third")" killed "state of the killed task"
 expect_eq "$(grep -cx "$third" gated.ran)" 0 "executions of the killed task"
 expect_eq "$(wc -l <gated.ran)" 2 "executions"
+
+section "TASKQ_LEASE_AHEAD_MS=0: nothing is leased ahead; a bad value is refused"
+printf '"quick"\n"slow"\n"quick"\n' | tq add noahead --jsonl - >/dev/null
+"$TASKQ" list --queue noahead -o id >noahead.added
+third=$(sed -n 3p noahead.added)
+: >noahead.ids
+AHEAD_IDS=$scratch/noahead.ids TASKQ_LEASE_AHEAD_MS=0 \
+  expect_exit 0 "$TASKQ" run noahead --until-empty -- ./ahead.sh
+expect_eq "$("$TASKQ" events -o json | jq -r --argjson id "$third" \
+  'select(.task == $id) | .message' | tr '\n' ' ')" \
+  "add lease complete " "events of the third task: leased once, when it ran"
+echo '"later"' | tq add noahead --jsonl - >/dev/null
+for bad in -1 abc 1.5 "" 3600001; do
+  TASKQ_LEASE_AHEAD_MS=$bad expect_exit 2 "$TASKQ" run noahead --until-empty -- ./ahead.sh
+  expect_match "$err" "^taskq: TASKQ_LEASE_AHEAD_MS: expected whole milliseconds" \
+    "message for TASKQ_LEASE_AHEAD_MS=$bad"
+done
+expect_eq "$("$TASKQ" list --queue noahead --state runnable -o id | wc -l)" 1 \
+  "the task added after is still there, never leased"
+expect_eq "$(field "$("$TASKQ" list --queue noahead --state runnable -o id)" .attempts)" 0 \
+  "its attempts"
 
 section "SIGTERM to run amid quick handlers leaves no task leased ahead"
 seq 300 | tq add stop --jsonl - >/dev/null
