@@ -251,6 +251,31 @@ TEST_CASE("the WAL is restarted in place after small commits and "
   CHECK(largest < 512 * frame);
 }
 
+TEST_CASE("commands that commit once and exit keep the WAL short"
+          * sqlite_only()) {
+  // Each process that opens the database alone reads the whole WAL; a
+  // restart would be forgotten once the process exits, so a connection's
+  // first commits truncate it past 64 frames.
+  TempDb db;
+  const std::string wal = db.path() + "-wal";
+  const uintmax_t frame = 4096 + 24;
+  uintmax_t largest = 0;
+  int truncated = 0;
+  uintmax_t before = 0;
+  for (int i = 0; i < 300; ++i) {
+    {
+      TaskStore store(db.path(), OpenMode::write);
+      add_task(store, "q");
+    }
+    const uintmax_t size = fs::exists(wal) ? fs::file_size(wal) : 0;
+    truncated += size < before ? 1 : 0;
+    before = size;
+    largest = std::max(largest, size);
+  }
+  CHECK(truncated >= 3);
+  CHECK(largest < 80 * frame);
+}
+
 TEST_CASE("check reports a healthy database as ok") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
