@@ -4,6 +4,7 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdlib>
@@ -39,7 +40,8 @@ int busy_timeout_ms() {
 struct SqliteDb::BusyState {
   int timeout_ms = busy_timeout_ms();
   bool no_wait = false; // set while a best-effort checkpoint runs
-  int commits = 0;      // this connection's commits so far (on_wal_commit)
+  int commits =
+      0; // this connection's commits, counted up to k_short_commits + 1
   std::chrono::steady_clock::time_point start;
   std::minstd_rand rng{std::random_device{}()};
 };
@@ -114,7 +116,9 @@ int on_wal_commit(void* arg, sqlite3* db, const char* name, int frames) {
     ::utimensat(AT_FDCWD, file, nullptr, 0);
   }
   auto* state = static_cast<BusyState*>(arg);
-  const bool short_lived = ++state->commits <= k_short_commits;
+  // Counted no further than needed: `run` may commit for months.
+  state->commits = std::min(state->commits + 1, k_short_commits + 1);
+  const bool short_lived = state->commits <= k_short_commits;
   if (frames < (short_lived ? k_wal_short_frames : k_wal_restart_frames)) {
     return SQLITE_OK;
   }
