@@ -1009,10 +1009,23 @@ private:
       next = m_request;
     }
     const core::Time now = m_ctx.live_now();
+    // The tasks leased are written to the handlers before the commit, so
+    // they work while it waits for the disk. Should the commit fail, they
+    // were never leased: each is cancelled in its handler.
+    std::vector<int64_t> handed;
+    const auto hand_out = [&](std::vector<core::Task>& leased) {
+      for (auto& t : leased) {
+        handed.push_back(t.id);
+        m_queue.push_back(std::move(t));
+      }
+      leased.clear();
+      dispatch();
+    };
     storage::BatchResult done;
     try {
-      done = m_store.apply_outcomes(outcomes, next, now);
+      done = m_store.apply_outcomes(outcomes, next, now, hand_out);
     } catch (const Error& e) {
+      unhand(handed);
       if (e.kind() != ErrorKind::unavailable) {
         throw;
       }
@@ -1026,16 +1039,40 @@ private:
     for (size_t i = 0; i < batch.size() && i < done.outcomes.size(); ++i) {
       counted(batch[i], done.outcomes[i]);
     }
-    m_summary.leased += static_cast<int64_t>(done.leased.size());
-    const bool full = static_cast<int>(done.leased.size()) == want;
-    for (auto& t : done.leased) {
-      m_queue.push_back(std::move(t));
-    }
+    const size_t leased = handed.size();
+    m_summary.leased += static_cast<int64_t>(leased);
+    const bool full = static_cast<int>(leased) == want;
     if (!lease || full) {
       m_look = true; // there may be more
       return;
     }
     wake_when_due(now);
+  }
+
+  // The tasks `ids` were handed out but their lease was not committed:
+  // those not yet written are dropped, the others cancelled.
+  void unhand(const std::vector<int64_t>& ids) {
+    if (ids.empty()) {
+      return;
+    }
+    const auto ours = [&ids](int64_t id) {
+      return std::find(ids.begin(), ids.end(), id) != ids.end();
+    };
+    std::erase_if(m_queue, [&](const core::Task& t) { return ours(t.id); });
+    for (auto& h : m_handlers) {
+      const auto drop_one = [&](Held& held) {
+        if (ours(held.task.id) && !held.give_up_at) {
+          settled(held.task.id);
+          cancel(h, held, "lease not recorded");
+        }
+      };
+      if (h.held) {
+        drop_one(*h.held);
+      }
+      for (auto& held : h.ahead) {
+        drop_one(held);
+      }
+    }
   }
 
   void counted(const Pending& p, const storage::OutcomeResult& r) {

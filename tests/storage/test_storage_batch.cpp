@@ -151,6 +151,70 @@ TEST_CASE("a batch leases the next tasks after its outcomes, in the same "
   CHECK(none.leased.empty());
 }
 
+TEST_CASE("before_commit sees the leased tasks inside the transaction; its "
+          "throw undoes the whole batch") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const int64_t first = add_task(store, "q");
+  const int64_t second = add_task(store, "q", t0 + 1ms);
+  const auto leased = lease_n(store, 1, t0);
+  REQUIRE(leased.size() == 1);
+  REQUIRE(leased[0].id == first);
+  auto next = lease_request("q", 1min);
+
+  SUBCASE("called once with the tasks leased, before anyone else sees them") {
+    std::vector<int64_t> seen;
+    std::optional<TaskState> outside_first;
+    bool outside_second_leased = true;
+    const auto r =
+        store.apply_outcomes({done(leased[0], "1")}, next, t0 + 1s,
+                             [&](std::vector<core::Task>& tasks) {
+                               for (const auto& t : tasks) {
+                                 seen.push_back(t.id);
+                                 CHECK(t.lease);
+                               }
+                               // Another connection still sees the state before
+                               // the batch.
+                               TaskStore other(db.path(), OpenMode::read);
+                               outside_first = other.find(first)->state;
+                               outside_second_leased =
+                                   other.find(second)->lease.has_value();
+                               tasks.clear(); // taken by the caller
+                             });
+    CHECK(seen == std::vector<int64_t>{second});
+    CHECK(outside_first == TaskState::runnable);
+    CHECK_FALSE(outside_second_leased);
+    CHECK(r.leased.empty()); // it took them
+    REQUIRE(r.outcomes.size() == 1);
+    CHECK(r.outcomes[0].task);
+    // Committed: the completion and the lease.
+    CHECK(store.find(first)->state == TaskState::completed);
+    CHECK(store.find(second)->lease);
+  }
+
+  SUBCASE("not called when nothing is leased") {
+    REQUIRE(store.apply_outcomes({}, next, t0 + 1s).leased.size() == 1);
+    int calls = 0;
+    store.apply_outcomes({done(leased[0], "1")}, next, t0 + 2s,
+                         [&](std::vector<core::Task>&) { ++calls; });
+    CHECK(calls == 0);
+  }
+
+  SUBCASE("a throw leaves no completion and no lease") {
+    CHECK_THROWS_AS(store.apply_outcomes({done(leased[0], "1")}, next, t0 + 1s,
+                                         [](std::vector<core::Task>&) {
+                                           throw Error(ErrorKind::unavailable,
+                                                       "disk on fire");
+                                         }),
+                    Error);
+    const auto a = store.find(first);
+    CHECK(a->state == TaskState::runnable);
+    REQUIRE(a->lease);
+    CHECK(a->lease->token == leased[0].lease->token);
+    CHECK_FALSE(store.find(second)->lease);
+  }
+}
+
 TEST_CASE("a repeated outcome for a finished task is refused as lost") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
