@@ -40,9 +40,6 @@ void check_send(const Selector& sel, Message msg,
   }
 }
 
-// Tasks a bulk send reads and changes at a time.
-constexpr int64_t k_send_batch = 1000;
-
 // `CASE state WHEN 'runnable' THEN ... END`: the state `msg` takes each of
 // `from` to (SPEC §2's table). Every one of `from` accepts `msg`.
 std::string next_state_sql(const std::vector<TaskState>& from, Message msg) {
@@ -155,7 +152,7 @@ int64_t bulk_send(Db& db, const Selector& sel, Message msg,
   std::vector<int64_t> settle;
   std::map<std::string, int64_t> lapsed; // leases that ran out, by queue
   for (bool more = true; more;) {
-    pick.bind(1, sel.queue).bind(2, now_ms).bind(3, last).bind(4, k_send_batch);
+    pick.bind(1, sel.queue).bind(2, now_ms).bind(3, last).bind(4, k_bulk_batch);
     std::string batch;
     int64_t rows = 0;
     settle.clear();
@@ -181,7 +178,7 @@ int64_t bulk_send(Db& db, const Selector& sel, Message msg,
       ++changed;
     }
     pick.reset();
-    more = rows == k_send_batch;
+    more = rows == k_bulk_batch;
     if (batch.empty()) {
       continue;
     }

@@ -149,41 +149,107 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
   }
   Transaction tx(*m_db);
   now = locked_now(now);
-  std::vector<std::pair<int64_t, TaskState>> moving;
-  int64_t lapsed = 0; // moved with a lease that ran out: counted as expired
-  {
-    // Unleased (or with a lapsed lease), not waiting for dependencies, not
-    // a broadcast: what a worker of `from` would have leased.
-    Statement st(*m_db, "SELECT id, state, lease_token IS NOT NULL "
-                        "FROM tasks WHERE queue = ?1 "
+  const int64_t now_ms = to_unix_ms(now);
+  // Unleased (or with a lapsed lease), not waiting for dependencies, not
+  // a broadcast: what a worker of `from` would have leased. In keyset
+  // batches by id, as bulk_send goes, so memory stays bounded: each batch
+  // logged with one INSERT ... SELECT and moved with one UPDATE.
+  Statement pick(*m_db, "SELECT id, lease_token IS NOT NULL FROM tasks "
+                        "WHERE id > ?3 AND queue = ?1 "
                         "AND state IN ('runnable', 'sleeping') "
                         "AND blockers = 0 AND broadcast_until IS NULL "
                         "AND (lease_token IS NULL OR lease_expires <= ?2) "
-                        "ORDER BY id");
-    st.bind(1, from).bind(2, to_unix_ms(now));
-    while (st.step()) {
-      moving.emplace_back(
-          st.get_int(0),
-          core::parse_state(st.get_text(1)).value_or(TaskState::runnable));
-      lapsed += st.get_int(2);
+                        "ORDER BY id LIMIT ?4");
+  const std::string ids_in = " WHERE id IN (SELECT CAST(value AS BIGINT) FROM "
+                             + m_db->dialect().json_array_rows("?1") + ")";
+  // Logged first, while the rows still hold the state they leave.
+  Statement log(*m_db, "INSERT INTO events (task_id, time, message, "
+                       "from_state, to_state, actor, detail) SELECT id, ?2, "
+                       "'redrive', state, 'runnable', ?3, ?4 FROM tasks"
+                           + ids_in + " ORDER BY id");
+  Statement move(*m_db, "UPDATE tasks SET queue = ?3, state = 'runnable', "
+                        "attempts = 0, run_at = ?2, lease_token = NULL, "
+                        "lease_worker = NULL, lease_expires = NULL, "
+                        "rev = rev + 1, updated_at = ?2"
+                            + ids_in);
+  const std::string detail = "from " + from + " to " + to;
+  int64_t moved = 0;
+  int64_t lapsed = 0; // moved with a lease that ran out: counted as expired
+  int64_t last = 0;
+  for (bool more = true; more;) {
+    pick.bind(1, from).bind(2, now_ms).bind(3, last).bind(4, k_bulk_batch);
+    std::string batch;
+    int64_t rows = 0;
+    while (pick.step()) {
+      ++rows;
+      last = pick.get_int(0);
+      lapsed += pick.get_int(1);
+      batch += (batch.empty() ? "[" : ",") + std::to_string(last);
     }
+    pick.reset();
+    more = rows == k_bulk_batch;
+    if (batch.empty()) {
+      continue;
+    }
+    batch += "]";
+    moved += rows;
+    log.bind(1, batch).bind(2, now_ms).bind(3, actor).bind(4, detail);
+    log.run();
+    log.reset();
+    move.bind(1, batch).bind(2, now_ms).bind(3, to);
+    move.run();
+    move.reset();
   }
   if (lapsed > 0) {
     bump_queue_counter(*m_db, from, QueueCounter::leases_expired, lapsed);
   }
-  Statement move(*m_db, "UPDATE tasks SET queue = ?2, state = 'runnable', "
-                        "attempts = 0, run_at = ?3, lease_token = NULL, "
-                        "lease_worker = NULL, lease_expires = NULL, "
-                        "rev = rev + 1, updated_at = ?3 WHERE id = ?1");
-  for (const auto& [id, state] : moving) {
-    move.bind(1, id).bind(2, to).bind(3, to_unix_ms(now));
-    move.run();
-    move.reset();
-    log_event(*m_db, id, now, "redrive", state, TaskState::runnable, actor,
-              "from " + from + " to " + to);
-  }
   tx.commit();
-  return static_cast<int64_t>(moving.size());
+  return moved;
+}
+
+// The unfinished tasks of purge_ids, deleted by purge --force, end as if
+// killed, so what waits for them does not wait forever. Only those with
+// something to settle (dependents, labels, a trigger, a flow) are killed
+// one by one, in keyset batches; the others just go. A lease that ran out
+// and was never reclaimed is counted before it goes, so the expiry counter
+// does not go back.
+void TaskStore::purge_unfinished(Time now) {
+  std::vector<std::pair<std::string, int64_t>> lapsed;
+  {
+    Statement st(*m_db, "SELECT t.queue, count(*) FROM purge_ids p "
+                        "JOIN tasks t ON t.id = p.id WHERE p.state NOT IN "
+                        "('completed', 'failed', 'killed') "
+                        "AND t.lease_token IS NOT NULL "
+                        "AND t.lease_expires <= ?1 GROUP BY t.queue");
+    st.bind(1, to_unix_ms(now));
+    while (st.step()) {
+      lapsed.emplace_back(st.get_text(0), st.get_int(1));
+    }
+  }
+  for (const auto& [queue, n] : lapsed) {
+    bump_queue_counter(*m_db, queue, QueueCounter::leases_expired, n);
+  }
+  Statement pick(*m_db, "SELECT p.id FROM purge_ids p JOIN tasks t "
+                        "ON t.id = p.id WHERE p.id > ?1 AND p.state NOT IN "
+                        "('completed', 'failed', 'killed') "
+                        "AND (t.labels IS NOT NULL OR t.trigger_key IS NOT "
+                        "NULL OR t.flow IS NOT NULL OR EXISTS (SELECT 1 FROM "
+                        "task_deps d WHERE d.dep_id = t.id)) "
+                        "ORDER BY p.id LIMIT ?2");
+  std::vector<int64_t> batch;
+  int64_t last = 0;
+  do {
+    batch.clear();
+    pick.bind(1, last).bind(2, k_bulk_batch);
+    while (pick.step()) {
+      batch.push_back(pick.get_int(0));
+    }
+    pick.reset();
+    for (const int64_t id : batch) {
+      set_state(*m_db, id, TaskState::killed, now);
+      last = id;
+    }
+  } while (static_cast<int64_t>(batch.size()) == k_bulk_batch);
 }
 
 int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
@@ -232,24 +298,8 @@ int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
   if (req.dry_run || n == 0) {
     return n; // the transaction rolls back
   }
-  {
-    // An unfinished task deleted by --force ends as if killed, so what
-    // waits for it does not wait forever.
-    std::vector<int64_t> unfinished;
-    Statement st(*m_db, "SELECT id FROM purge_ids WHERE state NOT IN "
-                        "('completed', 'failed', 'killed') ORDER BY id");
-    while (st.step()) {
-      unfinished.push_back(st.get_int(0));
-    }
-    for (const int64_t id : unfinished) {
-      const auto t = load_task(*m_db, id);
-      if (t && t->lease && !t->leased(now)) {
-        // Its lease ran out and was never reclaimed: count it before it
-        // goes, so the expiry counter does not go back.
-        bump_queue_counter(*m_db, t->queue, QueueCounter::leases_expired);
-      }
-      set_state(*m_db, id, TaskState::killed, now);
-    }
+  if (req.force) {
+    purge_unfinished(now);
   }
   for (const char* sql :
        {"DELETE FROM task_errors WHERE task_id IN (SELECT id FROM purge_ids)",

@@ -28,6 +28,10 @@ using core::TaskState;
 using core::Time;
 using core::to_unix_ms;
 
+// Tasks a bulk command (a bulk send, redrive, purge --force) reads and
+// changes at a time, so its memory stays bounded however many it changes.
+constexpr int64_t k_bulk_batch = 1000;
+
 // The error history keeps at least this many of the latest errors.
 inline constexpr int64_t k_error_history = 100;
 

@@ -749,6 +749,8 @@ public:
   EventCursor events_end();
 
 private:
+  void purge_unfinished(core::Time now); // purge --force's unfinished tasks
+
   // The time a write decides with: the clock's, read now (call it once the
   // write lock is held), or `given` when the store has no clock.
   core::Time locked_now(core::Time given) const {

@@ -164,3 +164,65 @@ TEST_CASE("metrics: a lapsed lease cleared by an operator, redrive or purge "
   CHECK(store.purge(purge, later) == 2);
   CHECK(expired(later) == 4);
 }
+
+TEST_CASE("redrive and purge --force go past a batch: each task once, "
+          "logged, counted, and what waits for a purged task paused") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  constexpr int n = 2500; // two and a half batches of 1,000
+  int left = n;
+  std::vector<int64_t> ids;
+  store.add_many(
+      new_task("dead", "null"),
+      [&left](std::string& payload) {
+        payload = std::to_string(left);
+        return left-- > 0;
+      },
+      [&ids](int64_t id) { ids.push_back(id); }, t0, k_operator);
+  REQUIRE(ids.size() == n);
+  // Three leases that lapse (moved, counted as expired) and one that does
+  // not (stays).
+  for (int i = 0; i < 3; ++i) {
+    REQUIRE(lease_one(store, "dead", t0, 1min));
+  }
+  REQUIRE(lease_one(store, "dead", t0, 1h));
+  // Waits for a task of the last batch.
+  auto spec = new_task("w");
+  spec.after = {ids[2100]};
+  const int64_t waiter = store.add(spec, t0, k_operator);
+
+  const Time later = t0 + 2min;
+  CHECK(store.redrive("dead", "live", k_operator, later) == n - 1);
+  const auto stats_of = [&](const std::string& q) {
+    const auto all = store.stats(q, later);
+    REQUIRE(all.size() <= 1);
+    return all.empty() ? storage::QueueStats{} : all[0];
+  };
+  CHECK(stats_of("dead").runnable == 1);
+  CHECK(stats_of("live").runnable == n - 1);
+  CHECK(stats_of("live").ready == n - 1);
+  CHECK(metrics_of(store.metrics(later), "dead")->leases_expired_total == 3);
+  for (const size_t i :
+       {size_t{0}, size_t{999}, size_t{1000}, size_t{2001}, ids.size() - 1}) {
+    const auto d = store.show(ids[i]);
+    CHECK(d.task.queue == "live");
+    CHECK(d.task.attempts == 0);
+    CHECK_FALSE(d.task.lease);
+    int redrives = 0;
+    for (const auto& e : d.events) {
+      redrives += e.message == "redrive" ? 1 : 0;
+    }
+    CHECK(redrives == 1);
+  }
+
+  storage::PurgeRequest purge;
+  purge.queue = "live";
+  purge.force = true;
+  CHECK(store.purge(purge, later) == n - 1);
+  CHECK(stats_of("live").runnable == 0);
+  CHECK_FALSE(store.find(ids[0]));
+  CHECK_FALSE(store.find(ids[2100]));
+  // Its dependency ended as if killed: an operator decides.
+  CHECK(store.find(waiter)->state == TaskState::paused);
+  CHECK(store.find(ids[3])->queue == "dead"); // the one still leased
+}
