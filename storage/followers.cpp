@@ -92,8 +92,8 @@ void settle_finished(Db& db, int64_t id, TaskState state, Time now) {
 
 void settle_finished(Db& db, int64_t id, const core::Labels& labels,
                      const std::optional<std::string>& trigger,
-                     std::optional<std::string> flow, TaskState state,
-                     Time now) {
+                     std::optional<std::string> flow, TaskState state, Time now,
+                     bool waited_for) {
   if (flow) {
     // Its flow steps once the task's end is written whole (its reason,
     // its last error), just before the transaction commits.
@@ -113,7 +113,7 @@ void settle_finished(Db& db, int64_t id, const core::Labels& labels,
   // Dependents still waiting: one fewer to wait for, or, when this one did
   // not complete, paused for an operator to decide.
   std::vector<std::pair<int64_t, TaskState>> waiting;
-  {
+  if (waited_for) {
     Statement st(db, "SELECT t.id, t.state FROM task_deps d JOIN tasks t "
                      "ON t.id = d.task_id WHERE d.dep_id = ?1 "
                      "AND t.blockers > 0 ORDER BY t.id");

@@ -285,6 +285,42 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
 
 namespace detail {
 
+// What a lease reads of a queue before its candidates, in one statement
+// (one round trip on PostgreSQL): its settings, and whether it has expired
+// leases to reclaim, schedules due or live broadcasts, so that the work
+// for each is done only when there is some.
+struct QueueProbe {
+  QueueRow settings;
+  bool expired = false;
+  bool schedules_due = false;
+  bool broadcasts = false;
+};
+
+QueueProbe probe_queue(Db& db, const std::string& queue, Time now) {
+  Statement st(db,
+               "SELECT coalesce(q.paused, 0), q.max_running, q.max_attempts, "
+               "q.max_errors, q.error_window_ms, q.retry_delay_ms, q.backoff, "
+               "q.max_delay_ms, "
+               "CASE WHEN EXISTS (SELECT 1 FROM tasks WHERE queue = ?1 "
+               "AND lease_token IS NOT NULL AND lease_expires <= ?2) "
+               "THEN 1 ELSE 0 END, "
+               "CASE WHEN EXISTS (SELECT 1 FROM schedules WHERE paused = 0 "
+               "AND due_at <= ?2 AND queue = ?1) THEN 1 ELSE 0 END, "
+               "CASE WHEN EXISTS (SELECT 1 FROM tasks WHERE queue = ?1 "
+               "AND broadcast_until IS NOT NULL AND state = 'runnable') "
+               "THEN 1 ELSE 0 END "
+               "FROM (SELECT 1 AS one) AS d LEFT JOIN queues q ON q.name = ?1");
+  st.bind(1, queue).bind(2, to_unix_ms(now));
+  QueueProbe out;
+  if (st.step()) {
+    out.settings = read_queue_row(st, 0);
+    out.expired = st.get_int(8) != 0;
+    out.schedules_due = st.get_int(9) != 0;
+    out.broadcasts = st.get_int(10) != 0;
+  }
+  return out;
+}
+
 std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
   struct Source {
     std::string queue;
@@ -297,15 +333,22 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
   queues.erase(std::unique(queues.begin(), queues.end()), queues.end());
   std::vector<Task> leased;
   for (const auto& q : queues) {
-    QueueRow row = load_queue(db, q);
+    QueueProbe probe = probe_queue(db, q, now);
+    QueueRow& row = probe.settings;
     if (row.paused) {
       continue;
     }
-    reclaim_expired(db, q, now);
-    emit_schedules(db, &q, now);
-    const size_t room =
-        static_cast<size_t>(std::max(req.count, 0)) - leased.size();
-    deliver_broadcasts(db, q, req, room, now, leased);
+    if (probe.expired) {
+      reclaim_expired(db, q, now);
+    }
+    if (probe.schedules_due) {
+      emit_schedules(db, &q, now);
+    }
+    if (probe.broadcasts) {
+      const size_t room =
+          static_cast<size_t>(std::max(req.count, 0)) - leased.size();
+      deliver_broadcasts(db, q, req, room, now, leased);
+    }
     int64_t capacity = req.count;
     if (row.max_running) {
       capacity =

@@ -175,13 +175,16 @@ std::vector<core::ErrorEntry> load_errors(Db& db, int64_t id) {
   return out;
 }
 
-Task load_full(Db& db, int64_t id) {
+Task load_full(Db& db, int64_t id, bool* waited_for) {
   // Whether it has errors comes along with the task, after read_task's
   // columns: most have none, and their history then costs no second query
-  // (a round trip on PostgreSQL).
+  // (a round trip on PostgreSQL). So does whether any task waits (or
+  // waited) for it, for a caller about to settle its end.
   Statement st(db, join(join("SELECT ", k_task_columns),
                         ", CASE WHEN EXISTS (SELECT 1 FROM task_errors e "
-                        "WHERE e.task_id = tasks.id) THEN 1 ELSE 0 END "
+                        "WHERE e.task_id = tasks.id) THEN 1 ELSE 0 END, "
+                        "CASE WHEN EXISTS (SELECT 1 FROM task_deps d "
+                        "WHERE d.dep_id = tasks.id) THEN 1 ELSE 0 END "
                         "FROM tasks WHERE id = ?1"));
   st.bind(1, id);
   if (!st.step()) {
@@ -190,6 +193,9 @@ Task load_full(Db& db, int64_t id) {
   Task task = read_task(st);
   if (st.get_int(k_task_column_count) != 0) {
     task.errors = load_errors(db, id);
+  }
+  if (waited_for != nullptr) {
+    *waited_for = st.get_int(k_task_column_count + 1) != 0;
   }
   return task;
 }

@@ -70,8 +70,9 @@ std::string random_token();
 // Reads a row selected with k_task_columns (errors are loaded separately).
 core::Task read_task(const Statement& st);
 std::optional<core::Task> load_task(Db& db, int64_t id);
-// With its errors; not_found when missing.
-core::Task load_full(Db& db, int64_t id);
+// With its errors; not_found when missing. `waited_for`, when given, is
+// set to whether a task_deps row names it as a dependency.
+core::Task load_full(Db& db, int64_t id, bool* waited_for = nullptr);
 // The tasks a selector names: ids (each must exist, not_found otherwise),
 // or filters (operator_store.cpp). Usage error for an unknown state.
 std::vector<core::Task> select_tasks(Db& db, const Selector& sel,
@@ -137,11 +138,12 @@ void set_state(Db& db, int64_t id, core::TaskState state, core::Time now);
 // What follows a task's end: its dependents, gates, the label index
 // (followers.cpp).
 void settle_finished(Db& db, int64_t id, core::TaskState state, core::Time now);
-// The same for a task whose labels, trigger and flow the caller has read.
+// The same for a task whose labels, trigger and flow the caller has read,
+// and, with `waited_for` false, that it has no dependents (load_full says).
 void settle_finished(Db& db, int64_t id, const core::Labels& labels,
                      const std::optional<std::string>& trigger,
                      std::optional<std::string> flow, core::TaskState state,
-                     core::Time now);
+                     core::Time now, bool waited_for = true);
 void set_reason(Db& db, int64_t id, std::string_view reason);
 // Deletes a task with its errors, events, dependency links and
 // deliveries; an unfinished one first ends as killed.

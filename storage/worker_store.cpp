@@ -30,10 +30,12 @@ namespace detail {
 struct Held {
   Task task;
   std::optional<std::string> delivery_worker; // set for a delivery
+  bool waited_for = true; // false: no task depends on it (load_full)
 };
 
 Held check_held(Db& db, int64_t id, const std::string& token, Time now) {
-  Task t = load_full(db, id);
+  bool waited_for = true;
+  Task t = load_full(db, id, &waited_for);
   // Only a broadcast (broadcast_until is set when it is added and never
   // cleared) has deliveries: any other task is held by its lease alone.
   std::optional<std::string> worker;
@@ -46,7 +48,8 @@ Held check_held(Db& db, int64_t id, const std::string& token, Time now) {
     }
   }
   if (!worker) {
-    return {require_lease(db, std::move(t), token, now), std::nullopt};
+    return {require_lease(db, std::move(t), token, now), std::nullopt,
+            waited_for};
   }
   if (t.state != TaskState::runnable) {
     // Paused, killed, or ended: the delivery is over, as a revoked lease
@@ -60,7 +63,7 @@ Held check_held(Db& db, int64_t id, const std::string& token, Time now) {
                 "lease lost: broadcast " + task_ref(id) + " ended at "
                     + core::format_time(*t.broadcast_until));
   }
-  return {std::move(t), std::move(worker)};
+  return {std::move(t), std::move(worker), waited_for};
 }
 
 // A worker's write with the token of a broadcast delivery: logged as
@@ -169,7 +172,8 @@ Task complete_held(Db& db, const Held& held, const std::string& token,
   if (core::is_terminal(*next)) {
     // The checked task's labels, trigger and flow: the UPDATE above did
     // not change them.
-    settle_finished(db, id, task.labels, task.trigger, task.flow, *next, now);
+    settle_finished(db, id, task.labels, task.trigger, task.flow, *next, now,
+                    held.waited_for);
   }
   log_event(db, id, now, "complete", task.state, *next, task.lease->worker, "");
   return reload ? load_full(db, id) : task;
