@@ -68,10 +68,12 @@ cat >slow.sh <<EOF
 #!/bin/bash
 echo "early line"
 echo started >"$scratch/ready"
-read -r _ <"$scratch/go"
+# A read that opens the FIFO before the last writer closed it gets end of
+# file at once: read again until a line comes.
+until read -r _ <"$scratch/go"; do :; done
 echo "late line"
 date +%s%N >"$scratch/printed_at"
-read -r _ <"$scratch/go"
+until read -r _ <"$scratch/go"; do :; done
 echo "last words" >&2
 exit 0
 EOF
