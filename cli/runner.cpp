@@ -751,12 +751,15 @@ private:
 
   // After our own commit: the feed's wake-up for it is taken now, and
   // what another process committed meanwhile is looked at all the same.
+  // A feed that leaves out our own commits (PostgreSQL's) tells that
+  // itself; another process's commit whose notification is still on its
+  // way wakes the poll when it comes.
   void after_own_commit() {
     if (m_feed.polling()) {
       return;
     }
-    m_feed.drain();
-    if (foreign_change()) {
+    const bool woke = m_feed.drain();
+    if (m_feed.skips_own() ? woke : foreign_change()) {
       m_changed_elsewhere = true;
     }
   }

@@ -12,9 +12,9 @@
 
 namespace taskq::storage {
 
-ChangeFeed::ChangeFeed(const std::string& db_path) {
+ChangeFeed::ChangeFeed(const std::string& db_path, int own_pid) {
   if (is_postgres_url(db_path)) {
-    m_pg = std::make_unique<PgListener>(db_path);
+    m_pg = std::make_unique<PgListener>(db_path, own_pid);
     m_fd = m_pg->fd();
     return;
   }

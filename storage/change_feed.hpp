@@ -28,25 +28,31 @@ namespace taskq::storage {
 // (storage/pg_libpq.cpp).
 class PgListener {
 public:
-  explicit PgListener(const std::string& url);
+  // Notifications sent by server process `own_pid` (the writing connection
+  // of the same store: its own commits) are consumed but not reported.
+  PgListener(const std::string& url, int own_pid);
   ~PgListener();
   PgListener(const PgListener&) = delete;
   PgListener& operator=(const PgListener&) = delete;
   int fd() const;
-  // Consumes what arrived without blocking; true when a notification came.
-  // Throws unavailable when the connection is lost.
+  // Consumes what arrived without blocking; true when a notification came
+  // from another server process than own_pid. Throws unavailable when the
+  // connection is lost.
   bool drain();
+  bool skips_own() const { return m_own_pid != 0; }
 
 private:
   struct Conn;
   std::unique_ptr<Conn> m_conn;
+  int m_own_pid = 0;
 };
 
 class ChangeFeed {
 public:
   static constexpr core::Millis k_fallback_poll{250};
 
-  explicit ChangeFeed(const std::string& db_path);
+  // `own_pid`: see PgListener (PostgreSQL only; 0 reports every commit).
+  explicit ChangeFeed(const std::string& db_path, int own_pid = 0);
   ~ChangeFeed();
   ChangeFeed(ChangeFeed&& other) noexcept;
   ChangeFeed& operator=(ChangeFeed&& other) noexcept;
@@ -58,6 +64,9 @@ public:
   // timeout of at most k_fallback_poll and treat each timeout as a change).
   int fd() const { return m_fd; }
   bool polling() const { return m_fd < 0; }
+  // Whether a wake-up always means another process committed: true where
+  // our own commits are left out (PostgreSQL, own_pid given).
+  bool skips_own() const { return m_pg && m_pg->skips_own(); }
 
   // Consumes what is pending without blocking; true when it concerned the
   // database (always true without inotify).

@@ -116,6 +116,9 @@ public:
   // SQLite; on PostgreSQL the URL as given, password included (path()
   // hides it), so that the feed's own connection can log in. Never shown.
   virtual std::string feed_source() const { return m_path; }
+  // The server process of this connection, whose notifications a ChangeFeed
+  // may leave out as our own commits (0: none to leave out).
+  virtual int backend_pid() const { return 0; }
 
   // A number that changes when another connection commits to the
   // database, and only then (SQLite's data_version); std::nullopt where

@@ -544,7 +544,7 @@ std::optional<int64_t> TaskStore::others_version() {
 }
 
 ChangeFeed TaskStore::changes() const {
-  return ChangeFeed(m_db->feed_source());
+  return ChangeFeed(m_db->feed_source(), m_db->backend_pid());
 }
 
 } // namespace taskq::storage

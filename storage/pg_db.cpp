@@ -430,6 +430,7 @@ public:
   }
 
   std::string feed_source() const override { return m_url; }
+  int backend_pid() const override { return pq().PQbackendPID(m_conn.get()); }
 
   // In a write transaction: the time when it took the lock (the decisions
   // of one transaction share one "now"). Otherwise the time now: the last

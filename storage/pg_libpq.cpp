@@ -138,8 +138,8 @@ struct PgListener::Conn {
   std::unique_ptr<PGconn, Finish> conn;
 };
 
-PgListener::PgListener(const std::string& url)
-    : m_conn(std::make_unique<Conn>()) {
+PgListener::PgListener(const std::string& url, int own_pid)
+    : m_conn(std::make_unique<Conn>()), m_own_pid(own_pid) {
   m_conn->conn.reset(pq().PQconnectdb(url.c_str()));
   PGconn* c = m_conn->conn.get();
   if (c == nullptr || pq().PQstatus(c) != CONNECTION_OK) {
@@ -174,7 +174,7 @@ bool PgListener::drain() {
   }
   bool got = false;
   while (PGnotify* n = pq().PQnotifies(c)) {
-    got = true;
+    got = got || n->be_pid != m_own_pid;
     pq().PQfreemem(n);
   }
   return got;

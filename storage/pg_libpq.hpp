@@ -14,6 +14,7 @@ namespace taskq::storage::libpq {
 // starts: linked in, it and the twenty-odd libraries it needs (TLS,
 // Kerberos, LDAP) cost every SQLite command about 4 ms of start-up.
 #define TASKQ_LIBPQ_FUNCTIONS(X)                                               \
+  X(PQbackendPID)                                                              \
   X(PQclear)                                                                   \
   X(PQcmdStatus)                                                               \
   X(PQcmdTuples)                                                               \
