@@ -485,7 +485,8 @@ Leased leased(const Result& r, const char* token_key,
 }
 
 // Truncates `db`'s WAL, outside any timed interval, once it is longer than
-// the 256 frames at which taskq truncates its own.
+// 256 frames: a looser bound than taskq's own commands keep (a connection's
+// first 8 commits truncate past 64 frames, storage/db.cpp).
 void keep_wal_short(const std::string& sqlite3, const std::string& db) {
   constexpr std::uintmax_t k_frames = 256;
   constexpr std::uintmax_t k_limit = 32 + k_frames * (24 + 4096);
@@ -549,11 +550,11 @@ int cmd_single(const Options& o) {
         {taskq, "--db", tdb, "done", std::to_string(lt.id), "--lease",
          lt.token},
         [&] { return shell(sqlite3, bdb, sql_done(lb.id, lb.token)); }, td, bd);
-    // taskq truncates its WAL once a commit leaves more than 256 frames
-    // (storage/db.cpp), paying for that inside its timed commands. The
-    // shell cannot hook commits, so its WAL is given the same bound here,
-    // untimed: otherwise it grows without limit and slows every baseline
-    // run, which would flatter taskq.
+    // taskq's commands truncate their WAL once a commit leaves more than
+    // 64 frames (storage/db.cpp), paying for that inside their timed runs.
+    // The shell cannot hook commits, so its WAL is given a bound here, 256
+    // frames, untimed: otherwise it grows without limit and slows every
+    // baseline run, which would flatter taskq.
     keep_wal_short(sqlite3, bdb);
     if (json_int(bd.out, "id") != lb.id) {
       fatal("the sqlite3 done statement changed no row: " + bd.out);

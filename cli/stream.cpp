@@ -985,7 +985,9 @@ private:
                                             : storage::Outcome::Kind::release;
       o.id = p.task.id;
       o.token = p.task.lease->token;
-      o.result = std::move(p.result);
+      // Copied: a locked database sends `batch` back to m_pending, to be
+      // written again.
+      o.result = p.result;
       o.fail = p.fail;
       o.delay = p.delay;
       outcomes.push_back(std::move(o));
@@ -1011,7 +1013,8 @@ private:
     const core::Time now = m_ctx.live_now();
     // The tasks leased are written to the handlers before the commit, so
     // they work while it waits for the disk. Should the commit fail, they
-    // were never leased: each is cancelled in its handler.
+    // are taken as not leased: each is cancelled in its handler (a lease
+    // that a lost PostgreSQL connection committed after all expires).
     std::vector<int64_t> handed;
     const auto hand_out = [&](std::vector<core::Task>& leased) {
       for (auto& t : leased) {

@@ -236,6 +236,37 @@ expect_exit 1 "$TASKQ" run dead --stream -- false
 expect_contains "$err" "handler keeps dying"
 expect_eq "$("$TASKQ" list --queue dead --state ready -o id | grep -c .)" 1 "its task is ready again"
 
+# The lock is taken with the sqlite3 shell: SQLite only.
+if sqlite_only; then
+  section "an outcome written again after the database was locked keeps its result"
+  write_locked() {
+    ! sqlite3 -cmd '.timeout 0' "$TASKQ_DB" 'BEGIN IMMEDIATE; ROLLBACK;' \
+      >/dev/null 2>&1
+  }
+  g=$(add_task locked --payload '{"do":"after","result":{"kept":[1,"two"]}}')
+  mkfifo "h/$g.go" lock.fifo
+  export TASKQ_BUSY_TIMEOUT_MS=200
+  bg_run locked run locked --stream --until-empty -- "$H"
+  unset TASKQ_BUSY_TIMEOUT_MS
+  runner=$bg
+  check "the handler has the task" wait_until 10 log_has "task $g attempt 1"
+  sqlite3 "$TASKQ_DB" <lock.fifo >/dev/null 2>&1 &
+  locker=$!
+  exec 4>lock.fifo
+  echo 'BEGIN IMMEDIATE; CREATE TEMP TABLE hold (x);' >&4
+  check "another writer holds the lock" wait_until 10 write_locked
+  echo go >"h/$g.go"
+  check "run finds the database locked and will try again" \
+    wait_until 10 grep -q "trying again" locked.err
+  echo 'ROLLBACK;' >&4
+  exec 4>&-
+  wait "$locker"
+  bg_finish "$runner" locked
+  expect_eq "$rc" 0 "run's exit status"
+  expect_eq "$(state "$g")" completed
+  expect_eq "$(field "$g" .result)" '{"kept":[1,"two"]}' "the result"
+fi
+
 section "option checks"
 expect_exit 2 "$TASKQ" run q --stream
 expect_err_contains "--stream needs the handler"

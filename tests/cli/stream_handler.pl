@@ -50,6 +50,12 @@ while (my $line = <STDIN>) {
     answer({id => $id});
   } elsif ($do eq "twoverbs") {
     answer({id => $id, done => 1, fail => "x"});
+  } elsif ($do eq "after") {
+    # Answers once the test writes a line to the FIFO h/ID.go.
+    open(my $f, "<", "h/$id.go") or die "h/$id.go: $!";
+    my $go = <$f>;
+    close $f;
+    answer({id => $id, done => $p->{result}});
   } elsif ($do eq "hold") {
     # No answer: the next line (a cancel, or EOF) is read at once.
   }
