@@ -5,12 +5,6 @@
 # ms_of TIME: milliseconds since 1970 of an RFC 3339 time ("" when none).
 ms_of() { date -u -d "$1" +%s%3N 2>/dev/null; }
 
-# write_locked DB: another connection holds DB's write lock right now.
-write_locked() {
-  ! sqlite3 -cmd '.timeout 0' "$1" 'BEGIN IMMEDIATE; ROLLBACK;' \
-    >/dev/null 2>&1
-}
-
 # unchanged_files NAME ORIG: NAME is byte for byte ORIG, and SQLite left no
 # file beside it.
 unchanged_files() {

@@ -239,10 +239,6 @@ expect_eq "$("$TASKQ" list --queue dead --state ready -o id | grep -c .)" 1 "its
 # The lock is taken with the sqlite3 shell: SQLite only.
 if sqlite_only; then
   section "an outcome written again after the database was locked keeps its result"
-  write_locked() {
-    ! sqlite3 -cmd '.timeout 0' "$TASKQ_DB" 'BEGIN IMMEDIATE; ROLLBACK;' \
-      >/dev/null 2>&1
-  }
   g=$(add_task locked --payload '{"do":"after","result":{"kept":[1,"two"]}}')
   mkfifo "h/$g.go" lock.fifo
   export TASKQ_BUSY_TIMEOUT_MS=200
@@ -257,7 +253,7 @@ if sqlite_only; then
   locker=$!
   exec 4>lock.fifo
   echo 'BEGIN IMMEDIATE; CREATE TEMP TABLE hold (x);' >&4
-  check "another writer holds the lock" wait_until 10 write_locked
+  check "another writer holds the lock" wait_until 10 write_locked "$TASKQ_DB"
   check "the handler reads the go" \
     timeout 10 bash -c 'echo go >"$1"' _ "h/$g.go"
   check "run finds the database locked and will try again" \
