@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <spawn.h>
 #include <sys/mman.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -109,8 +110,16 @@ Child Child::spawn(const ChildSpec& spec) {
   }
   envp.push_back(nullptr);
 
-  Fd in = payload_file(spec.stdin_data);
-  auto [err_read, err_write] = make_pipe();
+  std::pair<Fd, Fd> in; // read end (the child's), write end
+  if (spec.stdin_pipe) {
+    in = make_pipe();
+  } else {
+    in.first = payload_file(spec.stdin_data);
+  }
+  std::pair<Fd, Fd> err;
+  if (spec.capture_stderr) {
+    err = make_pipe();
+  }
   std::pair<Fd, Fd> out;
   if (spec.capture_stdout) {
     out = make_pipe();
@@ -120,8 +129,8 @@ Child Child::spawn(const ChildSpec& spec) {
   // fork: no copy of run's page tables per task, and a failed exec comes
   // back as its result, with the child already reaped. The child leads a
   // process group of its own, with an empty signal mask and SIGPIPE at
-  // its default; fds 0-2 are the payload and the pipes, and every other
-  // descriptor of ours is close-on-exec.
+  // its default; fds 0-2 are the payload or a pipe, the pipes and run's
+  // own, and every other descriptor of ours is close-on-exec.
   SpawnSetup setup;
   sigset_t none;
   sigemptyset(&none);
@@ -134,11 +143,13 @@ Child Child::spawn(const ChildSpec& spec) {
   posix_spawnattr_setpgroup(&setup.attr, 0);
   posix_spawnattr_setsigmask(&setup.attr, &none);
   posix_spawnattr_setsigdefault(&setup.attr, &defaults);
-  posix_spawn_file_actions_adddup2(&setup.actions, in.get(), 0);
+  posix_spawn_file_actions_adddup2(&setup.actions, in.first.get(), 0);
   if (out.second) {
     posix_spawn_file_actions_adddup2(&setup.actions, out.second.get(), 1);
   }
-  posix_spawn_file_actions_adddup2(&setup.actions, err_write.get(), 2);
+  if (err.second) {
+    posix_spawn_file_actions_adddup2(&setup.actions, err.second.get(), 2);
+  }
   pid_t pid = -1;
   const int error = ::posix_spawn(&pid, spec.path.c_str(), &setup.actions,
                                   &setup.attr, argv.data(), envp.data());
@@ -149,13 +160,56 @@ Child Child::spawn(const ChildSpec& spec) {
 
   Child child;
   child.m_pid = pid;
-  set_nonblocking(err_read.get());
-  child.m_stderr = std::move(err_read);
+  if (in.second) {
+    set_nonblocking(in.second.get());
+    child.m_stdin = std::move(in.second);
+  }
+  if (err.first) {
+    set_nonblocking(err.first.get());
+    child.m_stderr = std::move(err.first);
+  }
   if (out.first) {
     set_nonblocking(out.first.get());
     child.m_stdout = std::move(out.first);
   }
   return child;
+}
+
+SignalFeed::SignalFeed() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGCHLD);
+  sigaddset(&set, SIGTERM);
+  for (const int sig : {SIGINT, SIGHUP}) {
+    struct sigaction old {};
+    if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_IGN) {
+      sigaddset(&set, sig);
+    }
+  }
+  ::sigprocmask(SIG_BLOCK, &set, &m_old);
+  m_fd = Fd(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  if (!m_fd) {
+    const int error = errno;
+    ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
+    errno = error;
+    fail_errno("cannot watch signals");
+  }
+  m_old_pipe = ::signal(SIGPIPE, SIG_IGN);
+}
+
+SignalFeed::~SignalFeed() {
+  ::signal(SIGPIPE, m_old_pipe);
+  ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
+}
+
+std::vector<int> SignalFeed::take() {
+  std::vector<int> out;
+  signalfd_siginfo info{};
+  while (::read(m_fd.get(), &info, sizeof info)
+         == static_cast<ssize_t>(sizeof info)) {
+    out.push_back(static_cast<int>(info.ssi_signo));
+  }
+  return out;
 }
 
 void Child::signal_group(int signal) const {

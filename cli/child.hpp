@@ -1,5 +1,6 @@
 #pragma once
 
+#include <csignal>
 #include <optional>
 #include <string>
 #include <sys/types.h>
@@ -32,15 +33,18 @@ struct ChildSpec {
   std::vector<std::string> argv; // argv[0] is the name as the user gave it
   std::vector<std::string> env;  // the whole environment, KEY=VALUE
   std::string stdin_data;        // what the child reads on stdin
+  bool stdin_pipe = false;       // else stdin is a file holding stdin_data
   bool capture_stdout = false;   // else stdout is inherited
+  bool capture_stderr = true;    // else stderr is inherited
 };
 
 // A handler process of `taskq run`. It leads its own process group, so a
 // terminal's Ctrl-C reaches only `run`, and stopping the group reaches the
 // processes the handler started too. Its stdin is a sealed in-memory file
 // holding the payload (no pipe to keep fed, so a child that never reads
-// cannot block `run`); its stderr, and its stdout when captured, are pipes
-// that the run loop reads.
+// cannot block `run`), or for a `--stream` handler a pipe that `run`
+// writes to; its stderr and stdout, when captured, are pipes that the run
+// loop reads. Every pipe end of ours is non-blocking.
 class Child {
 public:
   // Starts `spec`. Throws Error(internal) naming the reason when the
@@ -48,6 +52,7 @@ public:
   static Child spawn(const ChildSpec& spec);
 
   pid_t pid() const { return m_pid; }
+  Fd& stdin_pipe() { return m_stdin; }
   Fd& stderr_pipe() { return m_stderr; }
   Fd& stdout_pipe() { return m_stdout; }
 
@@ -58,8 +63,34 @@ public:
 
 private:
   pid_t m_pid = -1;
+  Fd m_stdin;
   Fd m_stderr;
   Fd m_stdout;
+};
+
+// Blocks SIGCHLD and the signals that stop `run` (SIGTERM, SIGINT, SIGHUP)
+// for its loop, which reads them from a signalfd; restores the mask when
+// done. Handlers get an empty mask. SIGINT and SIGHUP are left alone when
+// `run` started with them ignored, as a shell does for a background job
+// and nohup for SIGHUP: blocked, they would reach the signalfd all the
+// same. SIGPIPE is ignored meanwhile: a closed stderr, or a stream handler
+// that closed its stdin, must not kill the worker mid-task.
+class SignalFeed {
+public:
+  SignalFeed();
+  ~SignalFeed();
+  SignalFeed(const SignalFeed&) = delete;
+  SignalFeed& operator=(const SignalFeed&) = delete;
+
+  int fd() const { return m_fd.get(); }
+
+  // The signals that arrived, in order.
+  std::vector<int> take();
+
+private:
+  Fd m_fd;
+  sigset_t m_old{};
+  void (*m_old_pipe)(int) = SIG_DFL;
 };
 
 // The executable `name` runs as: itself when it holds a '/', else the first

@@ -22,7 +22,6 @@
 #include <filesystem>
 #include <list>
 #include <poll.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -78,61 +77,6 @@ struct Running {
   storage::OutputWrite last_output; // what is left, with the outcome
   std::optional<core::ChildExit> exit;
   bool checkpoint_unheard = false; // said once that it would not be sent
-};
-
-// Blocks SIGCHLD and the signals that stop `run` (SIGTERM, SIGINT, SIGHUP)
-// for the loop, which reads them from a signalfd; restores the mask when
-// done. Handlers get an empty mask. SIGINT and SIGHUP are left alone when
-// `run` started with them ignored, as a shell does for a background job
-// and nohup for SIGHUP: blocked, they would reach the signalfd all the
-// same.
-class SignalFeed {
-public:
-  SignalFeed() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGTERM);
-    for (const int sig : {SIGINT, SIGHUP}) {
-      struct sigaction old {};
-      if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_IGN) {
-        sigaddset(&set, sig);
-      }
-    }
-    ::sigprocmask(SIG_BLOCK, &set, &m_old);
-    m_fd = Fd(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
-    if (!m_fd) {
-      ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
-      throw Error(ErrorKind::internal,
-                  std::string("cannot watch signals: ") + std::strerror(errno));
-    }
-    // A closed stderr must not kill the worker mid-task.
-    m_old_pipe = ::signal(SIGPIPE, SIG_IGN);
-  }
-  ~SignalFeed() {
-    ::signal(SIGPIPE, m_old_pipe);
-    ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
-  }
-  SignalFeed(const SignalFeed&) = delete;
-  SignalFeed& operator=(const SignalFeed&) = delete;
-
-  int fd() const { return m_fd.get(); }
-
-  // The signals that arrived, in order.
-  std::vector<int> take() {
-    std::vector<int> out;
-    signalfd_siginfo info{};
-    while (::read(m_fd.get(), &info, sizeof info)
-           == static_cast<ssize_t>(sizeof info)) {
-      out.push_back(static_cast<int>(info.ssi_signo));
-    }
-    return out;
-  }
-
-private:
-  Fd m_fd;
-  sigset_t m_old{};
-  void (*m_old_pipe)(int) = SIG_DFL;
 };
 
 // Linux refuses to start a program whose environment holds one string of

@@ -13,15 +13,12 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <fcntl.h>
 #include <filesystem>
 #include <poll.h>
-#include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -62,138 +59,6 @@ constexpr std::string_view k_task_vars[] = {
     "TASKQ_SYNC",    "TASKQ_FLOW",       "TASKQ_ATOM",  "TASKQ_ACTION",
     "TASKQ_ARGS",    "TASKQ_HANDLER"};
 
-// Blocks SIGCHLD and the signals that stop `run` for the loop, which reads
-// them from a signalfd (as cli/runner.cpp does for per-task handlers).
-class SignalFeed {
-public:
-  SignalFeed() {
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGCHLD);
-    sigaddset(&set, SIGTERM);
-    for (const int sig : {SIGINT, SIGHUP}) {
-      struct sigaction old {};
-      if (::sigaction(sig, nullptr, &old) != 0 || old.sa_handler != SIG_IGN) {
-        sigaddset(&set, sig);
-      }
-    }
-    ::sigprocmask(SIG_BLOCK, &set, &m_old);
-    m_fd = Fd(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
-    if (!m_fd) {
-      ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
-      throw Error(ErrorKind::internal,
-                  std::string("cannot watch signals: ") + std::strerror(errno));
-    }
-    // A handler that closed its stdin must not kill the worker.
-    m_old_pipe = ::signal(SIGPIPE, SIG_IGN);
-  }
-  ~SignalFeed() {
-    ::signal(SIGPIPE, m_old_pipe);
-    ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
-  }
-  SignalFeed(const SignalFeed&) = delete;
-  SignalFeed& operator=(const SignalFeed&) = delete;
-
-  int fd() const { return m_fd.get(); }
-
-  std::vector<int> take() {
-    std::vector<int> out;
-    signalfd_siginfo info{};
-    while (::read(m_fd.get(), &info, sizeof info)
-           == static_cast<ssize_t>(sizeof info)) {
-      out.push_back(static_cast<int>(info.ssi_signo));
-    }
-    return out;
-  }
-
-private:
-  Fd m_fd;
-  sigset_t m_old{};
-  void (*m_old_pipe)(int) = SIG_DFL;
-};
-
-[[noreturn]] void fail_errno(const std::string& what) {
-  throw Error(ErrorKind::internal, what + ": " + std::strerror(errno));
-}
-
-std::pair<Fd, Fd> make_pipe() {
-  std::array<int, 2> fds{};
-  if (::pipe2(fds.data(), O_CLOEXEC) != 0) {
-    fail_errno("cannot create a pipe");
-  }
-  return {Fd(fds[0]), Fd(fds[1])};
-}
-
-void set_nonblocking(int fd) {
-  const int flags = ::fcntl(fd, F_GETFL);
-  ::fcntl(fd, F_SETFL, flags | O_NONBLOCK);
-}
-
-// A started handler: its pid (leading its own process group) and the
-// parent's ends of its stdin and stdout; stderr is the worker's.
-struct Process {
-  pid_t pid = -1;
-  Fd in;
-  Fd out;
-};
-
-Process spawn(const std::string& path, const std::vector<std::string>& args,
-              const std::vector<std::string>& env) {
-  std::vector<char*> argv;
-  for (const auto& a : args) {
-    argv.push_back(const_cast<char*>(a.c_str()));
-  }
-  argv.push_back(nullptr);
-  std::vector<char*> envp;
-  for (const auto& e : env) {
-    envp.push_back(const_cast<char*>(e.c_str()));
-  }
-  envp.push_back(nullptr);
-  auto [in_read, in_write] = make_pipe();
-  auto [out_read, out_write] = make_pipe();
-  auto [exec_read, exec_write] = make_pipe();
-  const pid_t pid = ::fork();
-  if (pid < 0) {
-    fail_errno("cannot start " + args.front());
-  }
-  if (pid == 0) {
-    ::setpgid(0, 0);
-    sigset_t none;
-    sigemptyset(&none);
-    ::sigprocmask(SIG_SETMASK, &none, nullptr);
-    ::signal(SIGPIPE, SIG_DFL);
-    ::dup2(in_read.get(), 0);
-    ::dup2(out_write.get(), 1);
-    ::execve(path.c_str(), argv.data(), envp.data());
-    const int error = errno;
-    [[maybe_unused]] const ssize_t n =
-        ::write(exec_write.get(), &error, sizeof error);
-    ::_exit(127);
-  }
-  ::setpgid(pid, pid);
-  exec_write.reset();
-  in_read.reset();
-  out_write.reset();
-  int error = 0;
-  ssize_t n = 0;
-  do {
-    n = ::read(exec_read.get(), &error, sizeof error);
-  } while (n < 0 && errno == EINTR);
-  if (n == static_cast<ssize_t>(sizeof error)) {
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    throw Error(ErrorKind::internal,
-                "cannot run " + args.front() + ": " + std::strerror(error));
-  }
-  set_nonblocking(in_write.get());
-  set_nonblocking(out_read.get());
-  Process p;
-  p.pid = pid;
-  p.in = std::move(in_write);
-  p.out = std::move(out_read);
-  return p;
-}
-
 // The first k_quote bytes of a line, as one printable line.
 std::string quote(std::string_view line) {
   std::string out;
@@ -219,7 +84,7 @@ struct Held {
 
 struct Handler {
   int number = 0;
-  Process proc;
+  Child proc;
   bool running = false;      // started and not reaped
   bool stdin_closed = false; // told to finish (EOF)
   bool stopped_by_us = false;
@@ -286,9 +151,9 @@ public:
   ~StreamRunner() {
     for (auto& h : m_handlers) {
       if (h.running) {
-        ::kill(-h.proc.pid, SIGKILL);
+        h.proc.signal_group(SIGKILL);
         int status = 0;
-        ::waitpid(h.proc.pid, &status, 0);
+        ::waitpid(h.proc.pid(), &status, 0);
       }
     }
   }
@@ -463,7 +328,14 @@ private:
     h.restart_at.reset();
     std::vector<std::string> env = m_env;
     env.push_back("TASKQ_HANDLER=" + std::to_string(h.number));
-    h.proc = spawn(m_o.command_path, m_o.command, env);
+    ChildSpec spec;
+    spec.path = m_o.command_path;
+    spec.argv = m_o.command;
+    spec.env = std::move(env);
+    spec.stdin_pipe = true;
+    spec.capture_stdout = true;
+    spec.capture_stderr = false; // the worker's, as the protocol says
+    h.proc = Child::spawn(spec);
     h.running = true;
     h.stdin_closed = false;
     h.stopped_by_us = false;
@@ -472,7 +344,7 @@ private:
     h.started = Clock::now();
     if (m_o.verbose) {
       say("handler " + std::to_string(h.number) + " started (pid "
-          + std::to_string(h.proc.pid) + ")");
+          + std::to_string(h.proc.pid()) + ")");
     }
   }
 
@@ -520,7 +392,7 @@ private:
     core::Task t = std::move(m_queue.front());
     m_queue.pop_front();
     const Instant now = Clock::now();
-    if (h.proc.in) {
+    if (h.proc.stdin_pipe()) {
       h.in_buf += "{\"task\":";
       h.in_buf += task_json(t, m_ctx.live_now());
       h.in_buf += "}\n";
@@ -578,7 +450,7 @@ private:
   }
 
   void send(Handler& h, const std::string& line) {
-    if (!h.proc.in) {
+    if (!h.proc.stdin_pipe()) {
       return;
     }
     h.in_buf += line;
@@ -586,9 +458,9 @@ private:
   }
 
   void write_some(Handler& h) {
-    while (!h.in_buf.empty() && h.proc.in) {
+    while (!h.in_buf.empty() && h.proc.stdin_pipe()) {
       const ssize_t n =
-          ::write(h.proc.in.get(), h.in_buf.data(), h.in_buf.size());
+          ::write(h.proc.stdin_pipe().get(), h.in_buf.data(), h.in_buf.size());
       if (n > 0) {
         h.in_buf.erase(0, static_cast<size_t>(n));
         continue;
@@ -602,11 +474,11 @@ private:
       // EPIPE: it closed its stdin or died; its end is handled when it is
       // reaped.
       h.in_buf.clear();
-      h.proc.in.reset();
+      h.proc.stdin_pipe().reset();
       return;
     }
     if (h.in_buf.empty() && h.stdin_closed) {
-      h.proc.in.reset();
+      h.proc.stdin_pipe().reset();
     }
   }
 
@@ -616,7 +488,7 @@ private:
     }
     h.stdin_closed = true;
     if (h.in_buf.empty()) {
-      h.proc.in.reset();
+      h.proc.stdin_pipe().reset();
     }
   }
 
@@ -633,7 +505,7 @@ private:
   void kill_handler(Handler& h) {
     if (h.running && !h.stopped_by_us) {
       h.stopped_by_us = true;
-      ::kill(-h.proc.pid, SIGKILL);
+      h.proc.signal_group(SIGKILL);
     }
   }
 
@@ -645,7 +517,7 @@ private:
         return;
       }
       for (auto& h : m_handlers) {
-        if (h.running && h.proc.pid == pid) {
+        if (h.running && h.proc.pid() == pid) {
           ended(h, status);
         }
       }
@@ -654,14 +526,14 @@ private:
 
   void ended(Handler& h, int status) {
     // What it wrote before it ended still counts.
-    if (h.proc.out) {
+    if (h.proc.stdout_pipe()) {
       read_output(h);
     }
     // Whatever it started goes with it.
-    ::kill(-h.proc.pid, SIGKILL);
+    h.proc.signal_group(SIGKILL);
     h.running = false;
-    h.proc.in.reset();
-    h.proc.out.reset();
+    h.proc.stdin_pipe().reset();
+    h.proc.stdout_pipe().reset();
     const bool asked = h.stopped_by_us || m_stopping || h.stdin_closed;
     const std::string how =
         WIFSIGNALED(status)
@@ -728,7 +600,7 @@ private:
 
   void read_output(Handler& h) {
     std::string data;
-    const bool open = read_available(h.proc.out.get(), data);
+    const bool open = read_available(h.proc.stdout_pipe().get(), data);
     h.out_buf += data;
     size_t from = 0;
     while (true) {
@@ -750,14 +622,14 @@ private:
       h.out_buf.clear();
     }
     if (!open) {
-      h.proc.out.reset();
+      h.proc.stdout_pipe().reset();
       if (h.running) {
         // No more answers can come: it is as good as dead.
         if (!h.out_buf.empty()) {
           garbage(h, h.out_buf, "a last line without its newline");
           h.out_buf.clear();
         }
-        ::kill(-h.proc.pid, SIGKILL);
+        h.proc.signal_group(SIGKILL);
       }
     }
   }
@@ -1011,24 +883,10 @@ private:
       next = m_request;
     }
     const core::Time now = m_ctx.live_now();
-    // The tasks leased are written to the handlers before the commit, so
-    // they work while it waits for the disk. Should the commit fail, they
-    // are taken as not leased: each is cancelled in its handler (a lease
-    // that a lost PostgreSQL connection committed after all expires).
-    std::vector<int64_t> handed;
-    const auto hand_out = [&](std::vector<core::Task>& leased) {
-      for (auto& t : leased) {
-        handed.push_back(t.id);
-        m_queue.push_back(std::move(t));
-      }
-      leased.clear();
-      dispatch();
-    };
     storage::BatchResult done;
     try {
-      done = m_store.apply_outcomes(outcomes, next, now, hand_out);
+      done = m_store.apply_outcomes(outcomes, next, now);
     } catch (const Error& e) {
-      unhand(handed);
       if (e.kind() != ErrorKind::unavailable) {
         throw;
       }
@@ -1042,40 +900,20 @@ private:
     for (size_t i = 0; i < batch.size() && i < done.outcomes.size(); ++i) {
       counted(batch[i], done.outcomes[i]);
     }
-    const size_t leased = handed.size();
-    m_summary.leased += static_cast<int64_t>(leased);
-    const bool full = static_cast<int>(leased) == want;
+    // Only now, once the lease is committed, does a handler see the task:
+    // a task written to a handler before the commit would run even if the
+    // commit never happened (`run` killed meanwhile), beside the worker
+    // that leases it next, without a lease of its own.
+    m_summary.leased += static_cast<int64_t>(done.leased.size());
+    const bool full = static_cast<int>(done.leased.size()) == want;
+    for (auto& t : done.leased) {
+      m_queue.push_back(std::move(t));
+    }
     if (!lease || full) {
       m_look = true; // there may be more
       return;
     }
     wake_when_due(now);
-  }
-
-  // The tasks `ids` were handed out but their lease was not committed:
-  // those not yet written are dropped, the others cancelled.
-  void unhand(const std::vector<int64_t>& ids) {
-    if (ids.empty()) {
-      return;
-    }
-    const auto ours = [&ids](int64_t id) {
-      return std::find(ids.begin(), ids.end(), id) != ids.end();
-    };
-    std::erase_if(m_queue, [&](const core::Task& t) { return ours(t.id); });
-    for (auto& h : m_handlers) {
-      const auto drop_one = [&](Held& held) {
-        if (ours(held.task.id) && !held.give_up_at) {
-          settled(held.task.id);
-          cancel(h, held, "lease not recorded");
-        }
-      };
-      if (h.held) {
-        drop_one(*h.held);
-      }
-      for (auto& held : h.ahead) {
-        drop_one(held);
-      }
-    }
   }
 
   void counted(const Pending& p, const storage::OutcomeResult& r) {
@@ -1336,12 +1174,12 @@ private:
     const size_t first = fds.size();
     std::vector<std::pair<Handler*, bool>> owners; // (handler, is stdin)
     for (auto& h : m_handlers) {
-      if (h.proc.out) {
-        fds.push_back({h.proc.out.get(), POLLIN, 0});
+      if (h.proc.stdout_pipe()) {
+        fds.push_back({h.proc.stdout_pipe().get(), POLLIN, 0});
         owners.emplace_back(&h, false);
       }
-      if (h.proc.in && !h.in_buf.empty()) {
-        fds.push_back({h.proc.in.get(), POLLOUT, 0});
+      if (h.proc.stdin_pipe() && !h.in_buf.empty()) {
+        fds.push_back({h.proc.stdin_pipe().get(), POLLOUT, 0});
         owners.emplace_back(&h, true);
       }
     }
@@ -1392,7 +1230,7 @@ private:
       auto& [h, is_stdin] = owners[i - first];
       if (is_stdin) {
         write_some(*h);
-      } else if (h->proc.out) {
+      } else if (h->proc.stdout_pipe()) {
         read_output(*h);
       }
     }

@@ -515,15 +515,9 @@ public:
   // why), then, when `next` is set, leases as lease() would: all in one
   // transaction (one commit). Another error (not a lost lease) changes
   // nothing and throws.
-  //
-  // `before_commit`, when set, is called with the tasks leased once the
-  // transaction holds them and before its commit, and may take them: so a
-  // caller can hand them out while the commit waits for the disk. It must
-  // then treat them as not leased if this throws.
-  BatchResult apply_outcomes(
-      const std::vector<Outcome>& outcomes,
-      const std::optional<LeaseRequest>& next, core::Time now,
-      const std::function<void(std::vector<core::Task>&)>& before_commit = {});
+  BatchResult apply_outcomes(const std::vector<Outcome>& outcomes,
+                             const std::optional<LeaseRequest>& next,
+                             core::Time now);
   core::Task worker_sleep(int64_t id, const std::string& token,
                           core::Time until, core::Time now);
 

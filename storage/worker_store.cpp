@@ -319,10 +319,9 @@ Task TaskStore::release(int64_t id, const std::string& token,
   return out;
 }
 
-BatchResult TaskStore::apply_outcomes(
-    const std::vector<Outcome>& outcomes,
-    const std::optional<LeaseRequest>& next, Time now,
-    const std::function<void(std::vector<Task>&)>& before_commit) {
+BatchResult TaskStore::apply_outcomes(const std::vector<Outcome>& outcomes,
+                                      const std::optional<LeaseRequest>& next,
+                                      Time now) {
   Transaction tx(*m_db);
   now = locked_now(now);
   BatchResult out;
@@ -366,9 +365,6 @@ BatchResult TaskStore::apply_outcomes(
     // next step, which may add the task to lease) runs before the lease.
     m_db->run_deferred();
     out.leased = lease_in_tx(*m_db, *next, now);
-    if (before_commit && !out.leased.empty()) {
-      before_commit(out.leased);
-    }
   }
   tx.commit();
   return out;
