@@ -1,0 +1,45 @@
+/* LD_PRELOAD shim for tests/cli/stream.sh: holds fdatasync and fsync (so a
+ * SQLite commit, which syncs its WAL before it publishes the commit) while
+ * the file named by $STALL_GATE exists. When it starts holding one it
+ * creates $STALL_GATE.held, so the test can await that instead of guessing
+ * how long a commit takes. Without $STALL_GATE it only passes the calls on. */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+static void hold(void) {
+  const char* gate = getenv("STALL_GATE");
+  if (gate == NULL || access(gate, F_OK) != 0) {
+    return;
+  }
+  char held[4096];
+  snprintf(held, sizeof held, "%s.held", gate);
+  const int fd = open(held, O_WRONLY | O_CREAT, 0644);
+  if (fd >= 0) {
+    close(fd);
+  }
+  while (access(gate, F_OK) == 0) {
+    usleep(10 * 1000); /* the test removes the gate, or kills us */
+  }
+}
+
+int fdatasync(int fd) {
+  static int (*real)(int);
+  if (real == NULL) {
+    real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
+  }
+  hold();
+  return real(fd);
+}
+
+int fsync(int fd) {
+  static int (*real)(int);
+  if (real == NULL) {
+    real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
+  }
+  hold();
+  return real(fd);
+}
