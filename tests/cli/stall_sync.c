@@ -26,20 +26,17 @@ static void hold(void) {
   }
 }
 
-int fdatasync(int fd) {
-  static int (*real)(int);
-  if (real == NULL) {
-    real = (int (*)(int))dlsym(RTLD_NEXT, "fdatasync");
-  }
+/* Holds, then calls the C library's `name` (the next definition of it). */
+static int held_sync(const char* name, int fd) {
+  int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, name);
   hold();
   return real(fd);
 }
 
+int fdatasync(int fd) {
+  return held_sync("fdatasync", fd);
+}
+
 int fsync(int fd) {
-  static int (*real)(int);
-  if (real == NULL) {
-    real = (int (*)(int))dlsym(RTLD_NEXT, "fsync");
-  }
-  hold();
-  return real(fd);
+  return held_sync("fsync", fd);
 }
