@@ -213,11 +213,15 @@ std::vector<int> SignalFeed::take() {
 }
 
 void Child::signal_group(int signal) const {
-  ::kill(-m_pid, signal);
+  if (m_pid > 0) { // never kill(1) or kill(-1) for a Child not started
+    ::kill(-m_pid, signal);
+  }
 }
 
 void Child::signal_leader(int signal) const {
-  ::kill(m_pid, signal);
+  if (m_pid > 0) {
+    ::kill(m_pid, signal);
+  }
 }
 
 std::optional<std::string> resolve_command(const std::string& name) {

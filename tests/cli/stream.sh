@@ -236,7 +236,8 @@ expect_exit 1 "$TASKQ" run dead --stream -- false
 expect_contains "$err" "handler keeps dying"
 expect_eq "$("$TASKQ" list --queue dead --state ready -o id | grep -c .)" 1 "its task is ready again"
 
-# The lock is taken with the sqlite3 shell: SQLite only.
+# The lock is taken with the sqlite3 shell, and a commit is held in its WAL
+# sync: SQLite only.
 if sqlite_only; then
   section "an outcome written again after the database was locked keeps its result"
   g=$(add_task locked --payload '{"do":"after","result":{"kept":[1,"two"]}}')
@@ -265,15 +266,14 @@ if sqlite_only; then
   expect_eq "$rc" 0 "run's exit status"
   expect_eq "$(state "$g")" completed
   expect_eq "$(field "$g" .result)" '{"kept":[1,"two"]}' "the result"
-fi
 
-# The commit is held in its WAL sync by an LD_PRELOAD shim: SQLite only.
-if sqlite_only; then
+  # The commit is held in its WAL sync by an LD_PRELOAD shim.
   section "a run killed while its lease commits: the handler never gets the task"
   # The task goes to the handler once its lease is committed; written
   # before (as it was for a while), a run killed meanwhile left its
   # handler working on a task the next worker leased and ran too.
-  cc -shared -fPIC -o stall_sync.so "${_suite%/*}/stall_sync.c" -ldl
+  check "the shim builds" \
+    cc -shared -fPIC -o stall_sync.so "${_suite%/*}/stall_sync.c" -ldl
   k=$(add_task stall --payload '{"do":"done"}')
   : >"$STREAM_LOG"
   : >gate
