@@ -194,28 +194,6 @@ int poll_timeout(Instant now, const std::optional<Instant>& until) {
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
 }
 
-// How long `run` holds a task leased ahead (see Runner::ahead_wanted):
-// TASKQ_LEASE_AHEAD_MS, 250 by default, 0 to lease nothing ahead.
-core::Millis lease_ahead_hold() {
-  constexpr core::Millis k_default{250};
-  const char* env = std::getenv("TASKQ_LEASE_AHEAD_MS");
-  if (env == nullptr) {
-    return k_default;
-  }
-  const std::string_view text(env);
-  int64_t ms = -1;
-  const auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), ms);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()
-      || ms < 0 || ms > 3'600'000) {
-    throw Error(ErrorKind::usage,
-                "TASKQ_LEASE_AHEAD_MS: expected whole milliseconds from 0 "
-                "to 3600000, got \""
-                    + std::string(text) + "\"");
-  }
-  return core::Millis(ms);
-}
-
 class Runner {
 public:
   Runner(const RunOptions& o, Context& ctx)
@@ -679,19 +657,7 @@ private:
 
   // Whether another process has committed since the last look (always
   // true where the store cannot tell); if so, this look counts as made.
-  bool foreign_change() {
-    std::optional<int64_t> v;
-    try {
-      v = m_store.others_version();
-    } catch (const Error&) {
-      return true;
-    }
-    if (v && m_version && *v == *m_version) {
-      return false;
-    }
-    m_version = v;
-    return true;
-  }
+  bool foreign_change() { return changed_by_others(m_store, m_version); }
 
   // After our own commit: the feed's wake-up for it is taken now, and
   // what another process committed meanwhile is looked at all the same.
@@ -1245,6 +1211,41 @@ private:
 };
 
 } // namespace
+
+core::Millis lease_ahead_hold() {
+  constexpr core::Millis k_default{250};
+  const char* env = std::getenv("TASKQ_LEASE_AHEAD_MS");
+  if (env == nullptr) {
+    return k_default;
+  }
+  const std::string_view text(env);
+  int64_t ms = -1;
+  const auto [end, ec] =
+      std::from_chars(text.data(), text.data() + text.size(), ms);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size()
+      || ms < 0 || ms > 3'600'000) {
+    throw Error(ErrorKind::usage,
+                "TASKQ_LEASE_AHEAD_MS: expected whole milliseconds from 0 "
+                "to 3600000, got \""
+                    + std::string(text) + "\"");
+  }
+  return core::Millis(ms);
+}
+
+bool changed_by_others(storage::TaskStore& store,
+                       std::optional<int64_t>& seen) {
+  std::optional<int64_t> v;
+  try {
+    v = store.others_version();
+  } catch (const Error&) {
+    return true;
+  }
+  if (v && seen && *v == *seen) {
+    return false;
+  }
+  seen = v;
+  return true;
+}
 
 bool run_failed(const RunSummary& s, FailOn fail_on) {
   switch (fail_on) {

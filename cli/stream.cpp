@@ -109,6 +109,9 @@ struct Pending {
   std::optional<std::string> result;
   storage::FailRequest fail;
   std::optional<core::Millis> delay;
+  // Not in the summary: a task leased ahead given back unsent, which the
+  // summary never counted as leased.
+  bool uncounted = false;
 };
 
 int poll_timeout(Instant now, const std::optional<Instant>& until) {
@@ -122,7 +125,7 @@ int poll_timeout(Instant now, const std::optional<Instant>& until) {
 class StreamRunner {
 public:
   StreamRunner(const RunOptions& o, const StreamOptions& s, Context& ctx)
-      : m_o(o), m_s(s), m_ctx(ctx),
+      : m_ahead_hold(lease_ahead_hold()), m_o(o), m_s(s), m_ctx(ctx),
         m_store(ctx.store(storage::OpenMode::update)),
         m_feed(m_store.changes()), m_worker(ctx.worker()) {
     m_request.queues = o.queues;
@@ -181,6 +184,10 @@ public:
 private:
   void loop() {
     while (true) {
+      // What was leased ahead goes to the handler that just answered
+      // before the commit of that answer: the handler works while it
+      // commits.
+      dispatch();
       if (!m_stopping && m_look && wants_more()) {
         take_work();
       }
@@ -257,7 +264,7 @@ private:
       return false;
     }
     const auto queued = static_cast<int>(m_queue.size());
-    if (queued < free_handlers()) {
+    if (queued < free_handlers() + ahead_wanted()) {
       return true;
     }
     return m_s.prefetch > 1
@@ -300,10 +307,28 @@ private:
     write_batch(true);
   }
 
+  // Lease ahead, without --prefetch: with handlers that answer within
+  // m_ahead_hold, one task more than the free handlers take is leased in
+  // the transaction that writes an outcome, and written to the handler
+  // that answers next the moment it answers, so that the commit of that
+  // answer (its fsync) runs while the handler works. As in per-task `run`
+  // (cli/runner.cpp): held at most m_ahead_hold (then given back, its
+  // attempt too), checked again before it is written (an operator's kill
+  // or pause in between: not written), given back when run stops. Never
+  // with --max-tasks, nor with TASKQ_LEASE_AHEAD_MS=0; --prefetch has its
+  // own look-ahead.
+  int ahead_wanted() const {
+    if (m_s.prefetch > 1 || !m_quick || m_stopping || m_o.max_tasks
+        || m_ahead_hold.count() == 0 || m_o.lease_for < 3 * m_ahead_hold) {
+      return 0;
+    }
+    return 1;
+  }
+
   // How many tasks to lease now.
   int wanted() const {
     const auto queued = static_cast<int>(m_queue.size());
-    int want = std::max(1, free_handlers() - queued);
+    int want = std::max(1, free_handlers() + ahead_wanted() - queued);
     if (m_s.prefetch > 1) {
       want = std::max(want, free_handlers() + m_s.prefetch - 1 - queued
                                 - ahead_total());
@@ -352,6 +377,14 @@ private:
   // none, then, with --prefetch, the rest in turn up to lookahead() each,
   // written behind the one it works on. One write per handler.
   void dispatch() {
+    if (m_ahead_until && m_queue.empty()) {
+      m_ahead_until.reset();
+    }
+    if (m_s.prefetch <= 1 && m_queue_waited && !m_queue.empty()
+        && std::any_of(m_handlers.begin(), m_handlers.end(),
+                       [](const Handler& h) { return !h.held; })) {
+      drop_revoked_ahead();
+    }
     for (auto& h : m_handlers) {
       if (!h.running || h.stdin_closed || h.stopped_by_us) {
         continue;
@@ -385,6 +418,65 @@ private:
         write_some(h);
       }
     }
+  }
+
+  // Drops from m_queue what lost its lease while it waited there (an
+  // operator's kill or pause, an expiry): it must not reach a handler.
+  // No read when no other connection has committed since the last look.
+  void drop_revoked_ahead() {
+    m_queue_waited = false;
+    const core::Time now = m_ctx.live_now();
+    const bool others = changed_by_others(m_store, m_version);
+    for (auto it = m_queue.begin(); it != m_queue.end();) {
+      bool held = it->lease->expires_at > now;
+      if (held && others) {
+        try {
+          held = m_store.lease_held(it->id, it->lease->token, now);
+        } catch (const Error& e) {
+          if (e.kind() != ErrorKind::unavailable) {
+            throw;
+          }
+          // No answer: a lease lost meanwhile is found by check_leases,
+          // and its handler told.
+        }
+      }
+      if (held) {
+        ++it;
+        continue;
+      }
+      ++m_summary.revoked;
+      if (m_o.verbose) {
+        say_task(it->id, "lease lost before it was sent; dropped");
+      }
+      it = m_queue.erase(it);
+    }
+  }
+
+  // What was leased ahead and waited m_ahead_hold goes back (its attempt
+  // too): the handlers are slower than lease-ahead is for.
+  void give_back_ahead() {
+    m_quick = false;
+    if (m_o.verbose) {
+      for (const auto& t : m_queue) {
+        say_task(t.id, "leased ahead and not sent within "
+                           + core::format_duration(m_ahead_hold)
+                           + "; given back");
+      }
+    }
+    give_back_unsent();
+  }
+
+  // What is leased and was never written to a handler goes back (its
+  // attempt too), due at once. The summary counts it neither as leased
+  // nor as released, as per-task `run` does what it leased ahead.
+  void give_back_unsent() {
+    m_ahead_until.reset();
+    for (auto& t : m_queue) {
+      --m_summary.leased;
+      outcome(Pending{Pending::Kind::release, std::move(t), std::nullopt, {},
+                      std::nullopt, true});
+    }
+    m_queue.clear();
   }
 
   // The next leased task, its line added to what `h` is to read.
@@ -798,6 +890,9 @@ private:
   void finish(Handler& h, Pending p) {
     h.deaths = 0;
     const int64_t id = p.task.id;
+    if (h.held && h.held->task.id == id) {
+      m_quick = Clock::now() - h.held->sent < m_ahead_hold;
+    }
     settled(id);
     outcome(std::move(p));
     drop(h, id);
@@ -866,6 +961,7 @@ private:
     }
     std::optional<storage::LeaseRequest> next;
     int want = 0;
+    const bool ahead = lease && ahead_wanted() > 0;
     if (lease) {
       want = wanted();
       m_request.count = want;
@@ -906,8 +1002,15 @@ private:
     // that leases it next, without a lease of its own.
     m_summary.leased += static_cast<int64_t>(done.leased.size());
     const bool full = static_cast<int>(done.leased.size()) == want;
+    if (m_queue.empty()) {
+      m_queue_waited = false;
+      m_ahead_until.reset();
+    }
     for (auto& t : done.leased) {
       m_queue.push_back(std::move(t));
+    }
+    if (ahead && !done.leased.empty() && !m_ahead_until) {
+      m_ahead_until = Clock::now() + m_ahead_hold;
     }
     if (!lease || full) {
       m_look = true; // there may be more
@@ -917,6 +1020,9 @@ private:
   }
 
   void counted(const Pending& p, const storage::OutcomeResult& r) {
+    if (p.uncounted) {
+      return;
+    }
     const int64_t id = p.task.id;
     if (!r.task) {
       ++m_summary.revoked;
@@ -1100,14 +1206,7 @@ private:
       }
       h.ahead.clear();
     }
-    for (auto& t : m_queue) {
-      m_pending.push_back(Pending{Pending::Kind::release,
-                                  std::move(t),
-                                  std::nullopt,
-                                  {},
-                                  std::nullopt});
-    }
-    m_queue.clear();
+    give_back_unsent();
     try {
       write_batch(false);
     } catch (const Error& e) {
@@ -1134,14 +1233,7 @@ private:
                    working, core::format_duration(m_o.grace).c_str());
     }
     // Prefetched tasks no handler has seen go back at once.
-    for (auto& t : m_queue) {
-      outcome(Pending{Pending::Kind::release,
-                      std::move(t),
-                      std::nullopt,
-                      {},
-                      std::nullopt});
-    }
-    m_queue.clear();
+    give_back_unsent();
     for (auto& h : m_handlers) {
       h.restart_at.reset();
       if (!busy(h)) {
@@ -1202,6 +1294,8 @@ private:
     if (!idle()) {
       earliest(m_next_heartbeat);
     }
+    earliest(m_ahead_until);
+    m_queue_waited = m_queue_waited || !m_queue.empty();
     if (m_stopping) {
       earliest(m_stop_kill_at);
     }
@@ -1256,6 +1350,9 @@ private:
   }
 
   void on_timers(Instant now) {
+    if (m_ahead_until && now >= *m_ahead_until) {
+      give_back_ahead();
+    }
     for (auto& h : m_handlers) {
       if (h.held && h.held->deadline && now >= *h.held->deadline) {
         Held& held = *h.held;
@@ -1306,6 +1403,7 @@ private:
     say("task " + std::to_string(id) + ": " + what);
   }
 
+  const core::Millis m_ahead_hold; // how long a task leased ahead is held
   const RunOptions& m_o;
   const StreamOptions& m_s;
   Context& m_ctx;
@@ -1331,6 +1429,11 @@ private:
   bool m_stopping = false;
   std::optional<Instant> m_stop_kill_at;
   std::optional<Instant> m_wake_at;
+  bool m_quick = false; // the last answer came within m_ahead_hold
+  // Set when a lease ahead was taken; then what m_queue holds goes back.
+  std::optional<Instant> m_ahead_until;
+  bool m_queue_waited = false;       // m_queue was held across a poll
+  std::optional<int64_t> m_version;  // changed_by_others' last look
 };
 
 } // namespace

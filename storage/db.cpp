@@ -169,8 +169,24 @@ uint64_t SqliteDb::prepares() {
   return s_prepares.load(std::memory_order_relaxed);
 }
 
+namespace {
+
+// Once per process, before SQLite initializes itself: no allocation
+// statistics (taskq reads none), whose upkeep takes a global mutex around
+// every malloc and free.
+void configure_sqlite() {
+  static const bool done = [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return true;
+  }();
+  (void)done;
+}
+
+} // namespace
+
 SqliteDb::SqliteDb(const std::string& path, bool create)
     : Db(Backend::sqlite, path), m_busy(std::make_unique<BusyState>()) {
+  configure_sqlite();
   sqlite3* raw = nullptr;
   int flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_NOMUTEX;
   if (create) {

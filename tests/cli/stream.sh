@@ -229,6 +229,104 @@ expect_eq "$(grep -c . <<<"$out")" 300 "all completed"
 expect_exit 0 "$TASKQ" events -o json
 expect_eq "$(jq -r 'select(.message == "complete") | .task' <<<"$out" | sort | uniq -d | wc -l)" 0 "no task completed twice"
 
+# Lease-ahead (TASKQ_LEASE_AHEAD_MS, as per-task run's; worker.sh): behind
+# a handler that answers within the hold, the next task is leased in the
+# transaction that records an answer, and written the moment the next
+# answer comes.
+event_ids() { # ID MESSAGE: the ids of task ID's events named MESSAGE
+  "$TASKQ" events -o json | jq -r --argjson id "$1" --arg m "$2" \
+    'select(.task == $id and .message == $m) | .id'
+}
+messages() { # ID: task ID's events, in order
+  "$TASKQ" events -o json | jq -r --argjson id "$1" 'select(.task == $id) | .message' |
+    tr '\n' ' '
+}
+section "behind a quick handler the next task is leased ahead; TASKQ_LEASE_AHEAD_MS=0 leases none"
+for hold in default 0; do
+  fresh_db
+  : >"$STREAM_LOG"
+  a=$(add_task la --payload '{"do":"done"}')
+  b=$(add_task la --payload '{"do":"done"}')
+  c=$(add_task la --payload '{"do":"done"}')
+  if [[ $hold == default ]]; then
+    expect_exit 0 "$TASKQ" run la --stream --until-empty -- "$H"
+  else
+    TASKQ_LEASE_AHEAD_MS=0 expect_exit 0 "$TASKQ" run la --stream --until-empty -- "$H"
+  fi
+  expect_eq "$out" "leased 3: 3 completed, 0 failed for good, 0 will retry, 0 released, 0 revoked"
+  expect_eq "$(messages "$c")" "add lease complete " "events of the third task ($hold)"
+  lease_c=$(event_ids "$c" lease)
+  complete_b=$(event_ids "$b" complete)
+  if [[ $hold == default ]]; then
+    check "the third task is leased before the second completes (events $lease_c, $complete_b)" \
+      test "$lease_c" -lt "$complete_b"
+  else
+    check "the third task is leased after the second completes (events $lease_c, $complete_b)" \
+      test "$lease_c" -gt "$complete_b"
+  fi
+  expect_eq "$(grep -c "^task " "$STREAM_LOG")" 3 "tasks the handler got ($hold)"
+done
+for bad in -1 abc ""; do
+  TASKQ_LEASE_AHEAD_MS=$bad expect_exit 2 "$TASKQ" run la --stream --until-empty -- "$H"
+  expect_match "$err" "^taskq: TASKQ_LEASE_AHEAD_MS: expected whole milliseconds" \
+    "message for TASKQ_LEASE_AHEAD_MS=$bad"
+done
+
+section "a task leased ahead and held past TASKQ_LEASE_AHEAD_MS is given back, attempt and all"
+# 1 is quick, so 2 is leased with 3 ahead; 2 answers only once 3 is given
+# back. 3 is then leased again, and runs once, on its first attempt.
+fresh_db
+: >"$STREAM_LOG"
+a=$(add_task back --payload '{"do":"done"}')
+b=$(add_task back --payload '{"do":"after","result":"b"}')
+c=$(add_task back --payload '{"do":"done"}')
+rm -f "h/$b.go"
+mkfifo "h/$b.go"
+TASKQ_LEASE_AHEAD_MS=1000 bg_run back run back --stream --until-empty -- "$H"
+runner=$bg
+given_back() { [[ $(messages "$c") == "add lease release "* ]]; }
+check "the task leased ahead is given back" wait_until 20 given_back
+check "the handler reads the go" timeout 10 bash -c 'echo go >"$1"' _ "h/$b.go"
+bg_finish "$runner" back
+expect_eq "$rc" 0 "run's exit status"
+expect_eq "$out" "leased 3: 3 completed, 0 failed for good, 0 will retry, 0 released, 0 revoked" \
+  "the summary counts what reached a handler"
+expect_eq "$(messages "$c")" "add lease release lease complete " "events of the task leased ahead"
+expect_eq "$(field "$c" .attempts)" 1 "its attempts"
+expect_eq "$(grep -c "^task $c " "$STREAM_LOG")" 1 "times the handler got it"
+
+section "an operator's kill of the task leased ahead: it never reaches the handler; SIGTERM gives back the rest"
+fresh_db
+: >"$STREAM_LOG"
+a=$(add_task opahead --payload '{"do":"done"}')
+b=$(add_task opahead --payload '{"do":"after","result":"b"}')
+c=$(add_task opahead --payload '{"do":"done"}')
+d=$(add_task opahead --payload '{"do":"hold"}')
+e=$(add_task opahead --payload '{"do":"done"}')
+rm -f "h/$b.go"
+mkfifo "h/$b.go"
+# Held up to 60 s: however slow the machine, 3 stays leased ahead.
+TASKQ_LEASE_AHEAD_MS=60000 bg_run opahead run opahead --stream --grace 500ms -- "$H"
+runner=$bg
+leased_ahead() { [[ $(field "$1" .lease) != null ]]; }
+check "the third task is leased ahead" wait_until 20 leased_ahead "$c"
+expect_exit 0 "$TASKQ" kill "$c"
+check "the handler reads the go" timeout 10 bash -c 'echo go >"$1"' _ "h/$b.go"
+check "the fourth task, leased ahead of it, reaches the handler" \
+  wait_until 20 log_has "^task $d "
+check "the fifth is leased ahead behind it" wait_until 20 leased_ahead "$e"
+kill -TERM "$runner"
+bg_finish "$runner" opahead
+expect_eq "$rc" 0 "run's exit status"
+expect_eq "$(grep -c "^task $c " "$STREAM_LOG")" 0 "times the handler got the killed task"
+expect_eq "$(state "$c")" killed "state of the killed task"
+expect_eq "$(state "$d"):$(field "$d" .lease):$(field "$d" .attempts)" runnable:null:0 \
+  "the task in hand at SIGTERM is back, its attempt given back"
+expect_eq "$(state "$e"):$(field "$e" .lease):$(field "$e" .attempts)" runnable:null:0 \
+  "the task leased ahead at SIGTERM is back, its attempt given back"
+expect_match "$out" '^leased 4: 2 completed, 0 failed for good, 0 will retry, 1 released, 1 revoked$' \
+  "the summary: what reached a handler, and the killed task leased ahead"
+
 section "a handler that keeps dying ends the run"
 fresh_db
 add_task dead >/dev/null
