@@ -39,6 +39,10 @@ constexpr auto k_lease_check_every = std::chrono::milliseconds(20);
 // waiting behind the one in hand) less often: most have not started, and
 // a lease lost meanwhile only makes its outcome refused.
 constexpr auto k_queue_check_every = std::chrono::milliseconds(250);
+// With group commit, how many tasks lease-ahead holds at most, and after
+// how many tasks handed without waiting for their sync it holds one less.
+constexpr int k_max_ahead = 8;
+constexpr int k_ahead_settle = 32;
 // A handler that dies this many times in k_dying_window without an
 // outcome in between ends the run.
 constexpr int k_max_deaths = 3;
@@ -149,6 +153,9 @@ public:
     m_env.push_back("TASKQ_DB=" + db_path);
     m_env.push_back("TASKQ_WORKER=" + m_worker);
     m_handlers.resize(static_cast<size_t>(o.concurrency));
+    // Group commit: a commit no longer waits for the disk; a task leased
+    // in one waits for it in hand(), before its handler sees it.
+    m_deferred = m_store.defer_sync();
   }
 
   ~StreamRunner() {
@@ -178,6 +185,8 @@ public:
       throw;
     }
     flush();
+    // What this run committed is on disk before it says it is done.
+    m_store.wait_durable(m_store.commit_seq());
     return m_summary;
   }
 
@@ -317,12 +326,18 @@ private:
   // or pause in between: not written), given back when run stops. Never
   // with --max-tasks, nor with TASKQ_LEASE_AHEAD_MS=0; --prefetch has its
   // own look-ahead.
+  //
+  // With group commit (SQLite), as many as keep the handler from waiting
+  // for a sync (m_ahead_depth): the task written next was leased some
+  // commits ago, and its sync ended while the handler worked on the ones
+  // before it; a sync that takes longer than a task makes the next one
+  // cover the commits made meanwhile, and the depth grow.
   int ahead_wanted() const {
     if (m_s.prefetch > 1 || !m_quick || m_stopping || m_o.max_tasks
         || m_ahead_hold.count() == 0 || m_o.lease_for < 3 * m_ahead_hold) {
       return 0;
     }
-    return 1;
+    return m_deferred ? m_ahead_depth : 1;
   }
 
   // How many tasks to lease now.
@@ -377,9 +392,7 @@ private:
   // none, then, with --prefetch, the rest in turn up to lookahead() each,
   // written behind the one it works on. One write per handler.
   void dispatch() {
-    if (m_ahead_until && m_queue.empty()) {
-      m_ahead_until.reset();
-    }
+    hold_front();
     if (m_s.prefetch <= 1 && m_queue_waited && !m_queue.empty()
         && std::any_of(m_handlers.begin(), m_handlers.end(),
                        [](const Handler& h) { return !h.held; })) {
@@ -471,10 +484,15 @@ private:
   // nor as released, as per-task `run` does what it leased ahead.
   void give_back_unsent() {
     m_ahead_until.reset();
+    m_leased_in.clear();
     for (auto& t : m_queue) {
       --m_summary.leased;
-      outcome(Pending{Pending::Kind::release, std::move(t), std::nullopt, {},
-                      std::nullopt, true});
+      outcome(Pending{Pending::Kind::release,
+                      std::move(t),
+                      std::nullopt,
+                      {},
+                      std::nullopt,
+                      true});
     }
     m_queue.clear();
   }
@@ -483,6 +501,29 @@ private:
   Held hand(Handler& h) {
     core::Task t = std::move(m_queue.front());
     m_queue.pop_front();
+    // Its lease is on disk before its handler sees it (group commit).
+    uint64_t commit = m_store.commit_seq(); // not found: the last one
+    while (!m_leased_in.empty()) {
+      const Queued q = m_leased_in.front();
+      m_leased_in.pop_front();
+      if (q.id == t.id) {
+        commit = q.commit;
+        break;
+      }
+    }
+    const bool waited = m_store.wait_durable(commit);
+    if (commit < m_store.commit_seq()) {
+      // Leased ahead, and committed since: deeper when its sync was not
+      // over by now, shallower after k_ahead_settle that were.
+      if (waited) {
+        m_ahead_depth = std::min(m_ahead_depth + 1, k_max_ahead);
+        m_ahead_unwaited = 0;
+      } else if (++m_ahead_unwaited >= k_ahead_settle && m_ahead_depth > 2) {
+        --m_ahead_depth;
+        m_ahead_unwaited = 0;
+      }
+    }
+    hold_front();
     const Instant now = Clock::now();
     if (h.proc.stdin_pipe()) {
       h.in_buf += "{\"task\":";
@@ -499,6 +540,24 @@ private:
                                  + std::to_string(held.task.attempts) + ")");
     }
     return held;
+  }
+
+  // A task leased ahead is held m_ahead_hold from its lease: the timer
+  // follows m_queue's front, the one written next.
+  void hold_front() {
+    if (!m_ahead_until) {
+      return;
+    }
+    while (!m_leased_in.empty() && !m_queue.empty()
+           && m_leased_in.front().id != m_queue.front().id
+           && m_leased_in.size() > m_queue.size()) {
+      m_leased_in.pop_front(); // dropped from m_queue meanwhile
+    }
+    if (m_queue.empty()) {
+      m_ahead_until.reset();
+    } else if (!m_leased_in.empty()) {
+      m_ahead_until = m_leased_in.front().leased + m_ahead_hold;
+    }
   }
 
   // The task `id` of `h` is over: the next one written to it becomes the
@@ -1005,12 +1064,17 @@ private:
     if (m_queue.empty()) {
       m_queue_waited = false;
       m_ahead_until.reset();
+      m_leased_in.clear();
     }
+    const uint64_t commit = m_store.commit_seq();
+    const Instant leased = Clock::now();
     for (auto& t : done.leased) {
+      m_leased_in.push_back(Queued{t.id, commit, leased});
       m_queue.push_back(std::move(t));
     }
     if (ahead && !done.leased.empty() && !m_ahead_until) {
-      m_ahead_until = Clock::now() + m_ahead_hold;
+      m_ahead_until = leased + m_ahead_hold;
+      hold_front();
     }
     if (!lease || full) {
       m_look = true; // there may be more
@@ -1415,9 +1479,20 @@ private:
   storage::LeaseRequest m_request;
   core::Millis m_heartbeat_every{};
   std::vector<Handler> m_handlers;
-  std::deque<core::Task> m_queue;    // leased, not yet sent
-  std::vector<Pending> m_pending;    // outcomes not yet written
-  std::deque<int64_t> m_finished;    // ids lately settled, for late lines
+  std::deque<core::Task> m_queue; // leased, not yet sent
+  // What leased each task of m_queue, in its order (it may hold tasks
+  // since dropped from m_queue): the commit to wait for, the hold's start.
+  struct Queued {
+    int64_t id;
+    uint64_t commit;
+    Instant leased;
+  };
+  std::deque<Queued> m_leased_in;
+  bool m_deferred = false;        // group commit (TaskStore::defer_sync)
+  int m_ahead_depth = 2;          // ahead_wanted() with group commit
+  int m_ahead_unwaited = 0;       // tasks handed since the depth last changed
+  std::vector<Pending> m_pending; // outcomes not yet written
+  std::deque<int64_t> m_finished; // ids lately settled, for late lines
   std::optional<Instant> m_flush_at; // write m_pending by then
   Instant m_next_heartbeat;
   Instant m_last_check;
@@ -1432,8 +1507,8 @@ private:
   bool m_quick = false; // the last answer came within m_ahead_hold
   // Set when a lease ahead was taken; then what m_queue holds goes back.
   std::optional<Instant> m_ahead_until;
-  bool m_queue_waited = false;       // m_queue was held across a poll
-  std::optional<int64_t> m_version;  // changed_by_others' last look
+  bool m_queue_waited = false;      // m_queue was held across a poll
+  std::optional<int64_t> m_version; // changed_by_others' last look
 };
 
 } // namespace

@@ -6,13 +6,19 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
+#include <condition_variable>
+#include <csignal>
 #include <cstdlib>
+#include <cstring>
 #include <fcntl.h>
+#include <mutex>
 #include <random>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
+#include <unistd.h>
 
 namespace taskq::storage {
 
@@ -44,6 +50,158 @@ struct SqliteDb::BusyState {
       0; // this connection's commits, counted up to k_short_commits + 1
   std::chrono::steady_clock::time_point start;
   std::minstd_rand rng{std::random_device{}()};
+  SqliteDb::WalSync* sync = nullptr; // told of each commit, once deferred
+};
+
+// SqliteDb::defer_sync's thread. The connection runs with synchronous =
+// NORMAL, under which a WAL commit writes its frames and returns without
+// syncing them; this thread syncs the WAL file whenever the connection
+// has committed since its last sync. A commit whose frames were written
+// before a sync began is on disk when that sync returns: what FULL does
+// within each commit, done once for every commit that waited meanwhile.
+// SQLite's own syncs (before and after a checkpoint copies the WAL into
+// the database file) are unchanged.
+class SqliteDb::WalSync {
+public:
+  WalSync(std::string wal, std::string db)
+      : m_wal(std::move(wal)), m_db(std::move(db)) {
+    // No signal is ever delivered to this thread: `run` takes its signals
+    // through a signalfd, which needs them blocked in every thread.
+    sigset_t all;
+    sigset_t old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    m_thread = std::thread([this] { loop(); });
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  }
+
+  // Syncs what was committed, then stops.
+  ~WalSync() {
+    {
+      const std::lock_guard lock(m_mutex);
+      m_stop = true;
+    }
+    m_work.notify_one();
+    m_thread.join();
+    if (m_fd >= 0) {
+      ::close(m_fd);
+    }
+  }
+  WalSync(const WalSync&) = delete;
+  WalSync& operator=(const WalSync&) = delete;
+
+  // The connection has committed (its WAL hook).
+  void committed() {
+    {
+      const std::lock_guard lock(m_mutex);
+      ++m_committed;
+    }
+    m_work.notify_one();
+  }
+
+  uint64_t committed_count() const {
+    const std::lock_guard lock(m_mutex);
+    return m_committed;
+  }
+
+  bool wait(uint64_t seq) {
+    std::unique_lock lock(m_mutex);
+    const bool waited = m_synced < seq;
+    m_done.wait(lock, [&] { return m_synced >= seq || !m_error.empty(); });
+    if (m_synced < seq) {
+      throw Error(ErrorKind::unavailable,
+                  "cannot sync " + m_wal + ": " + m_error);
+    }
+    return waited;
+  }
+
+private:
+  void loop() {
+    std::unique_lock lock(m_mutex);
+    while (true) {
+      m_work.wait(lock, [&] { return m_stop || m_committed > m_synced; });
+      if (m_committed == m_synced) {
+        return; // stopping, and nothing is left to sync
+      }
+      const uint64_t target = m_committed;
+      lock.unlock();
+      const std::string error = sync_once();
+      lock.lock();
+      if (!error.empty()) {
+        m_error = error; // every wait from now on throws
+        m_done.notify_all();
+        return;
+      }
+      m_synced = target;
+      m_done.notify_all();
+    }
+  }
+
+  // One fdatasync of the WAL; the text of the failure, or empty.
+  std::string sync_once() {
+    struct stat st {};
+    if (::stat(m_wal.c_str(), &st) != 0) {
+      if (errno != ENOENT) {
+        return std::strerror(errno);
+      }
+      // No WAL: what was committed is in the database file.
+      return sync_path(m_db);
+    }
+    if (m_fd < 0 || st.st_ino != m_ino || st.st_dev != m_dev) {
+      // First sync, or a WAL made anew: its directory entry must be on
+      // disk too (as SQLite syncs the directory of a journal it creates).
+      if (m_fd >= 0) {
+        ::close(m_fd);
+      }
+      m_fd = ::open(m_wal.c_str(), O_RDONLY | O_CLOEXEC);
+      if (m_fd < 0) {
+        return std::strerror(errno);
+      }
+      m_ino = st.st_ino;
+      m_dev = st.st_dev;
+      const auto slash = m_wal.find_last_of('/');
+      if (std::string error = sync_path(
+              slash == std::string::npos ? "." : m_wal.substr(0, slash + 1));
+          !error.empty()) {
+        return error;
+      }
+    }
+    return data_sync(m_fd);
+  }
+
+  static std::string data_sync(int fd) {
+    while (::fdatasync(fd) != 0) {
+      if (errno != EINTR) {
+        return std::strerror(errno);
+      }
+    }
+    return {};
+  }
+
+  static std::string sync_path(const std::string& path) {
+    const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return std::strerror(errno);
+    }
+    std::string error = data_sync(fd);
+    ::close(fd);
+    return error;
+  }
+
+  const std::string m_wal;
+  const std::string m_db;
+  mutable std::mutex m_mutex;
+  std::condition_variable m_work; // a commit to sync, or stop
+  std::condition_variable m_done; // a sync ended
+  uint64_t m_committed = 0;
+  uint64_t m_synced = 0;
+  bool m_stop = false;
+  std::string m_error;
+  // Used by the thread only.
+  int m_fd = -1;
+  ino_t m_ino = 0;
+  dev_t m_dev = 0;
+  std::thread m_thread;
 };
 
 namespace {
@@ -119,6 +277,9 @@ int on_wal_commit(void* arg, sqlite3* db, const char* name, int frames) {
     ::utimensat(AT_FDCWD, file, nullptr, 0);
   }
   auto* state = static_cast<BusyState*>(arg);
+  if (state->sync != nullptr) {
+    state->sync->committed();
+  }
   // Counted no further than needed: `run` may commit for months.
   state->commits = std::min(state->commits + 1, k_short_commits + 1);
   const bool short_lived = state->commits <= k_short_commits;
@@ -160,6 +321,8 @@ void SqliteDb::Close::operator()(sqlite3* db) const {
 }
 
 SqliteDb::~SqliteDb() {
+  m_busy->sync = nullptr;
+  m_sync.reset();
   for (auto& [sql, entry] : m_cache) {
     sqlite3_finalize(entry.stmt);
   }
@@ -450,6 +613,35 @@ void SqliteDb::begin(TxKind kind) {
 
 void SqliteDb::commit() {
   run_cached("COMMIT", "cannot commit");
+}
+
+bool SqliteDb::defer_sync() {
+  if (m_sync) {
+    return true;
+  }
+  const char* wal =
+      sqlite3_filename_wal(sqlite3_db_filename(m_handle.get(), "main"));
+  bool in_wal = false;
+  if (wal != nullptr && *wal != '\0') {
+    const auto st = prepare("PRAGMA journal_mode");
+    in_wal = st->step() && st->get_text(0) == "wal";
+  }
+  if (!in_wal) {
+    return false; // in memory, or a rollback journal: commits stay synced
+  }
+  exec("PRAGMA synchronous = NORMAL", "cannot configure " + path());
+  m_sync = std::make_unique<WalSync>(
+      wal, sqlite3_db_filename(m_handle.get(), "main"));
+  m_busy->sync = m_sync.get();
+  return true;
+}
+
+uint64_t SqliteDb::commit_seq() const {
+  return m_sync ? m_sync->committed_count() : 0;
+}
+
+bool SqliteDb::wait_durable(uint64_t seq) {
+  return m_sync && m_sync->wait(seq);
 }
 
 void SqliteDb::rollback() noexcept {

@@ -125,6 +125,21 @@ public:
   // the backend does not say.
   virtual std::optional<int64_t> others_version() { return std::nullopt; }
 
+  // Group commit, for a long-lived writer (run --stream). After
+  // defer_sync(), a commit of this connection returns once the database
+  // holds it (every connection sees it, and a kill of this process loses
+  // nothing), without waiting for the disk: a thread of the connection's
+  // own syncs the log, each sync covering every commit made before it
+  // began, so one sync can serve several commits. commit_seq() numbers
+  // this connection's commits; wait_durable(n) returns once the n-th is on
+  // disk, true when it had to wait for that, and throws unavailable when a
+  // sync failed. Closing waits for all.
+  // false, and nothing to wait for, where a commit is durable when it
+  // returns (PostgreSQL).
+  virtual bool defer_sync() { return false; }
+  virtual uint64_t commit_seq() const { return 0; }
+  virtual bool wait_durable(uint64_t /*seq*/) { return false; }
+
   // The id of the last row this connection inserted, where the database
   // keeps it (SQLite); std::nullopt elsewhere: ask with RETURNING.
   virtual std::optional<int64_t> last_insert_id() const { return std::nullopt; }
@@ -172,6 +187,8 @@ public:
 
   // The busy handler's per-connection state (storage/db.cpp).
   struct BusyState;
+  // The thread behind defer_sync (storage/db.cpp).
+  class WalSync;
 
   // Once the file is known to be taskq's: no checkpoint when the connection
   // closes (until then, closing leaves a WAL file as it found it).
@@ -189,6 +206,9 @@ public:
   void begin(TxKind kind) override;
   void commit() override;
   void rollback() noexcept override;
+  bool defer_sync() override;
+  uint64_t commit_seq() const override;
+  bool wait_durable(uint64_t seq) override;
 
   // How many statements every SqliteDb of this process has prepared
   // (sqlite3_prepare_v2, and each exec): for tests of the cache.
@@ -230,6 +250,8 @@ private:
 
   // Declared before m_handle, so the connection closes first.
   std::unique_ptr<BusyState> m_busy;
+  // ~SqliteDb stops it first, syncing what is left.
+  std::unique_ptr<WalSync> m_sync;
   std::unique_ptr<sqlite3, Close> m_handle;
   // Statements by SQL text, finalized by ~SqliteDb before the connection
   // closes. Each is reset, its bindings cleared, when its Statement ends.

@@ -543,6 +543,18 @@ std::optional<int64_t> TaskStore::others_version() {
   return m_db->others_version();
 }
 
+bool TaskStore::defer_sync() {
+  return m_db->defer_sync();
+}
+
+uint64_t TaskStore::commit_seq() const {
+  return m_db->commit_seq();
+}
+
+bool TaskStore::wait_durable(uint64_t seq) {
+  return m_db->wait_durable(seq);
+}
+
 ChangeFeed TaskStore::changes() const {
   return ChangeFeed(m_db->feed_source(), m_db->backend_pid());
 }

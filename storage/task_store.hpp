@@ -561,6 +561,17 @@ public:
   // the backend does not tell (PostgreSQL).
   std::optional<int64_t> others_version();
 
+  // Group commit for a long-lived writer (Db::defer_sync): from now on a
+  // commit of this store returns before the disk has it, and a thread of
+  // the store's syncs it, one sync for every commit that waited. Callers
+  // must not act on a commit before wait_durable(the commit_seq() read
+  // after it) returns; it says whether it had to wait. false where commits
+  // are durable when they return (PostgreSQL, an SQLite file not in WAL
+  // mode): then nothing waits.
+  bool defer_sync();
+  uint64_t commit_seq() const;
+  bool wait_durable(uint64_t seq);
+
   // Operator message to the selected tasks. With ids: all or nothing, and a
   // refused transition on any id is a conflict. With filters: applies to the
   // tasks whose state accepts the message. Revokes live leases (pause,

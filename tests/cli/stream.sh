@@ -365,11 +365,14 @@ if sqlite_only; then
   expect_eq "$(state "$g")" completed
   expect_eq "$(field "$g" .result)" '{"kept":[1,"two"]}' "the result"
 
-  # The commit is held in its WAL sync by an LD_PRELOAD shim.
-  section "a run killed while its lease commits: the handler never gets the task"
-  # The task goes to the handler once its lease is committed; written
-  # before (as it was for a while), a run killed meanwhile left its
-  # handler working on a task the next worker leased and ran too.
+  # The WAL sync is held by an LD_PRELOAD shim.
+  section "a run killed while its lease syncs: the handler never gets the task"
+  # The task goes to the handler once its lease is on disk; written
+  # before its commit (as it was for a while), a run killed meanwhile left
+  # its handler working on a task the next worker leased and ran too.
+  # With group commit the commit returns before its sync, which a thread
+  # of run's makes: the lease is there for all to see, and the task waits
+  # for the sync all the same.
   check "the shim builds" \
     cc -shared -fPIC -o stall_sync.so "${_suite%/*}/stall_sync.c" -ldl
   k=$(add_task stall --payload '{"do":"done"}')
@@ -377,19 +380,41 @@ if sqlite_only; then
   : >gate
   STALL_GATE=$PWD/gate LD_PRELOAD=$PWD/stall_sync.so \
     ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
-    bg_run stall run stall --stream -- "$H"
+    bg_run stall run stall --stream --worker stalled -- "$H"
   runner=$bg
-  check "the lease's commit is held in its sync" wait_until 10 test -e gate.held
+  check "the lease's sync is held" wait_until 10 test -e gate.held
   check "the handler is up" wait_until 10 log_has '^start '
+  check "the lease is committed before its sync ends" \
+    wait_until 10 sh -c "[ \"\$(\"$TASKQ\" show $k -o json | jq -r '.lease.worker')\" = stalled ]"
   handler=$(awk '$1 == "start" { print $2; exit }' "$STREAM_LOG")
   kill -KILL "$runner"
   wait "$runner" 2>/dev/null
   rm -f gate
   check "the handler sees its stdin close and ends" wait_until 10 gone "$handler"
   expect_eq "$(grep -c '^task ' "$STREAM_LOG")" 0 "tasks the handler got"
-  # Whether the lease counts is SQLite's to say: the next open may recover
-  # the commit from the WAL (then the lease runs out as any dead worker's).
+  # A kill of run loses no commit: the lease runs out as any dead
+  # worker's, and the task is still to run.
   expect_eq "$(state "$k")" runnable "the task is still to run"
+  expect_eq "$("$TASKQ" show "$k" -o json | jq -r '.lease.worker')" stalled "its lease"
+
+  section "a held sync holds the task back; once it ends the task runs"
+  k=$(add_task stall2 --payload '{"do":"done"}')
+  : >"$STREAM_LOG"
+  rm -f gate.held
+  : >gate
+  STALL_GATE=$PWD/gate LD_PRELOAD=$PWD/stall_sync.so \
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+    bg_run stall2 run stall2 --stream --until-empty -- "$H"
+  runner=$bg
+  check "the lease's sync is held" wait_until 10 test -e gate.held
+  check "the lease is committed" \
+    wait_until 10 sh -c "\"$TASKQ\" show $k -o json | jq -e '.lease != null' >/dev/null"
+  expect_eq "$(grep -c '^task ' "$STREAM_LOG")" 0 "tasks the handler got while the sync is held"
+  rm -f gate
+  bg_finish "$runner" stall2
+  expect_eq "$rc" 0 "run's exit status"
+  expect_eq "$(grep -c '^task ' "$STREAM_LOG")" 1 "tasks the handler got"
+  expect_eq "$(state "$k")" completed
 fi
 
 section "option checks"

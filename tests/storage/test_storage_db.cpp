@@ -276,6 +276,66 @@ TEST_CASE("commands that commit once and exit keep the WAL short"
   CHECK(largest < 80 * frame);
 }
 
+TEST_CASE("group commit: each commit is numbered, and waited for until its "
+          "sync ends") {
+  TempDb db;
+  {
+    TaskStore store(db.path(), OpenMode::write);
+    if (on_postgresql()) {
+      // A commit is durable when it returns: nothing to defer or wait for.
+      CHECK_FALSE(store.defer_sync());
+      add_task(store, "q");
+      CHECK(store.commit_seq() == 0);
+      CHECK_FALSE(store.wait_durable(store.commit_seq()));
+      return;
+    }
+    REQUIRE(store.defer_sync());
+    CHECK(store.defer_sync()); // once is enough
+    const uint64_t first = store.commit_seq();
+    add_task(store, "q");
+    CHECK(store.commit_seq() == first + 1);
+    for (int i = 0; i < 50; ++i) {
+      add_task(store, "q");
+    }
+    CHECK(store.commit_seq() == first + 51);
+    // Reads commit nothing.
+    CHECK(store.list(by_queue("q"), t0).size() == 51);
+    CHECK(store.commit_seq() == first + 51);
+    store.wait_durable(store.commit_seq());
+    // Committed is visible to another connection at once, synced or not.
+    add_task(store, "q");
+    TaskStore other(db.path(), OpenMode::update);
+    CHECK(other.list(by_queue("q"), t0).size() == 52);
+  }
+  // Closing waits for the last syncs; nothing is lost.
+  TaskStore again(db.path(), OpenMode::update);
+  CHECK(again.list(by_queue("q"), t0).size() == 52);
+}
+
+TEST_CASE("group commit: a sync that fails is an error, never taken for done"
+          * sqlite_only()) {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  REQUIRE(store.defer_sync());
+  add_task(store, "q");
+  store.wait_durable(store.commit_seq());
+  // The WAL's name now leads to a file that cannot be synced (SQLite
+  // writes on through the descriptor it has).
+  const std::string wal = db.path() + "-wal";
+  fs::create_symlink("/dev/null", wal + ".tmp");
+  fs::rename(wal + ".tmp", wal);
+  add_task(store, "q");
+  try {
+    store.wait_durable(store.commit_seq());
+    FAIL("wait_durable returned after a failed sync");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::unavailable);
+    CHECK(std::string(e.what()).find("cannot sync") != std::string::npos);
+  }
+  // And so does every wait after it.
+  CHECK_THROWS_AS(store.wait_durable(store.commit_seq()), Error);
+}
+
 TEST_CASE("check reports a healthy database as ok") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
