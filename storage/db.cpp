@@ -16,6 +16,7 @@
 #include <mutex>
 #include <random>
 #include <string>
+#include <sys/eventfd.h>
 #include <sys/stat.h>
 #include <thread>
 #include <unistd.h>
@@ -63,15 +64,37 @@ struct SqliteDb::BusyState {
 // the database file) are unchanged.
 class SqliteDb::WalSync {
 public:
-  WalSync(std::string wal, std::string db)
-      : m_wal(std::move(wal)), m_db(std::move(db)) {
+  explicit WalSync(std::string wal) : m_wal(std::move(wal)) {
     // No signal is ever delivered to this thread: `run` takes its signals
     // through a signalfd, which needs them blocked in every thread.
     sigset_t all;
     sigset_t old;
     sigfillset(&all);
+    m_event = ::eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+    if (m_event < 0) {
+      throw Error(ErrorKind::unavailable, "eventfd: " + errno_text(errno));
+    }
+    // Opened now if it is there, so that a write error the kernel records
+    // from here on is seen by this descriptor's syncs.
+    if (const std::string error = open_wal(); !error.empty()) {
+      if (m_fd >= 0) {
+        ::close(m_fd);
+      }
+      ::close(m_event);
+      throw Error(ErrorKind::unavailable,
+                  "cannot open " + m_wal + ": " + error);
+    }
     pthread_sigmask(SIG_SETMASK, &all, &old);
-    m_thread = std::thread([this] { loop(); });
+    try {
+      m_thread = std::thread([this] { loop(); });
+    } catch (...) {
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      ::close(m_event);
+      if (m_fd >= 0) {
+        ::close(m_fd);
+      }
+      throw;
+    }
     pthread_sigmask(SIG_SETMASK, &old, nullptr);
   }
 
@@ -86,6 +109,7 @@ public:
     if (m_fd >= 0) {
       ::close(m_fd);
     }
+    ::close(m_event);
   }
   WalSync(const WalSync&) = delete;
   WalSync& operator=(const WalSync&) = delete;
@@ -102,6 +126,14 @@ public:
   uint64_t committed_count() const {
     const std::lock_guard lock(m_mutex);
     return m_committed;
+  }
+
+  // Readable after each sync (and a failed one); read to clear.
+  int event_fd() const { return m_event; }
+
+  bool synced(uint64_t seq) const {
+    const std::lock_guard lock(m_mutex);
+    return m_synced >= seq || !m_error.empty();
   }
 
   bool wait(uint64_t seq) {
@@ -130,41 +162,67 @@ private:
       if (!error.empty()) {
         m_error = error; // every wait from now on throws
         m_done.notify_all();
+        signal();
         return;
       }
       m_synced = target;
       m_done.notify_all();
+      signal();
     }
   }
 
-  // One fdatasync of the WAL; the text of the failure, or empty.
-  std::string sync_once() {
-    struct stat st {};
-    if (::stat(m_wal.c_str(), &st) != 0) {
-      if (errno != ENOENT) {
-        return std::strerror(errno);
-      }
-      // No WAL: what was committed is in the database file.
-      return sync_path(m_db);
+  void signal() const {
+    const uint64_t one = 1;
+    [[maybe_unused]] const ssize_t n = ::write(m_event, &one, sizeof one);
+  }
+
+  static std::string errno_text(int e) {
+    char buffer[128];
+    return strerror_r(e, buffer, sizeof buffer); // GNU: thread-safe
+  }
+
+  // Opens the WAL (and syncs its directory, as SQLite does for a journal
+  // it creates); empty, or the failure. m_fd stays -1 when there is no WAL
+  // yet, and then this says nothing.
+  std::string open_wal() {
+    const int fd = ::open(m_wal.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0) {
+      return errno == ENOENT ? "" : errno_text(errno);
     }
-    if (m_fd < 0 || st.st_ino != m_ino || st.st_dev != m_dev) {
-      // First sync, or a WAL made anew: its directory entry must be on
-      // disk too (as SQLite syncs the directory of a journal it creates).
-      if (m_fd >= 0) {
-        ::close(m_fd);
-      }
-      m_fd = ::open(m_wal.c_str(), O_RDONLY | O_CLOEXEC);
-      if (m_fd < 0) {
-        return std::strerror(errno);
-      }
-      m_ino = st.st_ino;
-      m_dev = st.st_dev;
-      const auto slash = m_wal.find_last_of('/');
-      if (std::string error = sync_path(
-              slash == std::string::npos ? "." : m_wal.substr(0, slash + 1));
-          !error.empty()) {
+    struct stat st {};
+    if (::fstat(fd, &st) != 0) {
+      const int e = errno;
+      ::close(fd);
+      return errno_text(e);
+    }
+    m_fd = fd;
+    m_ino = st.st_ino;
+    m_dev = st.st_dev;
+    const auto slash = m_wal.find_last_of('/');
+    return sync_path(slash == std::string::npos ? "."
+                                                : m_wal.substr(0, slash + 1));
+  }
+
+  // One fdatasync of the WAL; the text of the failure, or empty. The WAL
+  // this connection writes is never removed or replaced while it is open
+  // (taskq's connections do not checkpoint on close, and a closing one
+  // could not remove it while this one has it): a WAL that is gone or is
+  // another file is not ours to vouch for, and fails the sync.
+  std::string sync_once() {
+    if (m_fd < 0) {
+      if (std::string error = open_wal(); !error.empty()) {
         return error;
       }
+      if (m_fd < 0) {
+        return "the WAL file is missing";
+      }
+    }
+    struct stat st {};
+    if (::stat(m_wal.c_str(), &st) != 0) {
+      return errno == ENOENT ? "the WAL file was removed" : errno_text(errno);
+    }
+    if (st.st_ino != m_ino || st.st_dev != m_dev) {
+      return "the WAL file was replaced";
     }
     return data_sync(m_fd);
   }
@@ -172,7 +230,7 @@ private:
   static std::string data_sync(int fd) {
     while (::fdatasync(fd) != 0) {
       if (errno != EINTR) {
-        return std::strerror(errno);
+        return errno_text(errno);
       }
     }
     return {};
@@ -181,7 +239,7 @@ private:
   static std::string sync_path(const std::string& path) {
     const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
     if (fd < 0) {
-      return std::strerror(errno);
+      return errno_text(errno);
     }
     std::string error = data_sync(fd);
     ::close(fd);
@@ -189,7 +247,6 @@ private:
   }
 
   const std::string m_wal;
-  const std::string m_db;
   mutable std::mutex m_mutex;
   std::condition_variable m_work; // a commit to sync, or stop
   std::condition_variable m_done; // a sync ended
@@ -197,6 +254,7 @@ private:
   uint64_t m_synced = 0;
   bool m_stop = false;
   std::string m_error;
+  int m_event = -1;
   // Used by the thread only.
   int m_fd = -1;
   ino_t m_ino = 0;
@@ -630,14 +688,21 @@ bool SqliteDb::defer_sync() {
     return false; // in memory, or a rollback journal: commits stay synced
   }
   exec("PRAGMA synchronous = NORMAL", "cannot configure " + path());
-  m_sync = std::make_unique<WalSync>(
-      wal, sqlite3_db_filename(m_handle.get(), "main"));
+  m_sync = std::make_unique<WalSync>(wal);
   m_busy->sync = m_sync.get();
   return true;
 }
 
 uint64_t SqliteDb::commit_seq() const {
   return m_sync ? m_sync->committed_count() : 0;
+}
+
+bool SqliteDb::durable(uint64_t seq) const {
+  return !m_sync || m_sync->synced(seq);
+}
+
+int SqliteDb::durable_fd() const {
+  return m_sync ? m_sync->event_fd() : -1;
 }
 
 bool SqliteDb::wait_durable(uint64_t seq) {

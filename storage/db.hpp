@@ -133,12 +133,16 @@ public:
   // began, so one sync can serve several commits. commit_seq() numbers
   // this connection's commits; wait_durable(n) returns once the n-th is on
   // disk, true when it had to wait for that, and throws unavailable when a
-  // sync failed. Closing waits for all.
+  // sync failed; durable(n) says whether it would return at once (a failed
+  // sync counts: the wait throws), and durable_fd() is readable after each
+  // sync ends (read it to clear it). Closing waits for all.
   // false, and nothing to wait for, where a commit is durable when it
   // returns (PostgreSQL).
   virtual bool defer_sync() { return false; }
   virtual uint64_t commit_seq() const { return 0; }
   virtual bool wait_durable(uint64_t /*seq*/) { return false; }
+  virtual bool durable(uint64_t /*seq*/) const { return true; }
+  virtual int durable_fd() const { return -1; }
 
   // The id of the last row this connection inserted, where the database
   // keeps it (SQLite); std::nullopt elsewhere: ask with RETURNING.
@@ -209,6 +213,8 @@ public:
   bool defer_sync() override;
   uint64_t commit_seq() const override;
   bool wait_durable(uint64_t seq) override;
+  bool durable(uint64_t seq) const override;
+  int durable_fd() const override;
 
   // How many statements every SqliteDb of this process has prepared
   // (sqlite3_prepare_v2, and each exec): for tests of the cache.

@@ -555,6 +555,14 @@ bool TaskStore::wait_durable(uint64_t seq) {
   return m_db->wait_durable(seq);
 }
 
+bool TaskStore::durable(uint64_t seq) const {
+  return m_db->durable(seq);
+}
+
+int TaskStore::durable_fd() const {
+  return m_db->durable_fd();
+}
+
 ChangeFeed TaskStore::changes() const {
   return ChangeFeed(m_db->feed_source(), m_db->backend_pid());
 }

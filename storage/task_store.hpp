@@ -567,10 +567,14 @@ public:
   // must not act on a commit before wait_durable(the commit_seq() read
   // after it) returns; it says whether it had to wait. false where commits
   // are durable when they return (PostgreSQL, an SQLite file not in WAL
-  // mode): then nothing waits.
+  // mode): then nothing waits. durable(n): whether wait_durable(n) would
+  // return at once; durable_fd(): a descriptor readable after each sync,
+  // to poll on (read it to clear it), or -1.
   bool defer_sync();
   uint64_t commit_seq() const;
   bool wait_durable(uint64_t seq);
+  bool durable(uint64_t seq) const;
+  int durable_fd() const;
 
   // Operator message to the selected tasks. With ids: all or nothing, and a
   // refused transition on any id is a conflict. With filters: applies to the

@@ -1,8 +1,11 @@
-/* LD_PRELOAD shim for tests/cli/stream.sh: holds fdatasync and fsync (so a
- * SQLite commit, which syncs its WAL before it publishes the commit) while
- * the file named by $STALL_GATE exists. When it starts holding one it
- * creates $STALL_GATE.held, so the test can await that instead of guessing
- * how long a commit takes. Without $STALL_GATE it only passes the calls on. */
+/* LD_PRELOAD shim for tests/cli/stream.sh: holds fdatasync and fsync made
+ * by any thread but the process's main one (so `run --stream`'s WAL sync
+ * thread, which makes its commits durable: its main thread only syncs for
+ * SQLite's own WAL header and checkpoints, left alone so that the commits
+ * go on) while the file named by $STALL_GATE exists. When it starts holding
+ * one it creates $STALL_GATE.held, so the test can await that instead of
+ * guessing how long a sync takes. Without $STALL_GATE it only passes the
+ * calls on. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <fcntl.h>
@@ -12,7 +15,7 @@
 
 static void hold(void) {
   const char* gate = getenv("STALL_GATE");
-  if (gate == NULL || access(gate, F_OK) != 0) {
+  if (gate == NULL || access(gate, F_OK) != 0 || gettid() == getpid()) {
     return;
   }
   char held[4096];
