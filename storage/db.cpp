@@ -181,33 +181,24 @@ private:
     return strerror_r(e, buffer, sizeof buffer); // GNU: thread-safe
   }
 
-  // Opens the WAL (and syncs its directory, as SQLite does for a journal
-  // it creates); empty, or the failure. m_fd stays -1 when there is no WAL
-  // yet, and then this says nothing.
+  // Opens the WAL, and syncs its directory as SQLite does for a journal
+  // it creates (a directory that cannot be synced is no error, as for
+  // SQLite); empty, or the failure. m_fd stays -1 when there is no WAL yet,
+  // and then this says nothing.
   std::string open_wal() {
-    const int fd = ::open(m_wal.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd < 0) {
+    m_fd = ::open(m_wal.c_str(), O_RDONLY | O_CLOEXEC);
+    if (m_fd < 0) {
       return errno == ENOENT ? "" : errno_text(errno);
     }
-    struct stat st {};
-    if (::fstat(fd, &st) != 0) {
-      const int e = errno;
-      ::close(fd);
-      return errno_text(e);
-    }
-    m_fd = fd;
-    m_ino = st.st_ino;
-    m_dev = st.st_dev;
     const auto slash = m_wal.find_last_of('/');
-    return sync_path(slash == std::string::npos ? "."
-                                                : m_wal.substr(0, slash + 1));
+    sync_path(slash == std::string::npos ? "." : m_wal.substr(0, slash + 1));
+    return {};
   }
 
-  // One fdatasync of the WAL; the text of the failure, or empty. The WAL
-  // this connection writes is never removed or replaced while it is open
-  // (taskq's connections do not checkpoint on close, and a closing one
-  // could not remove it while this one has it): a WAL that is gone or is
-  // another file is not ours to vouch for, and fails the sync.
+  // One fdatasync of the WAL; the text of the failure, or empty. Through
+  // the descriptor opened when the sync was deferred, so the file SQLite
+  // writes (its own descriptor's) whatever happens to its name meanwhile:
+  // the database moved, or its directory renamed.
   std::string sync_once() {
     if (m_fd < 0) {
       if (std::string error = open_wal(); !error.empty()) {
@@ -216,13 +207,6 @@ private:
       if (m_fd < 0) {
         return "the WAL file is missing";
       }
-    }
-    struct stat st {};
-    if (::stat(m_wal.c_str(), &st) != 0) {
-      return errno == ENOENT ? "the WAL file was removed" : errno_text(errno);
-    }
-    if (st.st_ino != m_ino || st.st_dev != m_dev) {
-      return "the WAL file was replaced";
     }
     return data_sync(m_fd);
   }
@@ -255,10 +239,8 @@ private:
   bool m_stop = false;
   std::string m_error;
   int m_event = -1;
-  // Used by the thread only.
+  // Used by the thread only, once it runs.
   int m_fd = -1;
-  ino_t m_ino = 0;
-  dev_t m_dev = 0;
   std::thread m_thread;
 };
 
@@ -687,8 +669,17 @@ bool SqliteDb::defer_sync() {
   if (!in_wal) {
     return false; // in memory, or a rollback journal: commits stay synced
   }
-  exec("PRAGMA synchronous = NORMAL", "cannot configure " + path());
-  m_sync = std::make_unique<WalSync>(wal);
+  try {
+    m_sync = std::make_unique<WalSync>(wal);
+  } catch (const Error&) {
+    return false; // no thread, no eventfd: commits stay synced
+  }
+  try {
+    exec("PRAGMA synchronous = NORMAL", "cannot configure " + path());
+  } catch (...) {
+    m_sync.reset();
+    throw;
+  }
   m_busy->sync = m_sync.get();
   return true;
 }

@@ -4,10 +4,11 @@
  * SQLite's own WAL header and checkpoints, left alone so that the commits
  * go on) while the file named by $STALL_GATE exists. When it starts holding
  * one it creates $STALL_GATE.held, so the test can await that instead of
- * guessing how long a sync takes. Without $STALL_GATE it only passes the
- * calls on. */
+ * guessing how long a sync takes. With $STALL_FAIL set, those syncs fail
+ * with EIO instead. Without either it only passes the calls on. */
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,9 +30,14 @@ static void hold(void) {
   }
 }
 
-/* Holds, then calls the C library's `name` (the next definition of it). */
+/* Holds (or fails), then calls the C library's `name` (the next definition
+ * of it). */
 static int held_sync(const char* name, int fd) {
   int (*real)(int) = (int (*)(int))dlsym(RTLD_NEXT, name);
+  if (getenv("STALL_FAIL") != NULL && gettid() != getpid()) {
+    errno = EIO;
+    return -1;
+  }
   hold();
   return real(fd);
 }

@@ -397,6 +397,17 @@ if sqlite_only; then
   expect_eq "$(state "$k")" runnable "the task is still to run"
   expect_eq "$("$TASKQ" show "$k" -o json | jq -r '.lease.worker')" stalled "its lease"
 
+  section "a WAL sync that fails: run stops (exit 5), its task given back"
+  k=$(add_task syncfail --payload '{"do":"done"}')
+  : >"$STREAM_LOG"
+  expect_exit 5 env STALL_FAIL=1 LD_PRELOAD="$PWD/stall_sync.so" \
+    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+    "$TASKQ" run syncfail --stream --until-empty -- "$H"
+  expect_err_contains "cannot sync"
+  expect_eq "$(grep -c '^task ' "$STREAM_LOG")" 0 "tasks the handler got"
+  expect_eq "$(state "$k")" runnable "the task is still to run"
+  expect_eq "$("$TASKQ" show "$k" -o json | jq -c '.lease')" null "its lease, given back"
+
   section "a held sync holds the task back; once it ends the task runs"
   k=$(add_task stall2 --payload '{"do":"done"}')
   : >"$STREAM_LOG"
