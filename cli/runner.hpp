@@ -84,7 +84,6 @@ core::Millis lease_ahead_hold();
 
 // Whether another connection may have committed to `store` since `seen`
 // was read (always true where the backend cannot tell); updates `seen`.
-bool changed_by_others(storage::TaskStore& store,
-                       std::optional<int64_t>& seen);
+bool changed_by_others(storage::TaskStore& store, std::optional<int64_t>& seen);
 
 } // namespace taskq::cli
