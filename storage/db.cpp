@@ -671,7 +671,7 @@ bool SqliteDb::defer_sync() {
   }
   try {
     m_sync = std::make_unique<WalSync>(wal);
-  } catch (const Error&) {
+  } catch (const std::exception&) {
     return false; // no thread, no eventfd: commits stay synced
   }
   try {
