@@ -1377,7 +1377,9 @@ private:
       fds.push_back({m_feed.fd(), POLLIN, 0});
     }
     // A task that waits for its lease's sync goes out when the sync ends.
-    const int synced_fd = !m_queue.empty() ? m_store.durable_fd() : -1;
+    const int synced_fd = !m_queue.empty() && !m_store.durable(front_commit())
+                              ? m_store.durable_fd()
+                              : -1;
     if (synced_fd >= 0) {
       fds.push_back({synced_fd, POLLIN, 0});
     }
