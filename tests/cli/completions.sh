@@ -318,10 +318,7 @@ shift
 typeset -a typed=("${(@q)argv[1,-2]}" "${argv[-1]:+${(q)argv[-1]}}")
 rm -f complete.out complete.err complete.done
 zpty z zsh -f -i
-# compinit keeps its index of the completion functions in a dump made by
-# the first check; without it (-D) each check read every file in $fpath
-# (2 s of CPU here, most of this suite's time).
-zpty -w z "PROMPT=; exec 2>complete.err; autoload -Uz compinit; compinit -u -d ${(q)PWD}/complete.zcompdump"
+zpty -w z "PROMPT=; exec 2>complete.err; autoload -Uz compinit; compinit -u -D"
 zpty -w z "source ${(q)completions}/_taskq; bindkey '^I' complete-word"
 zpty -w z 'compadd() {
   if [[ ${@[1,(i)(-|--)]} == *-(O|A|D)\ * ]]; then
