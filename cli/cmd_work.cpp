@@ -197,7 +197,9 @@ void attach_output(storage::TaskStore& store, const WorkerRef& ref,
 
 } // namespace
 
-void register_work(CLI::App& app, Context& ctx) {
+// One function a command: an invocation registers only the command it
+// names (cli/main.cpp), and each option built costs start-up time.
+void register_lease(CLI::App& app, Context& ctx) {
   auto lo = std::make_shared<LeaseOptions>();
   CLI::App* lease = add_command(
       app, "lease",
@@ -225,7 +227,9 @@ void register_work(CLI::App& app, Context& ctx) {
                   "say nothing when there is nothing to lease (still exit 75; "
                   "-o env still prints `(exit 75)` for eval)");
   lease->callback([lo, &ctx] { run_lease(*lo, ctx); });
+}
 
+void register_heartbeat(CLI::App& app, Context& ctx) {
   struct HeartbeatOptions : WorkerOptions {
     OptText extend;
     OptText checkpoint;
@@ -278,7 +282,9 @@ void register_work(CLI::App& app, Context& ctx) {
       throw;
     }
   });
+}
 
+void register_done(CLI::App& app, Context& ctx) {
   struct DoneOptions : WorkerOptions {
     OptText result;
     OptText output_file;
@@ -313,7 +319,9 @@ void register_work(CLI::App& app, Context& ctx) {
     }
     store.complete_only(ref.id, ref.token, result, ctx.now(), sync);
   });
+}
 
+void register_fail(CLI::App& app, Context& ctx) {
   struct FailOptions : WorkerOptions {
     std::string error;
     bool no_retry = false;

@@ -38,9 +38,13 @@ std::vector<std::string> parse_states(const std::string& text);
 std::optional<std::string> payload_arg(const OptText& payload,
                                        const OptText& text);
 
-// One function per command group (cli/cmd_<group>.cpp).
+// One function per command group (cli/cmd_<group>.cpp); a worker's
+// commands one each (cli/cmd_work.cpp), the commonest invocations.
 void register_produce(CLI::App& app, Context& ctx); // add
-void register_work(CLI::App& app, Context& ctx);    // lease, done, ...
+void register_lease(CLI::App& app, Context& ctx);
+void register_heartbeat(CLI::App& app, Context& ctx);
+void register_done(CLI::App& app, Context& ctx);
+void register_fail(CLI::App& app, Context& ctx);
 void register_operate(CLI::App& app, Context& ctx); // pause, kill, ...
 void register_inspect(CLI::App& app, Context& ctx); // show, list, ...
 void register_queue(CLI::App& app, Context& ctx);   // queue ...

@@ -488,7 +488,10 @@ struct Group {
 };
 constexpr Group k_groups[] = {
     {register_produce, " add "},
-    {register_work, " lease heartbeat done fail "},
+    {register_lease, " lease "},
+    {register_heartbeat, " heartbeat "},
+    {register_done, " done "},
+    {register_fail, " fail "},
     {register_operate, " pause resume sleep kill release checkpoint send "
                        "retry requeue purge "},
     {register_inspect, " show list stats metrics workers why "},

@@ -61,14 +61,17 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT) # taskq_0.1.0_amd64.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_STRIP_FILES ON) # the binary without its symbol table
-# dpkg-shlibdeps reads the libraries the binary links (libsqlite3-0, libc6,
-# ...) from the binary itself. libpq is loaded with dlopen when a
+# dpkg-shlibdeps reads the libraries the binary links (libc6, libsqlite3-0
+# unless SQLite is linked in, ...) from the binary itself. libpq is loaded with dlopen when a
 # postgresql:// database is first used, so it is only recommended.
 find_program(TASKQ_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(TASKQ_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libsqlite3-0, libncursesw6, libtinfo6")
+  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libncursesw6, libtinfo6")
+  if(NOT TASKQ_SQLITE_LINKED_IN) # see TASKQ_STATIC_SQLITE
+    string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libsqlite3-0")
+  endif()
 endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libpq5")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
