@@ -61,16 +61,26 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT) # taskq_0.1.0_amd64.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION utils)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 set(CPACK_STRIP_FILES ON) # the binary without its symbol table
-# dpkg-shlibdeps reads the libraries the binary links (libc6, libsqlite3-0
-# unless SQLite is linked in, ...) from the binary itself. libpq is loaded with dlopen when a
-# postgresql:// database is first used, so it is only recommended.
+# dpkg-shlibdeps reads the libraries the binary links (libc6, and
+# libsqlite3-0 unless SQLite is linked in) from the binary itself. libpq is
+# loaded with dlopen when a postgresql:// database is first used, so it is
+# only recommended.
 find_program(TASKQ_DPKG_SHLIBDEPS dpkg-shlibdeps)
 if(TASKQ_DPKG_SHLIBDEPS)
   set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 else()
-  set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6, libncursesw6, libtinfo6")
-  if(NOT TASKQ_SQLITE_LINKED_IN) # see TASKQ_STATIC_SQLITE
+  # Without it: the same list by hand. Packed relocations (DT_RELR) need
+  # glibc 2.36; SQLite and ncurses may be linked in (CMakeLists.txt).
+  if(TASKQ_HAVE_RELR)
+    set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6 (>= 2.36)")
+  else()
+    set(CPACK_DEBIAN_PACKAGE_DEPENDS "libc6")
+  endif()
+  if(NOT TASKQ_SQLITE_LINKED_IN)
     string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libsqlite3-0")
+  endif()
+  if(NOT (TASKQ_NCURSESW_A AND TASKQ_TINFO_A))
+    string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libncursesw6, libtinfo6")
   endif()
 endif()
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libpq5")
