@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -218,6 +219,156 @@ inline void check_unchanged(const core::Task& before, const core::Task& after) {
   CHECK(after.errors.size() == before.errors.size());
   CHECK(after.result == before.result);
   CHECK(after.checkpoint == before.checkpoint);
+}
+
+// Worker outcomes for apply_outcomes, each fenced by the task's lease token.
+
+inline storage::Outcome done(const core::Task& t, const std::string& result) {
+  storage::Outcome o;
+  o.kind = storage::Outcome::Kind::complete;
+  o.id = t.id;
+  o.token = t.lease->token;
+  o.result = result;
+  return o;
+}
+
+inline storage::Outcome failed(const core::Task& t, const std::string& error) {
+  storage::Outcome o;
+  o.kind = storage::Outcome::Kind::fail;
+  o.id = t.id;
+  o.token = t.lease->token;
+  o.fail = fail_request(error, storage::FailMode::no_retry);
+  return o;
+}
+
+inline storage::Outcome released(const core::Task& t) {
+  storage::Outcome o;
+  o.kind = storage::Outcome::Kind::release;
+  o.id = t.id;
+  o.token = t.lease->token;
+  o.delay = 10s;
+  return o;
+}
+
+// Producing and finishing tasks in a test's own words.
+
+inline int64_t add_after(TaskStore& store, const std::string& queue,
+                         std::vector<int64_t> after) {
+  storage::NewTask spec = new_task(queue);
+  spec.after = std::move(after);
+  return store.add(spec, t0, k_operator);
+}
+
+inline int64_t add_at(TaskStore& store, const std::string& queue, Time run_at,
+                      int64_t priority = 0) {
+  storage::NewTask spec = new_task(queue);
+  spec.run_at = run_at;
+  spec.priority = priority;
+  return store.add(spec, t0, k_operator);
+}
+
+inline core::Task task_of(TaskStore& store, int64_t id) {
+  const auto t = store.find(id);
+  REQUIRE(t);
+  return *t;
+}
+
+// Leases task `id` (it must be next in its queue) and completes it.
+inline void finish(TaskStore& store, int64_t id, Time now) {
+  const auto leased = lease_one(store, task_of(store, id).queue, now);
+  REQUIRE(leased);
+  REQUIRE(leased->id == id);
+  store.complete(id, leased->lease->token, std::nullopt, now);
+}
+
+// Every task of the store as export lines (columns and rows beside them,
+// flattened to text), to compare two databases or one before and after.
+inline std::vector<std::string> dump(TaskStore& store) {
+  std::vector<std::string> lines;
+  store.export_tasks(std::nullopt, [&](const storage::TaskImage& image) {
+    std::string line;
+    const auto add_row = [&](const storage::ImageRow& row) {
+      for (const auto& [name, value] : row) {
+        line += name + "=" + value + ";";
+      }
+      line += "|";
+    };
+    add_row(image.task);
+    for (const auto* rows :
+         {&image.errors, &image.events, &image.deps, &image.deliveries}) {
+      for (const auto& row : *rows) {
+        add_row(row);
+      }
+      line += "#";
+    }
+    lines.push_back(line);
+  });
+  return lines;
+}
+
+// The per-queue counts of stats against the tasks themselves.
+
+inline const char* const k_states[] = {"runnable",  "sleeping", "paused",
+                                       "completed", "failed",   "killed"};
+
+// Each queue's stats, by queue.
+inline std::map<std::string, storage::QueueStats>
+stats_by_queue(TaskStore& store, Time now) {
+  std::map<std::string, storage::QueueStats> out;
+  for (auto& s : store.stats(std::nullopt, now)) {
+    out[s.queue] = s;
+  }
+  return out;
+}
+
+inline int64_t count_of(const storage::QueueStats& s,
+                        const std::string& state) {
+  return state == "runnable"    ? s.runnable
+         : state == "sleeping"  ? s.sleeping
+         : state == "paused"    ? s.paused
+         : state == "completed" ? s.completed
+         : state == "failed"    ? s.failed
+                                : s.killed;
+}
+
+// stats' counts, and its time-dependent ones, against the tasks listed
+// (each state, running, ready) and db check's recount.
+inline void check_counts(TaskStore& store,
+                         const std::vector<std::string>& queues, Time now) {
+  const auto stats = stats_by_queue(store, now);
+  for (const std::string& q : queues) {
+    storage::Selector sel = by_queue(q);
+    int64_t total = 0;
+    const auto it = stats.find(q);
+    for (const char* state : k_states) {
+      sel.states = {state};
+      const auto n = static_cast<int64_t>(store.list(sel, now).size());
+      total += n;
+      CHECK_MESSAGE((it == stats.end() ? 0 : count_of(it->second, state)) == n,
+                    q << " " << state);
+    }
+    CHECK((it != stats.end()) == (total > 0));
+    if (it == stats.end()) {
+      continue;
+    }
+    sel.states = {"running"};
+    CHECK(it->second.running
+          == static_cast<int64_t>(store.list(sel, now).size()));
+    sel.states = {"ready"};
+    const auto ready = store.list(sel, now);
+    CHECK(it->second.ready == static_cast<int64_t>(ready.size()));
+    sel.states = {"runnable"};
+    int64_t delayed = 0;
+    for (const auto& t : store.list(sel, now)) {
+      delayed += t.run_at > now ? 1 : 0;
+    }
+    CHECK(it->second.delayed == delayed);
+  }
+  const auto report = store.check();
+  for (const auto& p : report.problems) {
+    MESSAGE(p);
+  }
+  CHECK(report.ok);
 }
 
 } // namespace taskq::test

@@ -1,5 +1,6 @@
-// Operating queues as a whole in storage: redrive, purge, the event stream
-// and the metrics counters. Each test runs on a real SQLite file.
+// Operating queues as a whole (storage/ops_store.cpp): redrive, purge, the
+// event stream and the metrics counters. Each test runs on a real SQLite
+// file.
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>

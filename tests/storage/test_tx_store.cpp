@@ -1,5 +1,5 @@
-// apply_tx (taskq tx) and export/import in storage, on real SQLite files:
-// the order of the checks, all or nothing, and the byte-exact round trip.
+// TaskStore::apply_tx (storage/tx_store.cpp, `taskq tx`): the order of
+// the checks, all or nothing, and leased tasks.
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>
@@ -11,31 +11,6 @@ using namespace taskq;
 using namespace taskq::test;
 
 namespace {
-
-// Every task of the store as export lines (columns and rows beside them,
-// flattened to text), to compare two databases or one before and after.
-std::vector<std::string> dump(TaskStore& store) {
-  std::vector<std::string> lines;
-  store.export_tasks(std::nullopt, [&](const storage::TaskImage& image) {
-    std::string line;
-    const auto add_row = [&](const storage::ImageRow& row) {
-      for (const auto& [name, value] : row) {
-        line += name + "=" + value + ";";
-      }
-      line += "|";
-    };
-    add_row(image.task);
-    for (const auto* rows :
-         {&image.errors, &image.events, &image.deps, &image.deliveries}) {
-      for (const auto& row : *rows) {
-        add_row(row);
-      }
-      line += "#";
-    }
-    lines.push_back(line);
-  });
-  return lines;
-}
 
 storage::TxUpdate update(int64_t id, int64_t rev,
                          std::optional<std::string> payload = std::nullopt) {
@@ -126,53 +101,4 @@ TEST_CASE("apply_tx: delete of a leased task needs its token") {
   req.remove = {remove(id, t->lease->token)};
   store.apply_tx(req, t0, "op");
   CHECK_FALSE(store.find(id));
-}
-
-TEST_CASE("export then import into an empty database gives the same rows") {
-  TempDb src_db;
-  TaskStore src(src_db.path(), OpenMode::write);
-  storage::NewTask t = new_task("q");
-  t.payload = R"({"n":1.000000000000000000001,"s":"\u00e9"})";
-  t.labels = {{"k", "v \"q\""}};
-  const int64_t first = src.add(t, t0, "me");
-  storage::NewTask w = new_task("w");
-  w.after = {first};
-  const int64_t waiter = src.add(w, t0, "me");
-  const auto leased = lease_one(src, "q", t0);
-  REQUIRE(leased);
-  src.fail(first, leased->lease->token, fail_request("boom"), t0 + 1s);
-  const auto exported = dump(src);
-  REQUIRE(exported.size() == 2);
-
-  std::vector<storage::TaskImage> images;
-  src.export_tasks(std::nullopt, [&](const storage::TaskImage& image) {
-    images.push_back(image);
-  });
-  TempDb dst_db;
-  TaskStore dst(dst_db.path(), OpenMode::write);
-  size_t next = 0;
-  CHECK(dst.import_tasks([&](storage::TaskImage& out) {
-    if (next == images.size()) {
-      return false;
-    }
-    out = images[next++];
-    return true;
-  }) == 2);
-  CHECK(dump(dst) == exported);
-  CHECK(dst.check().ok);
-  CHECK(dst.find(waiter)->waiting);
-
-  // Again: every id is taken now, and nothing is added.
-  next = 0;
-  CHECK(error_kind([&] {
-          dst.import_tasks([&](storage::TaskImage& out) {
-            if (next == images.size()) {
-              return false;
-            }
-            out = images[next++];
-            return true;
-          });
-        })
-        == ErrorKind::conflict);
-  CHECK(dump(dst) == exported);
 }

@@ -1,6 +1,6 @@
-// TaskStore::fail: the error policy (Metafora DefaultErrHandler), --no-retry
-// and the dead-letter move. Each test runs on a real SQLite file.
-#include "core/error_policy.hpp"
+// TaskStore::fail (storage/worker_store.cpp): the error policy (retry
+// delay, error window, backoff, the error history), --no-retry and the
+// dead-letter move.
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>

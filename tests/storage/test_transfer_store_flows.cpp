@@ -1,7 +1,6 @@
-// Flows in export/import and db check (issue 13, "Storage"): a flow
-// travels as its rows, byte for byte; import refuses what flow_store could
-// not have written and what db check flags; db check finds every broken
-// flow invariant (each broken here with raw SQL).
+// Flows in export and import (storage/transfer_store.cpp): a flow
+// travels as its rows, byte for byte; import refuses what flow_store
+// could not have written and what db check flags.
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>
@@ -12,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "flow_scene.hpp"
 #include "store_helpers.hpp"
 #include "temp_db.hpp"
 
@@ -21,42 +21,6 @@ using namespace taskq::test;
 namespace {
 
 using Images = std::vector<storage::TaskImage>;
-
-// Two task atoms in a row under a `times: 2` controller: `a` provides x,
-// `b` requires it.
-const std::string k_doc =
-    R"({"name": "f", "pattern": "linear", "retry": {"times": 2},
-  "atoms": [{"name": "a", "execute": {"queue": "q"}, "provides": "x"},
-            {"name": "b", "execute": {"queue": "q"}, "requires": "x"}]})";
-const std::string k_one = R"({"name": "one", "atoms": [
-  {"name": "only", "execute": {"queue": "r", "payload": {"p": [1, 2.50]}},
-   "revert": {"queue": "r"}}]})";
-
-// Leases the one task of `queue` and completes it with `result`.
-void finish(TaskStore& store, const std::string& queue,
-            const std::optional<std::string>& result, Time now) {
-  const auto t = lease_one(store, queue, now);
-  REQUIRE(t);
-  store.complete(t->id, *token_of(*t), result, now);
-}
-
-// Flow 1: `a` done without a result, `b` failed for good, so the controller
-// retried (both reverted, history kept) and `a` runs again. Flow 2: SUCCESS
-// with a result. A plain task beside them.
-void scene(TaskStore& store) {
-  Time now = t0;
-  REQUIRE(store.submit_flow(k_doc, now, k_operator) == 1);
-  finish(store, "q", std::nullopt, now += 1s);
-  const auto b = lease_one(store, "q", now += 1s);
-  REQUIRE(b);
-  store.fail(b->id, *token_of(*b),
-             fail_request("disk full", storage::FailMode::no_retry), now);
-  REQUIRE(store.submit_flow(k_one, now += 1s, k_operator) == 2);
-  finish(store, "r", R"({"k": "v"})", now += 1s);
-  add_task(store, "other", now);
-  REQUIRE(store.find_flow(1)->state == "RUNNING");
-  REQUIRE(store.find_flow(2)->state == "SUCCESS");
-}
 
 Images export_all(TaskStore& store,
                   const std::optional<std::string>& queue = std::nullopt) {
@@ -412,96 +376,5 @@ TEST_CASE("import refuses an atom and a task that do not name each other") {
       set(changed[t].task, "flow", link);
       CHECK(contains(import_changed(changed), "'flow' must be an object"));
     }
-  }
-}
-
-TEST_CASE("check passes clean flows and reports each broken flow invariant") {
-  struct Case {
-    const char* sql;
-    std::vector<std::string> problems;
-  };
-  const std::string missing_task =
-      "1 flow atom(s) waiting for a task that is missing, finished or works "
-      "for another atom";
-  const std::string unanswered =
-      "1 unfinished task(s) of a flow's atom that no atom waits for";
-  const std::string off_document = "1 flow(s) without a document that "
-                                   "compiles or whose atoms are not its nodes";
-  const std::vector<Case> cases = {
-      {"UPDATE flow_atoms SET task_id = 999 WHERE task_id IS NOT NULL",
-       {unanswered, missing_task}},
-      {"UPDATE tasks SET state = 'completed' WHERE id = 3", {missing_task}},
-      {"UPDATE tasks SET flow = "
-       "'{\"id\":1,\"atom\":\"b\",\"action\":\"execute\",\"args\":{}}' "
-       "WHERE id = 3",
-       {missing_task}},
-      {"UPDATE tasks SET flow = "
-       "'{\"id\":2,\"atom\":\"a\",\"action\":\"execute\",\"args\":{}}' "
-       "WHERE id = 3",
-       {missing_task}},
-      {"UPDATE flow_atoms SET task_id = NULL", {unanswered}},
-      {"UPDATE flows SET state = 'SUCCESS' WHERE id = 1",
-       {"1 atom(s) of finished or suspended flows still waiting for a task"}},
-      {"UPDATE flows SET state = 'SUSPENDED' WHERE id = 1",
-       {"1 atom(s) of finished or suspended flows still waiting for a task"}},
-      {"INSERT INTO flow_atoms (flow_id, node, name, kind, state, intention) "
-       "VALUES (99, 0, 'x', 'task', 'PENDING', 'EXECUTE')",
-       {"1 flow atom row(s) of no flow"}},
-      {"INSERT INTO flow_events (flow_id, time, name, kind, state) "
-       "VALUES (99, 1, 'x', 'flow', 'PENDING')",
-       {"1 flow event row(s) of no flow"}},
-      {"UPDATE flows SET state = 'Done' WHERE id = 2",
-       {"1 flow(s) in an unknown state"}},
-      {"UPDATE flow_atoms SET state = 'DONE' WHERE flow_id = 2",
-       {"1 flow atom(s) with an unknown kind, state or intention"}},
-      {"UPDATE flow_atoms SET state = 'RETRYING' WHERE flow_id = 2",
-       {"1 flow atom(s) with an unknown kind, state or intention"}},
-      {"UPDATE flow_atoms SET intention = 'LATER' WHERE flow_id = 2",
-       {"1 flow atom(s) with an unknown kind, state or intention"}},
-      {"UPDATE flow_atoms SET kind = 'job' WHERE flow_id = 2",
-       {"1 flow atom(s) with an unknown kind, state or intention",
-        off_document}},
-      {"UPDATE flow_events SET kind = 'atom' WHERE flow_id = 2 AND "
-       "name = 'only' AND state = 'RUNNING'",
-       {"1 flow event(s) with an unknown kind or state"}},
-      {"UPDATE flow_events SET state = 'REVERT_FAILURE' WHERE flow_id = 2 "
-       "AND kind = 'flow' AND state = 'SUCCESS'",
-       {"1 flow event(s) with an unknown kind or state"}},
-      {"UPDATE flow_documents SET document = '{\"name\": \"one\"}' "
-       "WHERE flow_id = 2",
-       {off_document}},
-      {"DELETE FROM flow_documents WHERE flow_id = 2", {off_document}},
-      {"INSERT INTO flow_documents (flow_id, document) VALUES (99, '{}')",
-       {"1 flow document row(s) of no flow"}},
-      {"UPDATE flow_atoms SET name = 'other' WHERE flow_id = 2",
-       {off_document}},
-      {"UPDATE flow_atoms SET kind = 'retry' WHERE flow_id = 2",
-       {off_document}},
-      {"DELETE FROM flow_atoms WHERE flow_id = 2", {off_document}},
-      {"INSERT INTO flow_atoms (flow_id, node, name, kind, state, intention) "
-       "VALUES (2, 1, 'extra', 'task', 'PENDING', 'EXECUTE')",
-       {off_document}},
-  };
-  for (const Case& c : cases) {
-    const std::string sql = c.sql;
-    CAPTURE(sql);
-    TempDb db;
-    {
-      TaskStore store(db.path(), OpenMode::write);
-      scene(store);
-      // Task 3 is atom a's again, after the retry.
-      REQUIRE(contains(*store.find(3)->flow, "\"atom\":\"a\""));
-      REQUIRE(store.check().ok);
-    }
-    REQUIRE(db.exec(c.sql));
-    TaskStore store(db.path(), OpenMode::write);
-    const auto report = store.check();
-    std::string problems;
-    for (const auto& p : report.problems) {
-      problems += p + "; ";
-    }
-    CAPTURE(problems);
-    CHECK_FALSE(report.ok);
-    CHECK(report.problems == c.problems);
   }
 }

@@ -1,4 +1,4 @@
-// Job output in storage (schema 7): chunks appended per attempt and
+// Job output (storage/output_store.cpp): chunks appended per attempt and
 // stream, trimmed to their last `keep` bytes, read back in the order
 // written, deleted with their task. On either backend.
 #include "storage/task_store.hpp"

@@ -1,4 +1,4 @@
-// TaskStore: flows (SPEC §3) as storage runs them: an atom's task ending
+// Flows as storage runs them (storage/flow_store.cpp): an atom's task ending
 // steps its flow in the same transaction, whatever ended it (done, fail,
 // kill, a tx delete), and the requests suspend/resume/rerun. On a real
 // database (SQLite, or PostgreSQL with TASKQ_TEST_BACKEND=postgresql).
