@@ -2,6 +2,7 @@
 // (with their labels and dependencies), requeue and retry.
 #include "core/error.hpp"
 #include "storage/db.hpp"
+#include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
@@ -233,8 +234,10 @@ public:
     if (m_info.broken) {
       const auto [dep, state] = *m_info.broken;
       set_reason(db, id, broken_dep_reason(dep, state));
-      log_event(db, id, now, "pause", TaskState::runnable, TaskState::paused,
-                k_system_actor, broken_dep_reason(dep, state));
+      record_move(db,
+                  {id, TaskState::runnable, core::SystemMove::dependency_broken,
+                   k_system_actor, broken_dep_reason(dep, state)},
+                  now);
       return;
     }
     if (!m_info.unfinished.empty() && !m_deps) {

@@ -1,6 +1,7 @@
-// What follows a task's end (set_state into a terminal state): its
-// dependents, the gates its trigger covers, the label index.
+// What follows a task's end (the state writer's move into a terminal
+// state): its dependents, the gates its trigger covers, the label index.
 #include "storage/db.hpp"
+#include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
@@ -133,15 +134,10 @@ void settle_finished(Db& db, int64_t id, const core::Labels& labels,
           .run();
       continue;
     }
-    const std::string reason = broken_dep_reason(id, state);
-    Statement(db, "UPDATE tasks SET blockers = 0, state = 'paused', "
-                  "reason = ?2, rev = rev + 1, updated_at = ?3 WHERE id = ?1")
-        .bind(1, dependent)
-        .bind(2, reason)
-        .bind(3, to_unix_ms(now))
-        .run();
-    log_event(db, dependent, now, "pause", dep_state, TaskState::paused,
-              k_system_actor, reason);
+    StateChange pause(dependent, dep_state, core::SystemMove::dependency_broken,
+                      k_system_actor, broken_dep_reason(id, state));
+    pause.also.add("blockers = 0").set("reason", pause.detail);
+    move_task(db, pause, now);
   }
   if (state == TaskState::completed && trigger) {
     cover_gates(db, *trigger, now);

@@ -2,6 +2,7 @@
 // picking tasks in lease order, and when a worker should look again
 // (next_due, anything_due, changes).
 #include "storage/db.hpp"
+#include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
@@ -233,11 +234,12 @@ void deliver_broadcasts(Db& db, const std::string& queue,
                         "time) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING");
   for (Task& t : live) {
     if (*t.broadcast_until <= now) {
-      set_state(db, t.id, TaskState::completed, now);
-      set_reason(db, t.id, "broadcast ended");
-      log_event(db, t.id, now, "complete", TaskState::runnable,
-                TaskState::completed, k_system_actor,
-                "broadcast ended at " + core::format_time(*t.broadcast_until));
+      StateChange end{t.id, TaskState::runnable,
+                      core::SystemMove::broadcast_ended, k_system_actor,
+                      "broadcast ended at "
+                          + core::format_time(*t.broadcast_until)};
+      end.also.set("reason", std::string("broadcast ended"));
+      move_task(db, end, now);
       continue;
     }
     if (room == 0 || !core::matches(t.labels, req.match)) {
@@ -381,10 +383,10 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
     if (const auto by = obsoleted_by(db, t.root, t.id)) {
       // rescue's root: a live task with its root labels made it obsolete.
       const std::string reason = "obsoleted by " + task_ref(*by);
-      set_state(db, t.id, TaskState::killed, now);
-      set_reason(db, t.id, reason);
-      log_event(db, t.id, now, "kill", t.state, TaskState::killed,
-                k_system_actor, reason);
+      StateChange kill{t.id, t.state, core::SystemMove::obsoleted,
+                       k_system_actor, reason};
+      kill.also.set("reason", reason);
+      move_task(db, kill, now);
       continue;
     }
     const auto limit =
@@ -393,38 +395,39 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
       // rescue's circuit breaker: park it for an operator instead.
       const std::string reason =
           "reached max attempts (" + std::to_string(*limit) + ")";
-      set_state(db, t.id, TaskState::paused, now);
-      set_reason(db, t.id, reason);
-      log_event(db, t.id, now, "pause", t.state, TaskState::paused,
-                k_system_actor, reason);
+      StateChange park{t.id, t.state, core::SystemMove::max_attempts,
+                       k_system_actor, reason};
+      park.also.set("reason", reason);
+      move_task(db, park, now);
       continue;
-    }
-    if (t.state == TaskState::sleeping) {
-      log_event(db, t.id, now, "run", TaskState::sleeping, TaskState::runnable,
-                k_system_actor, "woke up");
     }
     const Time expires = now + req.lease_for;
     std::string token = random_token();
-    // The state is named only when it changes (a sleeping task wakes up):
-    // naming it fires tasks_count_update, whose program costs as much as
-    // the rest of the UPDATE.
-    Statement(db,
-              t.state == TaskState::runnable
-                  ? "UPDATE tasks SET lease_token = ?2, lease_worker = ?3, "
+    if (t.state == TaskState::runnable) {
+      // The state is named only when it changes (a sleeping task wakes
+      // up): naming it fires tasks_count_update, whose program costs as
+      // much as the rest of the UPDATE.
+      Statement(db, "UPDATE tasks SET lease_token = ?2, lease_worker = ?3, "
                     "lease_expires = ?4, lease_for_ms = ?5, "
                     "attempts = attempts + 1, rev = rev + 1, "
-                    "updated_at = ?6 WHERE id = ?1"
-                  : "UPDATE tasks SET state = 'runnable', lease_token = ?2, "
-                    "lease_worker = ?3, lease_expires = ?4, "
-                    "lease_for_ms = ?5, attempts = attempts + 1, "
-                    "rev = rev + 1, updated_at = ?6 WHERE id = ?1")
-        .bind(1, t.id)
-        .bind(2, token)
-        .bind(3, req.worker)
-        .bind(4, to_unix_ms(expires))
-        .bind(5, req.lease_for.count())
-        .bind(6, to_unix_ms(now))
-        .run();
+                    "updated_at = ?6 WHERE id = ?1")
+          .bind(1, t.id)
+          .bind(2, token)
+          .bind(3, req.worker)
+          .bind(4, to_unix_ms(expires))
+          .bind(5, req.lease_for.count())
+          .bind(6, to_unix_ms(now))
+          .run();
+    } else {
+      StateChange wake{t.id, t.state, core::SystemMove::wake_up, k_system_actor,
+                       "woke up"};
+      wake.also.set("lease_token", token)
+          .set("lease_worker", req.worker)
+          .set("lease_expires", to_unix_ms(expires))
+          .set("lease_for_ms", int64_t{req.lease_for.count()})
+          .add("attempts = attempts + 1");
+      move_task(db, wake, now);
+    }
     log_event(db, t.id, now, "lease", TaskState::runnable, TaskState::runnable,
               req.worker,
               "attempt " + std::to_string(t.attempts + 1) + ", until "

@@ -2,6 +2,7 @@
 // (pause, run, sleep, kill, ...), find, show, list, why, queue settings.
 #include "core/error.hpp"
 #include "storage/db.hpp"
+#include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
@@ -38,17 +39,6 @@ void check_send(const Selector& sel, Message msg,
   if (sel.ids.empty() && !sel.has_filters()) {
     throw Error(ErrorKind::usage, "which tasks? name ids or filters");
   }
-}
-
-// `CASE state WHEN 'runnable' THEN ... END`: the state `msg` takes each of
-// `from` to (SPEC §2's table). Every one of `from` accepts `msg`.
-std::string next_state_sql(const std::vector<TaskState>& from, Message msg) {
-  std::string out = "CASE state";
-  for (const TaskState s : from) {
-    out += " WHEN '" + std::string(core::to_string(s)) + "' THEN '"
-           + std::string(core::to_string(*core::transition(s, msg))) + "'";
-  }
-  return out + " END";
 }
 
 // The bulk send of `msg` to the tasks `sel`'s filters select (no ids, no
@@ -88,7 +78,7 @@ int64_t bulk_send(Db& db, const Selector& sel, Message msg,
     }
     chosen += (chosen.empty() ? "(" : ") OR (") + term;
   }
-  const bool terminal = core::is_terminal(*core::transition(from[0], msg));
+  const bool terminal = core::is_terminal(*core::transition(from.at(0), msg));
   Statement pick(
       db,
       "SELECT id, labels, queue, lease_token IS NOT NULL AND "
@@ -104,22 +94,15 @@ int64_t bulk_send(Db& db, const Selector& sel, Message msg,
           + (chosen.empty() ? " AND ?2 IS NOT NULL" : " AND (" + chosen + "))")
           + " ORDER BY id LIMIT ?4");
   const std::string name(core::to_string(msg));
-  const std::string ids_in = " WHERE id IN (SELECT CAST(value AS BIGINT) FROM "
-                             + db.dialect().json_array_rows("?1") + ")";
-  const std::string next = next_state_sql(from, msg);
   std::string detail;
   if (msg == Message::pause || msg == Message::kill) {
     detail = (msg == Message::pause ? "paused by " : "killed by ") + actor;
   } else if (msg == Message::sleep) {
     detail = "until " + core::format_time(*until);
   }
-  // Logged first, while the rows still hold the state they leave.
-  Statement log(db, "INSERT INTO events (task_id, time, message, from_state, "
-                    "to_state, actor, detail) SELECT id, ?2, ?3, state, "
-                        + next + ", ?4, ?5 FROM tasks" + ids_in
-                        + " ORDER BY id");
-  // ?1 the ids, ?2 now, then what the message sets.
-  std::string set = "state = " + next + ", rev = rev + 1, updated_at = ?2";
+  // What the message sets beside the state: ?1 the ids, ?2 now, then its
+  // values.
+  std::string set;
   int param = 2;
   const bool revokes = msg == Message::pause || msg == Message::sleep
                        || msg == Message::kill || msg == Message::release;
@@ -145,7 +128,18 @@ int64_t bulk_send(Db& db, const Selector& sel, Message msg,
   } else if (msg == Message::checkpoint) {
     set += ", checkpoint_req = 1";
   }
-  Statement update(db, "UPDATE tasks SET " + set + ids_in);
+  BulkMove move(db, from, msg, set);
+  const auto bind_set = [&](Statement& update) {
+    int p = 2;
+    if (revokes) {
+      update.bind(++p, name + " by " + actor);
+    }
+    if (msg == Message::pause || msg == Message::kill) {
+      update.bind(++p, detail);
+    } else if (msg == Message::sleep) {
+      update.bind(++p, to_unix_ms(*until));
+    }
+  };
   const int64_t now_ms = to_unix_ms(now);
   int64_t changed = 0;
   int64_t last = 0;
@@ -187,29 +181,7 @@ int64_t bulk_send(Db& db, const Selector& sel, Message msg,
       // Leases that ran out, cleared before any lease reclaimed them.
       bump_queue_counter(db, queue, QueueCounter::leases_expired, n);
     }
-    log.bind(1, batch).bind(2, now_ms).bind(3, name).bind(4, actor);
-    if (detail.empty()) {
-      log.bind_null(5);
-    } else {
-      log.bind(5, detail);
-    }
-    log.run();
-    log.reset();
-    update.bind(1, batch).bind(2, now_ms);
-    int p = 2;
-    if (revokes) {
-      update.bind(++p, name + " by " + actor);
-    }
-    if (msg == Message::pause || msg == Message::kill) {
-      update.bind(++p, detail);
-    } else if (msg == Message::sleep) {
-      update.bind(++p, to_unix_ms(*until));
-    }
-    update.run();
-    update.reset();
-    for (const int64_t id : settle) {
-      settle_finished(db, id, *core::transition(from[0], msg), now);
-    }
+    move.run(batch, now, actor, detail, bind_set, settle);
   }
   return changed;
 }
@@ -264,6 +236,7 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
       throw Error(ErrorKind::conflict, refusal(task, msg));
     }
     const std::string name(core::to_string(msg));
+    StateChange change(task.id, task.state, msg, actor);
     const bool revokes = msg == Message::pause || msg == Message::sleep
                          || msg == Message::kill || msg == Message::release;
     if (revokes && task.lease) {
@@ -271,44 +244,39 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
         // A lease that ran out, cleared before any lease reclaimed it.
         bump_queue_counter(*m_db, task.queue, QueueCounter::leases_expired);
       }
-      clear_lease(*m_db, task,
-                  task.leased(now) ? std::optional(name + " by " + actor)
-                                   : std::nullopt);
+      change.also.end_lease(task, task.leased(now)
+                                      ? std::optional(name + " by " + actor)
+                                      : std::nullopt);
     }
-    set_state(*m_db, task.id, *next, now);
-    std::string detail;
     switch (msg) {
     case Message::pause:
     case Message::kill:
-      detail = (msg == Message::pause ? "paused by " : "killed by ") + actor;
-      set_reason(*m_db, task.id, detail);
+      change.detail =
+          (msg == Message::pause ? "paused by " : "killed by ") + actor;
+      change.also.set("reason", change.detail);
       break;
     case Message::sleep:
-      detail = "until " + core::format_time(*until);
-      set_run_at(*m_db, task.id, *until);
+      change.detail = "until " + core::format_time(*until);
+      change.also.set("run_at", to_unix_ms(*until));
       break;
     case Message::run:
       // Resuming starts afresh: attempts reset (rescue's Cycles), and a
       // sleeper is due at once.
-      Statement(*m_db,
-                "UPDATE tasks SET reason = NULL, attempts = CASE WHEN ?2 = 1 "
-                "THEN 0 ELSE attempts END, run_at = CASE WHEN ?3 = 1 THEN "
-                "min(run_at, ?4) ELSE run_at END WHERE id = ?1")
-          .bind(1, task.id)
-          .bind(2, int64_t{task.state == TaskState::paused})
-          .bind(3, int64_t{task.state == TaskState::sleeping})
-          .bind(4, to_unix_ms(now))
-          .run();
+      change.also.set_null("reason");
+      if (task.state == TaskState::paused) {
+        change.also.add("attempts = 0");
+      }
+      if (task.state == TaskState::sleeping) {
+        change.also.add("run_at = min(run_at, ?3)");
+      }
       break;
     case Message::checkpoint:
-      Statement(*m_db, "UPDATE tasks SET checkpoint_req = 1 WHERE id = ?1")
-          .bind(1, task.id)
-          .run();
+      change.also.add("checkpoint_req = 1");
       break;
     default:
       break;
     }
-    log_event(*m_db, task.id, now, name, task.state, *next, actor, detail);
+    move_task(*m_db, change, now);
     changed.push_back(load_full(*m_db, task.id));
   }
   tx.commit();

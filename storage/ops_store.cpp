@@ -1,12 +1,15 @@
 // TaskStore: operating a queue as a whole. Queue pause and resume, redrive
 // from a dead-letter queue, purge of finished tasks, the event stream.
 #include "core/error.hpp"
+#include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
 #include <algorithm>
 #include <map>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace taskq::storage {
 
@@ -160,18 +163,11 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
                         "AND blockers = 0 AND broadcast_until IS NULL "
                         "AND (lease_token IS NULL OR lease_expires <= ?2) "
                         "ORDER BY id LIMIT ?4");
-  const std::string ids_in = " WHERE id IN (SELECT CAST(value AS BIGINT) FROM "
-                             + m_db->dialect().json_array_rows("?1") + ")";
   // Logged first, while the rows still hold the state they leave.
-  Statement log(*m_db, "INSERT INTO events (task_id, time, message, "
-                       "from_state, to_state, actor, detail) SELECT id, ?2, "
-                       "'redrive', state, 'runnable', ?3, ?4 FROM tasks"
-                           + ids_in + " ORDER BY id");
-  Statement move(*m_db, "UPDATE tasks SET queue = ?3, state = 'runnable', "
-                        "attempts = 0, run_at = ?2, lease_token = NULL, "
-                        "lease_worker = NULL, lease_expires = NULL, "
-                        "rev = rev + 1, updated_at = ?2"
-                            + ids_in);
+  BulkMove move(*m_db, {TaskState::runnable, TaskState::sleeping},
+                core::SystemMove::redrive,
+                ", queue = ?3, attempts = 0, run_at = ?2, lease_token = NULL, "
+                "lease_worker = NULL, lease_expires = NULL");
   const std::string detail = "from " + from + " to " + to;
   int64_t moved = 0;
   int64_t lapsed = 0; // moved with a lease that ran out: counted as expired
@@ -193,12 +189,8 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
     }
     batch += "]";
     moved += rows;
-    log.bind(1, batch).bind(2, now_ms).bind(3, actor).bind(4, detail);
-    log.run();
-    log.reset();
-    move.bind(1, batch).bind(2, now_ms).bind(3, to);
-    move.run();
-    move.reset();
+    move.run(batch, now, actor, detail, [&](Statement& st) { st.bind(3, to); },
+             {});
   }
   if (lapsed > 0) {
     bump_queue_counter(*m_db, from, QueueCounter::leases_expired, lapsed);
@@ -229,24 +221,27 @@ void TaskStore::purge_unfinished(Time now) {
   for (const auto& [queue, n] : lapsed) {
     bump_queue_counter(*m_db, queue, QueueCounter::leases_expired, n);
   }
-  Statement pick(*m_db, "SELECT p.id FROM purge_ids p JOIN tasks t "
+  Statement pick(*m_db, "SELECT p.id, t.state FROM purge_ids p JOIN tasks t "
                         "ON t.id = p.id WHERE p.id > ?1 AND p.state NOT IN "
                         "('completed', 'failed', 'killed') "
                         "AND (t.labels IS NOT NULL OR t.trigger_key IS NOT "
                         "NULL OR t.flow IS NOT NULL OR EXISTS (SELECT 1 FROM "
                         "task_deps d WHERE d.dep_id = t.id)) "
                         "ORDER BY p.id LIMIT ?2");
-  std::vector<int64_t> batch;
+  std::vector<std::pair<int64_t, TaskState>> batch;
   int64_t last = 0;
   do {
     batch.clear();
     pick.bind(1, last).bind(2, k_bulk_batch);
     while (pick.step()) {
-      batch.push_back(pick.get_int(0));
+      batch.emplace_back(
+          pick.get_int(0),
+          core::parse_state(pick.get_text(1)).value_or(TaskState::runnable));
     }
     pick.reset();
-    for (const int64_t id : batch) {
-      set_state(*m_db, id, TaskState::killed, now);
+    for (const auto& [id, state] : batch) {
+      move_task(*m_db, {id, state, core::SystemMove::deleted, k_system_actor},
+                now);
       last = id;
     }
   } while (static_cast<int64_t>(batch.size()) == k_bulk_batch);

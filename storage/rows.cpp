@@ -313,29 +313,10 @@ void clear_lease(Db& db, const Task& task,
   st.run();
 }
 
-void set_state(Db& db, int64_t id, TaskState state, Time now) {
-  Statement(db, "UPDATE tasks SET state = ?2, rev = rev + 1, updated_at = ?3 "
-                "WHERE id = ?1")
-      .bind(1, id)
-      .bind(2, core::to_string(state))
-      .bind(3, to_unix_ms(now))
-      .run();
-  if (core::is_terminal(state)) {
-    settle_finished(db, id, state, now);
-  }
-}
-
 void set_reason(Db& db, int64_t id, std::string_view reason) {
   Statement(db, "UPDATE tasks SET reason = ?2 WHERE id = ?1")
       .bind(1, id)
       .bind(2, reason)
-      .run();
-}
-
-void set_run_at(Db& db, int64_t id, Time at) {
-  Statement(db, "UPDATE tasks SET run_at = ?2 WHERE id = ?1")
-      .bind(1, id)
-      .bind(2, to_unix_ms(at))
       .run();
 }
 

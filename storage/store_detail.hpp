@@ -132,9 +132,6 @@ void append_error(Db& db, int64_t task_id, core::Time now,
 // why it was revoked so the worker can be told.
 void clear_lease(Db& db, const core::Task& task,
                  const std::optional<std::string>& revoked_by);
-// Sets the state; entering a terminal state settles what depends on the
-// task (dependents, gates, the label index).
-void set_state(Db& db, int64_t id, core::TaskState state, core::Time now);
 // What follows a task's end: its dependents, gates, the label index
 // (followers.cpp).
 void settle_finished(Db& db, int64_t id, core::TaskState state, core::Time now);
@@ -153,7 +150,6 @@ void delete_task(Db& db, const core::Task& t, core::Time now);
 // row of the task's end is written.
 void flow_task_ended(Db& db, int64_t task_id, const std::string& flow,
                      core::TaskState state, core::Time now);
-void set_run_at(Db& db, int64_t id, core::Time at);
 // "<message> by <actor>" when an operator revoked `token` on task `id`.
 std::optional<std::string> find_revoked(Db& db, int64_t id,
                                         const std::string& token);

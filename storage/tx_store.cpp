@@ -2,6 +2,7 @@
 // deletes, updates, completes and creates of one document in one write
 // transaction, checked in the order SPEC §3 gives before anything changes.
 #include "core/error.hpp"
+#include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
@@ -22,7 +23,8 @@ void delete_task(Db& db, const Task& t, Time now) {
     if (t.lease && !t.leased(now)) {
       bump_queue_counter(db, t.queue, QueueCounter::leases_expired);
     }
-    set_state(db, t.id, TaskState::killed, now);
+    move_task(db, {t.id, t.state, core::SystemMove::deleted, k_system_actor},
+              now);
   }
   for (const char* sql :
        {"DELETE FROM task_errors WHERE task_id = ?1",

@@ -2,6 +2,7 @@
 // release and sleep, for a task or a broadcast delivery.
 #include "core/error.hpp"
 #include "storage/db.hpp"
+#include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
@@ -134,48 +135,35 @@ Task complete_held(Db& db, const Held& held, const std::string& token,
     }
     return delivery_write(db, held, token, now, "complete", "done");
   }
-  const auto next = core::transition(task.state, Message::complete);
-  if (!next) {
+  if (!core::transition(task.state, Message::complete)) {
     throw Error(ErrorKind::conflict, refusal(task, Message::complete));
   }
   if (!sync.empty() && !task.schedule) {
     throw Error(ErrorKind::conflict, "cannot store --sync: " + task_ref(id)
                                          + " was not emitted by a schedule");
   }
-  // The lease ends, the result is stored and the state set (as set_state
-  // would) in one statement.
-  Statement(db, "UPDATE tasks SET lease_token = NULL, lease_worker = NULL, "
-                "lease_expires = NULL, result = ?2, state = ?3, "
-                "rev = rev + 1, updated_at = ?4 WHERE id = ?1")
-      .bind(1, id)
-      .bind(2, result)
-      .bind(3, core::to_string(*next))
-      .bind(4, to_unix_ms(now))
-      .run();
-  // The sync state the task reports: what it was given, updated with
-  // --sync; its schedule hands it to the next task it emits.
-  core::Labels merged = task.sync;
-  for (const auto& [k, v] : sync) {
-    merged[k] = v;
-  }
+  // The lease ends, the result is stored and the state set in one
+  // statement; the followers of its end read the checked task's labels,
+  // trigger and flow, which the UPDATE does not change.
+  StateChange done{id, task.state, Message::complete, task.lease->worker, ""};
+  done.also.end_lease(task, std::nullopt).set("result", result);
+  done.known = &task;
+  done.waited_for = held.waited_for;
   if (!sync.empty()) {
+    // The sync state the task reports: what it was given, updated with
+    // --sync; its schedule hands it to the next task it emits.
+    core::Labels merged = task.sync;
+    for (const auto& [k, v] : sync) {
+      merged[k] = v;
+    }
     const std::string text = labels_to_json(merged);
-    Statement(db, "UPDATE tasks SET sync = ?2 WHERE id = ?1")
-        .bind(1, id)
-        .bind(2, text)
-        .run();
+    done.also.set("sync", text);
     Statement(db, "UPDATE schedules SET sync = ?2 WHERE name = ?1")
         .bind(1, *task.schedule)
         .bind(2, text)
         .run();
   }
-  if (core::is_terminal(*next)) {
-    // The checked task's labels, trigger and flow: the UPDATE above did
-    // not change them.
-    settle_finished(db, id, task.labels, task.trigger, task.flow, *next, now,
-                    held.waited_for);
-  }
-  log_event(db, id, now, "complete", task.state, *next, task.lease->worker, "");
+  move_task(db, done, now);
   return reload ? load_full(db, id) : task;
 }
 
@@ -215,27 +203,27 @@ Task fail_held(Db& db, const Held& held, const std::string& token,
     return reload ? load_full(db, id) : task;
   }
 
-  log_event(db, id, now, "error", task.state, *fault, worker, req.error);
+  record_move(db, {id, task.state, Message::error, worker, req.error}, now);
   if (req.mode == FailMode::no_retry) {
-    set_state(db, id, TaskState::failed, now);
-    set_reason(db, id, req.error);
-    log_event(db, id, now, "error", *fault, TaskState::failed, k_system_actor,
-              "not retried (--no-retry)");
+    StateChange give_up{id, *fault, core::SystemMove::give_up, k_system_actor,
+                        "not retried (--no-retry)"};
+    give_up.also.set("reason", req.error);
+    move_task(db, give_up, now);
   } else {
     const auto decision =
         core::decide(load_errors(db, id), now, policy, req.retry_in);
     if (decision.fail) {
       append_error(db, id, now, core::k_exceeded_error_rate, keep);
-      set_state(db, id, TaskState::failed, now);
-      set_reason(db, id, core::k_exceeded_error_rate);
-      log_event(db, id, now, "error", *fault, TaskState::failed, k_system_actor,
-                core::k_exceeded_error_rate);
+      StateChange give_up{id, *fault, core::SystemMove::give_up, k_system_actor,
+                          std::string(core::k_exceeded_error_rate)};
+      give_up.also.set("reason", std::string(core::k_exceeded_error_rate));
+      move_task(db, give_up, now);
     } else {
-      set_state(db, id, TaskState::sleeping, now);
-      set_run_at(db, id, *decision.until);
-      log_event(db, id, now, "sleep", *fault, TaskState::sleeping,
-                k_system_actor,
-                "retry at " + core::format_time(*decision.until));
+      StateChange retry{id, *fault, core::SystemMove::retry_later,
+                        k_system_actor,
+                        "retry at " + core::format_time(*decision.until)};
+      retry.also.set("run_at", to_unix_ms(*decision.until));
+      move_task(db, retry, now);
     }
   }
   return reload ? load_full(db, id) : task;
@@ -381,15 +369,13 @@ Task TaskStore::worker_sleep(int64_t id, const std::string& token, Time until,
     return out;
   }
   const Task& task = held.task;
-  const auto next = core::transition(task.state, Message::sleep);
-  if (!next) {
+  if (!core::transition(task.state, Message::sleep)) {
     throw Error(ErrorKind::conflict, refusal(task, Message::sleep));
   }
-  clear_lease(*m_db, task, std::nullopt);
-  set_state(*m_db, id, *next, now);
-  set_run_at(*m_db, id, until);
-  log_event(*m_db, id, now, "sleep", task.state, *next, task.lease->worker,
-            "until " + core::format_time(until));
+  StateChange sleep{id, task.state, Message::sleep, task.lease->worker,
+                    "until " + core::format_time(until)};
+  sleep.also.end_lease(task, std::nullopt).set("run_at", to_unix_ms(until));
+  move_task(*m_db, sleep, now);
   Task out = load_full(*m_db, id);
   tx.commit();
   return out;
