@@ -44,7 +44,11 @@ std::string_view event_message(const Cause& cause) {
 
 Assignments& Assignments::set(std::string_view column,
                               std::optional<std::string> value) {
-  m_values.push_back(value ? Value(std::move(*value)) : Value());
+  if (value) {
+    m_values.emplace_back(std::move(*value));
+  } else {
+    m_values.emplace_back();
+  }
   m_sql +=
       ", " + std::string(column) + " = ?" + std::to_string(m_values.size() + 3);
   return *this;
@@ -52,7 +56,12 @@ Assignments& Assignments::set(std::string_view column,
 
 Assignments& Assignments::set(std::string_view column,
                               std::optional<int64_t> value) {
-  m_values.push_back(value ? Value(*value) : Value());
+  if (value) { // not a ?: of two Values: GCC 12 warns of an uninitialised
+               // string (-Wmaybe-uninitialized) at -O2
+    m_values.emplace_back(*value);
+  } else {
+    m_values.emplace_back();
+  }
   m_sql +=
       ", " + std::string(column) + " = ?" + std::to_string(m_values.size() + 3);
   return *this;
