@@ -1,0 +1,31 @@
+#pragma once
+// What `taskq top` writes in its cells: short durations, and text fitted
+// to the columns the terminal shows it in.
+#include "core/time.hpp"
+
+#include <string>
+#include <string_view>
+
+namespace taskq::cli::top {
+
+// `d` in at most 5 columns: 45s, 3m05s, 2h07m, 3d04h.
+std::string short_duration(core::Millis d);
+
+// How the terminal shows text: one cell per column, `…` or `~` where cut.
+class TextFit {
+public:
+  TextFit();
+
+  // `text` as one line of at most `width` columns: control characters
+  // become spaces; bytes that are not UTF-8 (and, outside a UTF-8 locale,
+  // every non-ASCII character) become `?`. Padded to `width` with spaces,
+  // on the left when `right`.
+  std::string fit(std::string_view text, int width, bool right) const;
+
+private:
+  int width_of(const std::string& piece) const;
+
+  bool m_utf8 = false;
+};
+
+} // namespace taskq::cli::top
