@@ -5,6 +5,7 @@
 #include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/handler_env.hpp"
 #include "core/json_text.hpp"
 #include "core/outcome.hpp"
 #include "core/text.hpp"
@@ -51,13 +52,6 @@ struct Stream {
   std::string partial_line;
 };
 
-// The variables `run` sets for a handler; any inherited value is replaced.
-constexpr std::string_view k_task_vars[] = {
-    "TASKQ_ID",      "TASKQ_LEASE",      "TASKQ_QUEUE", "TASKQ_ATTEMPT",
-    "TASKQ_PAYLOAD", "TASKQ_CHECKPOINT", "TASKQ_DB",    "TASKQ_WORKER",
-    "TASKQ_SYNC",    "TASKQ_FLOW",       "TASKQ_ATOM",  "TASKQ_ACTION",
-    "TASKQ_ARGS"};
-
 // One task whose handler is running.
 struct Running {
   core::Task task;
@@ -79,77 +73,19 @@ struct Running {
   bool checkpoint_unheard = false; // said once that it would not be sent
 };
 
-// Linux refuses to start a program whose environment holds one string of
-// more than 128 KiB (MAX_ARG_STRLEN, counting its NUL): execve fails with
-// E2BIG, so every attempt of the task would fail the same way.
-constexpr size_t k_max_env_entry = 128 * 1024 - 1;
-
-// Adds NAME=VALUE to `env` unless it is too long for an environment; false
-// then.
-bool add_variable(std::vector<std::string>& env, std::string_view name,
-                  const std::string& value) {
-  if (name.size() + 1 + value.size() > k_max_env_entry) {
-    return false;
-  }
-  env.push_back(std::string(name) + "=" + value);
-  return true;
-}
-
+// A per-task handler's environment; what is too large for one is said on
+// stderr and left out.
 std::vector<std::string> child_environment(const core::Task& t,
                                            const std::string& db_path,
                                            const std::string& worker) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e != nullptr; ++e) {
-    const std::string_view entry(*e);
-    const auto name = entry.substr(0, entry.find('='));
-    if (std::find(std::begin(k_task_vars), std::end(k_task_vars), name)
-        == std::end(k_task_vars)) {
-      env.emplace_back(entry);
-    }
+  auto made = core::task_environment(
+      t, core::inherited_environment(environ, core::HandlerKind::per_task),
+      db_path, worker);
+  for (const auto& left_out : made.left_out) {
+    const std::string line = core::left_out_message(t.id, left_out);
+    std::fputs(line.c_str(), stderr);
   }
-  env.push_back("TASKQ_ID=" + std::to_string(t.id));
-  env.push_back("TASKQ_LEASE=" + (t.lease ? t.lease->token : ""));
-  env.push_back("TASKQ_QUEUE=" + t.queue);
-  env.push_back("TASKQ_ATTEMPT=" + std::to_string(t.attempts));
-  // An environment string ends at its first NUL; a payload holding one
-  // (a JSON string with \u0000) is passed as JSON text instead.
-  const std::string payload = payload_env_value(t.payload);
-  // A payload or checkpoint too large for the environment is left out
-  // rather than failing the task: the payload is on stdin whatever its
-  // size, and `taskq show` has the checkpoint.
-  if (!add_variable(env, "TASKQ_PAYLOAD", payload)) {
-    std::fprintf(stderr,
-                 "taskq: task %lld: its payload (%zu bytes) is too large for "
-                 "TASKQ_PAYLOAD; the handler gets it on stdin only\n",
-                 static_cast<long long>(t.id), payload.size());
-  }
-  if (t.checkpoint && !add_variable(env, "TASKQ_CHECKPOINT", *t.checkpoint)) {
-    std::fprintf(stderr,
-                 "taskq: task %lld: its checkpoint (%zu bytes) is too large "
-                 "for TASKQ_CHECKPOINT; see taskq show %lld\n",
-                 static_cast<long long>(t.id), t.checkpoint->size(),
-                 static_cast<long long>(t.id));
-  }
-  const std::string sync = sync_json(t);
-  if (!add_variable(env, "TASKQ_SYNC", sync)) {
-    std::fprintf(stderr,
-                 "taskq: task %lld: its sync state (%zu bytes) is too large "
-                 "for TASKQ_SYNC; see taskq show %lld\n",
-                 static_cast<long long>(t.id), sync.size(),
-                 static_cast<long long>(t.id));
-  }
-  for (const auto& [name, value] : flow_env(t)) {
-    if (!add_variable(env, name, value)) {
-      std::fprintf(stderr,
-                   "taskq: task %lld: its %s (%zu bytes) is too large for "
-                   "the environment; see taskq show %lld\n",
-                   static_cast<long long>(t.id), name.c_str(), value.size(),
-                   static_cast<long long>(t.id));
-    }
-  }
-  env.push_back("TASKQ_DB=" + db_path);
-  env.push_back("TASKQ_WORKER=" + worker);
-  return env;
+  return std::move(made.env);
 }
 
 // What a handler printed, as a task result: its JSON when stdout is one

@@ -2,12 +2,13 @@
 #include "cli/stream.hpp"
 
 #include "cli/child.hpp"
-#include "cli/json_fields.hpp"
 #include "cli/output.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/handler_env.hpp"
 #include "core/json_text.hpp"
 #include "core/outcome.hpp"
+#include "core/stream_protocol.hpp"
 #include "core/text.hpp"
 
 #include <nlohmann/json.hpp>
@@ -30,8 +31,6 @@ namespace {
 using Clock = std::chrono::steady_clock;
 using Instant = Clock::time_point;
 
-// A line a handler writes may hold at most this much (a result).
-constexpr size_t k_max_line = 16 * 1024 * 1024;
 // Leases are checked against the database at most this often while the
 // database changes (each of our own commits changes it too).
 constexpr auto k_lease_check_every = std::chrono::milliseconds(20);
@@ -52,30 +51,6 @@ constexpr auto k_dying_window = std::chrono::seconds(10);
 constexpr auto k_first_backoff = std::chrono::seconds(1);
 constexpr auto k_max_backoff = std::chrono::seconds(60);
 constexpr auto k_healthy = std::chrono::seconds(60);
-// How much of a bad line a message quotes.
-constexpr size_t k_quote = 200;
-
-// The variables `run` sets for a per-task handler: a stream handler serves
-// many tasks, so none of them is inherited.
-constexpr std::string_view k_task_vars[] = {
-    "TASKQ_ID",      "TASKQ_LEASE",      "TASKQ_QUEUE", "TASKQ_ATTEMPT",
-    "TASKQ_PAYLOAD", "TASKQ_CHECKPOINT", "TASKQ_DB",    "TASKQ_WORKER",
-    "TASKQ_SYNC",    "TASKQ_FLOW",       "TASKQ_ATOM",  "TASKQ_ACTION",
-    "TASKQ_ARGS",    "TASKQ_HANDLER"};
-
-// The first k_quote bytes of a line, as one printable line.
-std::string quote(std::string_view line) {
-  std::string out;
-  for (const char c : line.substr(0, k_quote)) {
-    const auto byte = static_cast<unsigned char>(c);
-    out += byte < 0x20 || byte == 0x7f ? '?' : c;
-  }
-  if (line.size() > k_quote) {
-    out += "...";
-  }
-  return core::to_valid_utf8(out);
-}
-
 // A task written to a handler, until its outcome.
 struct Held {
   core::Task task;
@@ -142,16 +117,9 @@ public:
                                     : std::filesystem::absolute(ctx.db_path())
                                           .lexically_normal()
                                           .string();
-    for (char** e = environ; *e != nullptr; ++e) {
-      const std::string_view entry(*e);
-      const auto name = entry.substr(0, entry.find('='));
-      if (std::find(std::begin(k_task_vars), std::end(k_task_vars), name)
-          == std::end(k_task_vars)) {
-        m_env.emplace_back(entry);
-      }
-    }
-    m_env.push_back("TASKQ_DB=" + db_path);
-    m_env.push_back("TASKQ_WORKER=" + m_worker);
+    m_inherited =
+        core::inherited_environment(environ, core::HandlerKind::stream);
+    m_db_path = db_path;
     m_handlers.resize(static_cast<size_t>(o.concurrency));
     // Group commit, without --prefetch: a commit no longer waits for the
     // disk; a task leased in one waits for it before its handler sees it.
@@ -377,12 +345,11 @@ private:
 
   void start(Handler& h) {
     h.restart_at.reset();
-    std::vector<std::string> env = m_env;
-    env.push_back("TASKQ_HANDLER=" + std::to_string(h.number));
     ChildSpec spec;
     spec.path = m_o.command_path;
     spec.argv = m_o.command;
-    spec.env = std::move(env);
+    spec.env =
+        core::stream_environment(m_inherited, m_db_path, m_worker, h.number);
     spec.stdin_pipe = true;
     spec.capture_stdout = true;
     spec.capture_stderr = false; // the worker's, as the protocol says
@@ -815,7 +782,7 @@ private:
       }
     }
     h.out_buf.erase(0, from);
-    if (h.out_buf.size() > k_max_line) {
+    if (h.out_buf.size() > core::k_max_handler_line) {
       garbage(h, h.out_buf, "a line longer than 16 MiB");
       h.out_buf.clear();
     }
@@ -832,90 +799,45 @@ private:
     }
   }
 
-  void on_line(Handler& h, std::string_view line) {
-    if (!line.empty() && line.back() == '\r') {
-      line.remove_suffix(1);
-    }
-    if (core::json_trim(line).empty()) {
+  void on_line(Handler& h, std::string_view text) {
+    const auto line = core::read_handler_line(text);
+    if (line.kind == core::HandlerLine::Kind::blank) {
       return;
     }
-    if (!core::json_valid(line)
-        || core::json_kind(core::json_trim(line)) != core::JsonKind::object) {
-      garbage(h, line, "not a JSON object");
+    if (!text.empty() && text.back() == '\r') {
+      text.remove_suffix(1);
+    }
+    if (line.kind == core::HandlerLine::Kind::garbage) {
+      garbage(h, text, line.why);
       return;
     }
-    std::optional<int64_t> id;
-    try {
-      JsonFields f(core::json_trim(line), "handler line");
-      id = f.integer("id");
-    } catch (const Error&) {
-      id.reset();
-    }
-    if (!id) {
-      garbage(h, line, "no \"id\"");
-      return;
-    }
-    Held* const found = find_held(h, *id);
+    const int64_t id = line.id;
+    Held* const found = find_held(h, id);
     if (found == nullptr) {
-      if (std::find(m_finished.begin(), m_finished.end(), *id)
+      if (std::find(m_finished.begin(), m_finished.end(), id)
           != m_finished.end()) {
         std::fprintf(stderr,
                      "taskq: handler %d: task %lld is no longer its own; "
                      "ignored: %s\n",
-                     h.number, static_cast<long long>(*id),
-                     quote(line).c_str());
+                     h.number, static_cast<long long>(id),
+                     core::quote_line(text).c_str());
         return;
       }
-      garbage(h, line, "task " + std::to_string(*id) + " is not its own");
+      garbage(h, text, "task " + std::to_string(id) + " is not its own");
       return;
     }
     Held& held = *found;
-    try {
-      apply_line(h, held, core::json_trim(line));
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::usage) {
-        throw;
-      }
-      std::fprintf(stderr, "taskq: handler %d: malformed line: %s (%s)\n",
-                   h.number, quote(line).c_str(), e.what());
-      if (held.give_up_at) {
-        return;
-      }
-      storage::FailRequest req;
-      req.error = std::string("malformed handler output: ") + e.what();
-      finish(h, Pending{Pending::Kind::fail, std::move(held.task), std::nullopt,
-                        req, std::nullopt});
+    const auto m = core::read_handler_message(line.body);
+    if (!m.verb) {
+      malformed(h, held, text, m.error);
+      return;
     }
-  }
-
-  // One outcome line of the task `held` of `h`. Throws usage for a line
-  // that is not one.
-  void apply_line(Handler& h, Held& held, std::string_view line) {
-    JsonFields f(line, "handler line");
-    f.take("id");
-    const auto done = f.take("done");
-    const auto fail = f.take("fail");
-    const auto release = f.take("release");
-    const auto beat = f.take("heartbeat");
-    const auto checkpoint = f.take("checkpoint");
-    const int verbs = (done ? 1 : 0) + (fail ? 1 : 0) + (release ? 1 : 0)
-                      + (beat ? 1 : 0) + (checkpoint ? 1 : 0);
-    if (verbs != 1) {
-      throw Error(ErrorKind::usage,
-                  verbs == 0 ? "expected one of done, fail, release, "
-                               "heartbeat, checkpoint"
-                             : "more than one of done, fail, release, "
-                               "heartbeat, checkpoint");
-    }
-    if (beat || checkpoint) {
+    if (*m.verb == core::HandlerVerb::heartbeat
+        || *m.verb == core::HandlerVerb::checkpoint) {
       if (held.give_up_at) {
         return; // cancelled: its lease is not ours to extend
       }
-      std::optional<std::string> saved;
-      if (checkpoint) {
-        saved = minify_json(*checkpoint);
-      }
-      heartbeat(h, held, saved);
+      heartbeat(h, held, m.value);
       return;
     }
     if (held.give_up_at) {
@@ -929,59 +851,51 @@ private:
       drop(h, held.task.id);
       return;
     }
-    if (done) {
-      std::optional<std::string> result;
-      if (*done != "null") {
-        result = minify_json(*done);
-      }
+    if (!m.error.empty()) {
+      malformed(h, held, text, m.error);
+      return;
+    }
+    switch (*m.verb) {
+    case core::HandlerVerb::done:
       finish(h, Pending{Pending::Kind::complete,
                         std::move(held.task),
-                        std::move(result),
+                        m.value,
                         {},
                         std::nullopt});
       return;
-    }
-    if (fail) {
+    case core::HandlerVerb::fail: {
       storage::FailRequest req;
-      const auto text = json_string_value(*fail);
-      if (!text) {
-        throw Error(ErrorKind::usage, "\"fail\" must be a string");
-      }
-      req.error = *text;
-      if (const auto retry = f.take("retry")) {
-        if (*retry == "false") {
-          req.mode = storage::FailMode::no_retry;
-        } else if (*retry != "true") {
-          throw Error(ErrorKind::usage, "\"retry\" must be true or false");
-        }
+      req.error = *m.value;
+      if (m.no_retry) {
+        req.mode = storage::FailMode::no_retry;
       }
       finish(h, Pending{Pending::Kind::fail, std::move(held.task), std::nullopt,
                         req, std::nullopt});
       return;
     }
-    std::optional<core::Millis> delay = m_o.release_delay;
-    if (*release == "true") {
-      // --release-delay, as for a per-task handler's exit 75
-    } else if (core::json_kind(*release) == core::JsonKind::object) {
-      JsonFields r(*release, "\"release\"");
-      const auto text = r.string("delay");
-      r.finish();
-      if (text) {
-        delay = core::parse_duration(*text);
-        if (!delay) {
-          throw Error(ErrorKind::usage,
-                      "invalid delay '" + *text + "' (expected 30s, 5m, ...)");
-        }
-      }
-    } else {
-      throw Error(ErrorKind::usage,
-                  "\"release\" must be true or {\"delay\":\"DUR\"}");
+    default:
+      finish(h, Pending{Pending::Kind::release,
+                        std::move(held.task),
+                        std::nullopt,
+                        {},
+                        m.delay.value_or(m_o.release_delay)});
+      return;
     }
-    finish(h, Pending{Pending::Kind::release,
-                      std::move(held.task),
-                      std::nullopt,
-                      {},
-                      delay});
+  }
+
+  // A line about task `held` of `h` that is no outcome (`why`): the task
+  // fails with the reason, unless it was cancelled.
+  void malformed(Handler& h, Held& held, std::string_view line,
+                 const std::string& why) {
+    std::fprintf(stderr, "taskq: handler %d: malformed line: %s (%s)\n",
+                 h.number, core::quote_line(line).c_str(), why.c_str());
+    if (held.give_up_at) {
+      return;
+    }
+    storage::FailRequest req;
+    req.error = "malformed handler output: " + why;
+    finish(h, Pending{Pending::Kind::fail, std::move(held.task), std::nullopt,
+                      req, std::nullopt});
   }
 
   // Task `id` is settled: a later line about it is ignored, not garbage.
@@ -1010,10 +924,11 @@ private:
   // stopped, its task fails with the reason, and it is started again.
   void garbage(Handler& h, std::string_view line, const std::string& why) {
     std::fprintf(stderr, "taskq: handler %d: malformed line (%s): %s\n",
-                 h.number, why.c_str(), quote(line).c_str());
+                 h.number, why.c_str(), core::quote_line(line).c_str());
     if (h.held && !h.held->give_up_at) {
       storage::FailRequest req;
-      req.error = "handler sent garbage (" + why + "): " + quote(line);
+      req.error =
+          "handler sent garbage (" + why + "): " + core::quote_line(line);
       Pending p{Pending::Kind::fail, std::move(h.held->task), std::nullopt, req,
                 std::nullopt};
       h.held.reset();
@@ -1537,7 +1452,8 @@ private:
   storage::TaskStore& m_store;
   storage::ChangeFeed m_feed;
   std::string m_worker;
-  std::vector<std::string> m_env;
+  std::vector<std::string> m_inherited; // of every handler's environment
+  std::string m_db_path;                // TASKQ_DB
   storage::LeaseRequest m_request;
   core::Millis m_heartbeat_every{};
   std::vector<Handler> m_handlers;
