@@ -1,6 +1,7 @@
 #pragma once
 
 #include "cli/context.hpp"
+#include "core/error.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -62,5 +63,12 @@ void register_logs(CLI::App& app, Context& ctx);     // logs
 // Parses argv, runs the chosen command, returns the exit code. Throws
 // taskq::Error for main() to report.
 int run(int argc, char** argv);
+
+// The exit code of an error of `kind`: 2 usage, 3 not found, 4 conflict,
+// 5 unavailable, k_exit_failure for anything else.
+int exit_code_for(ErrorKind kind);
+// The one place errors are printed: "taskq: <what>[: <why>]", one line on
+// stderr, its control characters made printable.
+void print_error(std::string_view message);
 
 } // namespace taskq::cli
