@@ -1,5 +1,4 @@
 // Commands that run on: run (the worker loop), wait, progress.
-#include "cli/child.hpp"
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "cli/runner.hpp"
@@ -9,6 +8,7 @@
 #include "core/error.hpp"
 #include "core/outcome.hpp"
 #include "core/progress.hpp"
+#include "worker/child.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -154,7 +154,7 @@ RunOptions check_run_args(const RunArgs& a, const Context& ctx) {
   if (o.command.empty()) {
     return o; // each task's own command, found as each one starts
   }
-  const auto path = resolve_command(o.command.front());
+  const auto path = worker::resolve_command(o.command.front());
   if (!path) {
     throw Error(ErrorKind::usage,
                 "cannot run " + o.command.front() + ": no such executable file"

@@ -1,6 +1,5 @@
 #include "cli/runner.hpp"
 
-#include "cli/child.hpp"
 #include "cli/output.hpp"
 #include "core/bytes.hpp"
 #include "core/duration.hpp"
@@ -9,6 +8,11 @@
 #include "core/json_text.hpp"
 #include "core/outcome.hpp"
 #include "core/text.hpp"
+#include "worker/child.hpp"
+#include "worker/lease_source.hpp"
+#include "worker/outcome.hpp"
+#include "worker/policy.hpp"
+#include "worker/supervise.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -31,19 +35,7 @@ extern char** environ;
 namespace taskq::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using Instant = Clock::time_point;
-
-// The most --result-stdout keeps; a handler that prints more fails.
-constexpr size_t k_max_result_bytes = 16 * 1024 * 1024;
-
-// Output is stored at least this often while a handler prints, and as soon
-// as this much waits, so that `logs --follow` shows it live without a
-// write per line.
-constexpr auto k_output_flush_every = std::chrono::milliseconds(200);
-constexpr size_t k_output_flush_bytes = 256 * 1024;
-// With --tag, a line longer than this is passed on in parts.
-constexpr size_t k_max_tagged_line = 64 * 1024;
+using namespace worker; // Clock, Instant, the policy constants
 
 // What one stream of a handler printed: the part not stored yet, and with
 // --tag the start of a line not passed on yet.
@@ -88,48 +80,6 @@ std::vector<std::string> child_environment(const core::Task& t,
   return std::move(made.env);
 }
 
-// What a handler printed, as a task result: its JSON when stdout is one
-// JSON value, else a JSON string of the text (one final newline dropped).
-std::string result_from_stdout(std::string text) {
-  if (core::json_valid(text)) {
-    return minify_json(text);
-  }
-  if (!text.empty() && text.back() == '\n') {
-    text.pop_back();
-  }
-  return nlohmann::json(core::to_valid_utf8(text)).dump();
-}
-
-// Whether process `pid` has a handler for `signal` (SigCgt in
-// /proc/PID/status). A checkpoint request is sent only then: the default
-// action of SIGUSR1 is to terminate, which would fail a task that an
-// operator only asked to save its progress. True when it cannot tell.
-bool catches_signal(pid_t pid, int signal) {
-  std::FILE* f =
-      std::fopen(("/proc/" + std::to_string(pid) + "/status").c_str(), "r");
-  if (f == nullptr) {
-    return true;
-  }
-  std::optional<bool> caught;
-  std::array<char, 256> line{};
-  while (!caught && std::fgets(line.data(), line.size(), f) != nullptr) {
-    unsigned long long mask = 0;
-    if (std::sscanf(line.data(), "SigCgt: %llx", &mask) == 1) {
-      caught = ((mask >> (signal - 1)) & 1U) != 0;
-    }
-  }
-  std::fclose(f);
-  return caught.value_or(true);
-}
-
-int poll_timeout(Instant now, const std::optional<Instant>& until) {
-  if (!until) {
-    return -1;
-  }
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - now);
-  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
-}
-
 class Runner {
 public:
   Runner(const RunOptions& o, Context& ctx)
@@ -146,7 +96,7 @@ public:
     m_request.match = o.match;
     m_request.lease_for = o.lease_for;
     m_request.worker = m_worker;
-    m_heartbeat_every = std::max(core::Millis{1}, o.lease_for / 3);
+    m_heartbeat_every = heartbeat_every(o.lease_for);
   }
 
   ~Runner() {
@@ -1147,41 +1097,6 @@ private:
 };
 
 } // namespace
-
-core::Millis lease_ahead_hold() {
-  constexpr core::Millis k_default{250};
-  const char* env = std::getenv("TASKQ_LEASE_AHEAD_MS");
-  if (env == nullptr) {
-    return k_default;
-  }
-  const std::string_view text(env);
-  int64_t ms = -1;
-  const auto [end, ec] =
-      std::from_chars(text.data(), text.data() + text.size(), ms);
-  if (text.empty() || ec != std::errc() || end != text.data() + text.size()
-      || ms < 0 || ms > 3'600'000) {
-    throw Error(ErrorKind::usage,
-                "TASKQ_LEASE_AHEAD_MS: expected whole milliseconds from 0 "
-                "to 3600000, got \""
-                    + std::string(text) + "\"");
-  }
-  return core::Millis(ms);
-}
-
-bool changed_by_others(storage::TaskStore& store,
-                       std::optional<int64_t>& seen) {
-  std::optional<int64_t> v;
-  try {
-    v = store.others_version();
-  } catch (const Error&) {
-    return true;
-  }
-  if (v && seen && *v == *seen) {
-    return false;
-  }
-  seen = v;
-  return true;
-}
 
 bool run_failed(const RunSummary& s, FailOn fail_on) {
   switch (fail_on) {

@@ -77,13 +77,4 @@ std::string summary_line(const RunSummary& s);
 // background job, nohup).
 RunSummary run_worker(const RunOptions& o, Context& ctx);
 
-// How long `run` holds a task leased ahead of its handlers, per-task or
-// --stream: TASKQ_LEASE_AHEAD_MS, 250 by default, 0 to lease nothing
-// ahead. Throws usage for anything but whole milliseconds up to an hour.
-core::Millis lease_ahead_hold();
-
-// Whether another connection may have committed to `store` since `seen`
-// was read (always true where the backend cannot tell); updates `seen`.
-bool changed_by_others(storage::TaskStore& store, std::optional<int64_t>& seen);
-
 } // namespace taskq::cli

@@ -1,7 +1,6 @@
 // `taskq run --stream`: long-lived handlers fed one task per line.
 #include "cli/stream.hpp"
 
-#include "cli/child.hpp"
 #include "cli/output.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
@@ -10,6 +9,11 @@
 #include "core/outcome.hpp"
 #include "core/stream_protocol.hpp"
 #include "core/text.hpp"
+#include "worker/child.hpp"
+#include "worker/lease_source.hpp"
+#include "worker/outcome.hpp"
+#include "worker/policy.hpp"
+#include "worker/supervise.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -28,29 +32,8 @@ extern char** environ;
 namespace taskq::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-using Instant = Clock::time_point;
+using namespace worker; // Clock, Instant, the policy constants
 
-// Leases are checked against the database at most this often while the
-// database changes (each of our own commits changes it too).
-constexpr auto k_lease_check_every = std::chrono::milliseconds(20);
-// Prefetched tasks (up to K of them, a read each: not yet written, or
-// waiting behind the one in hand) less often: most have not started, and
-// a lease lost meanwhile only makes its outcome refused.
-constexpr auto k_queue_check_every = std::chrono::milliseconds(250);
-// With group commit, how many tasks lease-ahead holds at most, and after
-// how many tasks handed without waiting for their sync it holds one less.
-constexpr int k_max_ahead = 8;
-constexpr int k_ahead_settle = 32;
-// A handler that dies this many times in k_dying_window without an
-// outcome in between ends the run.
-constexpr int k_max_deaths = 3;
-constexpr auto k_dying_window = std::chrono::seconds(10);
-// Restart back-off: none at first, then this, doubling up to the cap; a
-// handler that lived k_healthy starts again without one.
-constexpr auto k_first_backoff = std::chrono::seconds(1);
-constexpr auto k_max_backoff = std::chrono::seconds(60);
-constexpr auto k_healthy = std::chrono::seconds(60);
 // A task written to a handler, until its outcome.
 struct Held {
   core::Task task;
@@ -76,9 +59,7 @@ struct Handler {
   std::deque<Held> ahead;
   Instant started;
   std::optional<Instant> restart_at;
-  core::Millis backoff{0};
-  int deaths = 0; // in a row, without an outcome between them
-  Instant first_death;
+  Restarts restarts; // its deaths in a row and restart back-off
 };
 
 // An outcome waiting to be written.
@@ -93,14 +74,6 @@ struct Pending {
   bool uncounted = false;
 };
 
-int poll_timeout(Instant now, const std::optional<Instant>& until) {
-  if (!until) {
-    return -1;
-  }
-  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - now);
-  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
-}
-
 class StreamRunner {
 public:
   StreamRunner(const RunOptions& o, const StreamOptions& s, Context& ctx)
@@ -111,7 +84,7 @@ public:
     m_request.match = o.match;
     m_request.lease_for = o.lease_for;
     m_request.worker = m_worker;
-    m_heartbeat_every = std::max(core::Millis{1}, o.lease_for / 3);
+    m_heartbeat_every = heartbeat_every(o.lease_for);
     const std::string db_path = storage::is_postgres_url(ctx.db_path())
                                     ? ctx.db_path()
                                     : std::filesystem::absolute(ctx.db_path())
@@ -220,10 +193,7 @@ private:
   // How many tasks one handler may have waiting in its stdin behind the
   // one it works on: the prefetched tasks, shared among the handlers.
   int lookahead() const {
-    if (m_s.prefetch <= 1) {
-      return 0;
-    }
-    return std::max(1, (m_s.prefetch - 1) / m_o.concurrency);
+    return worker::lookahead(m_s.prefetch, m_o.concurrency);
   }
 
   int ahead_total() const {
@@ -252,18 +222,13 @@ private:
   }
 
   bool flush_now() const {
-    if (m_s.prefetch <= 1 || m_stopping) {
-      return true;
-    }
-    if (static_cast<int>(m_pending.size()) >= m_s.prefetch) {
-      return true;
-    }
-    if (m_flush_at && Clock::now() >= *m_flush_at) {
-      return true;
-    }
-    // Nothing else to do before the next lease: waiting would only delay
-    // it.
-    return m_queue.empty() && free_handlers() == m_o.concurrency;
+    FlushState f;
+    f.prefetch = m_s.prefetch;
+    f.stopping = m_stopping;
+    f.pending = m_pending.size();
+    f.flush_at = m_flush_at;
+    f.idle = m_queue.empty() && free_handlers() == m_o.concurrency;
+    return flush_due(f, Clock::now());
   }
 
   // --- leasing -----------------------------------------------------------
@@ -739,26 +704,17 @@ private:
       h.restart_at = now; // it ignored a cancel: a new one at once
       return;
     }
-    if (now - h.started >= k_healthy) {
-      h.backoff = core::Millis{0};
-      h.deaths = 0;
-    }
-    if (h.deaths == 0 || now - h.first_death > k_dying_window) {
-      h.deaths = 0;
-      h.first_death = now;
-    }
-    if (++h.deaths >= k_max_deaths) {
+    const auto restart_at = h.restarts.died(h.started, now);
+    if (!restart_at) {
+      const auto& r = h.restarts;
       throw Error(
           ErrorKind::internal,
-          "handler keeps dying (" + std::to_string(h.deaths) + " times in "
+          "handler keeps dying (" + std::to_string(r.deaths) + " times in "
               + core::format_duration(
-                  std::chrono::duration_cast<core::Millis>(now - h.first_death))
+                  std::chrono::duration_cast<core::Millis>(now - r.first_death))
               + " without an outcome): " + command_line(m_o.command));
     }
-    h.restart_at = now + h.backoff;
-    h.backoff = h.backoff.count() == 0
-                    ? core::Millis{k_first_backoff}
-                    : std::min(core::Millis{k_max_backoff}, h.backoff * 2);
+    h.restart_at = *restart_at;
   }
 
   // --- the handler's lines ---------------------------------------------
@@ -908,7 +864,7 @@ private:
 
   // The handler ended its task with `p`.
   void finish(Handler& h, Pending p) {
-    h.deaths = 0;
+    h.restarts.answered();
     const int64_t id = p.task.id;
     if (h.held && h.held->task.id == id) {
       const auto took = Clock::now() - h.held->sent;

@@ -1,4 +1,4 @@
-#include "cli/child.hpp"
+#include "worker/child.hpp"
 
 #include "core/error.hpp"
 
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <utility>
 
-namespace taskq::cli {
+namespace taskq::worker {
 
 Fd::~Fd() {
   reset();
@@ -277,4 +277,4 @@ bool read_available(int fd, std::string& out) {
   }
 }
 
-} // namespace taskq::cli
+} // namespace taskq::worker

@@ -6,7 +6,7 @@
 #include <sys/types.h>
 #include <vector>
 
-namespace taskq::cli {
+namespace taskq::worker {
 
 // An owned file descriptor, closed on destruction.
 class Fd {
@@ -100,4 +100,4 @@ std::optional<std::string> resolve_command(const std::string& name);
 // Reads what `fd` (non-blocking) has now into `out`; false at end of file.
 bool read_available(int fd, std::string& out);
 
-} // namespace taskq::cli
+} // namespace taskq::worker
