@@ -17,15 +17,6 @@ Json or_null(const std::string& s) {
   return s.empty() ? Json(nullptr) : Json(s);
 }
 
-// Labels as a JSON object ({} when none).
-Json labels_json(const core::Labels& labels) {
-  Json out = Json::object();
-  for (const auto& [k, v] : labels) {
-    out[k] = v;
-  }
-  return out;
-}
-
 // `3, 5`.
 std::string ids_line(const std::vector<int64_t>& ids) {
   std::string out;

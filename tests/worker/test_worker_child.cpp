@@ -174,8 +174,10 @@ TEST_CASE("signalling the leader alone leaves the rest of the group") {
 }
 
 TEST_CASE("a checkpoint signal goes only to a handler that catches it") {
-  auto catching = worker::Child::spawn(
-      sh("trap 'exit 0' USR1; echo ready; while :; do sleep 0.01; done"));
+  auto catching_spec =
+      sh("trap 'exit 0' USR1; echo ready; while :; do sleep 0.01; done");
+  catching_spec.capture_stdout = true;
+  auto catching = worker::Child::spawn(catching_spec);
   auto plain = worker::Child::spawn(sh("exec sleep 30"));
   // Give both time to set up (the trap, the exec).
   bool caught = false;
