@@ -13,6 +13,7 @@
 #include "worker/outcome.hpp"
 #include "worker/policy.hpp"
 #include "worker/supervise.hpp"
+#include "worker/wait.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -105,9 +106,7 @@ public:
     // expire.
     for (auto& r : m_running) {
       if (!r.exit) {
-        r.child.signal_group(SIGKILL);
-        int status = 0;
-        ::waitpid(r.child.pid(), &status, 0);
+        r.child.kill_and_wait();
       }
     }
   }
@@ -412,67 +411,46 @@ private:
   }
 
   void wait_and_handle() {
-    std::vector<pollfd> fds;
-    fds.push_back({m_signals.fd(), POLLIN, 0});
-    const bool watch_db = !m_feed.polling();
-    if (watch_db) {
-      fds.push_back({m_feed.fd(), POLLIN, 0});
-    }
-    const size_t first_pipe = fds.size();
+    Wait wait(m_signals.fd(), m_feed);
+    const size_t first_pipe = wait.size();
     std::vector<std::pair<Running*, bool>> owners; // (task, is stdout)
     for (auto& r : m_running) {
       if (r.child.stderr_pipe()) {
-        fds.push_back({r.child.stderr_pipe().get(), POLLIN, 0});
+        wait.add(r.child.stderr_pipe().get(), POLLIN);
         owners.emplace_back(&r, false);
       }
       if (r.child.stdout_pipe()) {
-        fds.push_back({r.child.stdout_pipe().get(), POLLIN, 0});
+        wait.add(r.child.stdout_pipe().get(), POLLIN);
         owners.emplace_back(&r, true);
       }
     }
 
-    std::optional<Instant> until;
-    const auto earliest = [&](const std::optional<Instant>& t) {
-      if (t && (!until || *t < *until)) {
-        until = t;
-      }
-    };
     if (can_take()) {
-      earliest(m_wake_at);
-      if (m_feed.polling()) {
-        earliest(Clock::now() + storage::ChangeFeed::k_fallback_poll);
-      }
+      wait.until(m_wake_at);
+      wait.feed_fallback();
     }
     for (const auto& r : m_running) {
       if (!r.exit) {
-        earliest(r.next_heartbeat);
+        wait.until(r.next_heartbeat);
         if (r.cause == core::StopCause::none) {
-          earliest(r.deadline);
+          wait.until(r.deadline);
         }
-        earliest(r.kill_at);
+        wait.until(r.kill_at);
       }
-      earliest(r.flush_at);
+      wait.until(r.flush_at);
     }
     if (!m_ahead.empty()) {
-      earliest(m_ahead_since + m_ahead_hold);
+      wait.until(m_ahead_since + m_ahead_hold);
     }
-    const int rc =
-        ::poll(fds.data(), fds.size(), poll_timeout(Clock::now(), until));
-    if (rc < 0 && errno != EINTR) {
-      throw Error(ErrorKind::internal,
-                  std::string("poll: ") + std::strerror(errno));
-    }
+    wait.poll();
     const Instant now = Clock::now();
 
-    if (rc > 0 && (fds[0].revents & POLLIN) != 0) {
+    if (wait.signalled()) {
       for (const int sig : m_signals.take()) {
         on_signal(sig);
       }
     }
-    bool db_changed = m_feed.polling() ? (until && now >= *until) : false;
-    if (watch_db && rc > 0 && (fds[1].revents & POLLIN) != 0) {
-      db_changed = m_feed.drain();
-    }
+    bool db_changed = wait.db_changed(m_feed, now);
     if (db_changed && !foreign_change()) {
       db_changed = false; // our own commit: nothing new to see
     }
@@ -487,8 +465,8 @@ private:
       m_look = true;
       m_look_if_due = false;
     }
-    for (size_t i = first_pipe; i < fds.size(); ++i) {
-      if (fds[i].revents != 0) {
+    for (size_t i = first_pipe; i < wait.size(); ++i) {
+      if (wait.revents(i) != 0) {
         auto& [r, is_stdout] = owners[i - first_pipe];
         read_pipe(*r, is_stdout);
       }
@@ -525,20 +503,13 @@ private:
   }
 
   void reap() {
-    while (true) {
-      int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid <= 0) {
-        return;
-      }
+    reap_ended([this](pid_t pid, int status) {
       for (auto& r : m_running) {
         if (r.child.pid() == pid) {
-          r.exit = WIFSIGNALED(status)
-                       ? core::ChildExit{true, WTERMSIG(status)}
-                       : core::ChildExit{false, WEXITSTATUS(status)};
+          r.exit = exit_of(status);
         }
       }
-    }
+    });
   }
 
   // Whether another process has committed since the last look (always

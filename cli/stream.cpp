@@ -14,6 +14,7 @@
 #include "worker/outcome.hpp"
 #include "worker/policy.hpp"
 #include "worker/supervise.hpp"
+#include "worker/wait.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -105,9 +106,7 @@ public:
   ~StreamRunner() {
     for (auto& h : m_handlers) {
       if (h.running) {
-        h.proc.signal_group(SIGKILL);
-        int status = 0;
-        ::waitpid(h.proc.pid(), &status, 0);
+        h.proc.kill_and_wait();
       }
     }
   }
@@ -640,18 +639,13 @@ private:
   }
 
   void reap() {
-    while (true) {
-      int status = 0;
-      const pid_t pid = ::waitpid(-1, &status, WNOHANG);
-      if (pid <= 0) {
-        return;
-      }
+    reap_ended([this](pid_t pid, int status) {
       for (auto& h : m_handlers) {
         if (h.running && h.proc.pid() == pid) {
           ended(h, status);
         }
       }
-    }
+    });
   }
 
   void ended(Handler& h, int status) {
@@ -1241,80 +1235,61 @@ private:
   }
 
   void wait_and_handle() {
-    std::vector<pollfd> fds;
-    fds.push_back({m_signals.fd(), POLLIN, 0});
-    const bool watch_db = !m_feed.polling();
-    if (watch_db) {
-      fds.push_back({m_feed.fd(), POLLIN, 0});
-    }
+    Wait wait(m_signals.fd(), m_feed);
     // A task that waits for its lease's sync goes out when the sync ends.
     const int synced_fd = !m_queue.empty() && !m_store.durable(front_commit())
                               ? m_store.durable_fd()
                               : -1;
-    if (synced_fd >= 0) {
-      fds.push_back({synced_fd, POLLIN, 0});
-    }
-    const size_t first = fds.size();
+    const size_t synced =
+        synced_fd >= 0 ? wait.add(synced_fd, POLLIN) : wait.size();
+    const size_t first = wait.size();
     std::vector<std::pair<Handler*, bool>> owners; // (handler, is stdin)
     for (auto& h : m_handlers) {
       if (h.proc.stdout_pipe()) {
-        fds.push_back({h.proc.stdout_pipe().get(), POLLIN, 0});
+        wait.add(h.proc.stdout_pipe().get(), POLLIN);
         owners.emplace_back(&h, false);
       }
       if (h.proc.stdin_pipe() && !h.in_buf.empty()) {
-        fds.push_back({h.proc.stdin_pipe().get(), POLLOUT, 0});
+        wait.add(h.proc.stdin_pipe().get(), POLLOUT);
         owners.emplace_back(&h, true);
       }
     }
-    std::optional<Instant> until;
-    const auto earliest = [&](const std::optional<Instant>& t) {
-      if (t && (!until || *t < *until)) {
-        until = t;
-      }
-    };
     if (!m_stopping && wants_more()) {
-      earliest(m_wake_at);
-      if (m_feed.polling()) {
-        earliest(Clock::now() + storage::ChangeFeed::k_fallback_poll);
-      }
+      wait.until(m_wake_at);
+      wait.feed_fallback();
     }
     if (!m_pending.empty()) {
-      earliest(m_flush_at);
+      wait.until(m_flush_at);
     }
-    earliest(m_check_at);
+    wait.until(m_check_at);
     if (!idle()) {
-      earliest(m_next_heartbeat);
+      wait.until(m_next_heartbeat);
     }
-    earliest(m_ahead_until);
+    wait.until(m_ahead_until);
     m_queue_waited = m_queue_waited || !m_queue.empty();
     if (m_stopping) {
-      earliest(m_stop_kill_at);
+      wait.until(m_stop_kill_at);
     }
     for (const auto& h : m_handlers) {
-      earliest(h.restart_at);
+      wait.until(h.restart_at);
       if (h.held) {
-        earliest(h.held->deadline);
-        earliest(h.held->give_up_at);
+        wait.until(h.held->deadline);
+        wait.until(h.held->give_up_at);
       }
     }
-    const int rc =
-        ::poll(fds.data(), fds.size(), poll_timeout(Clock::now(), until));
-    if (rc < 0 && errno != EINTR) {
-      throw Error(ErrorKind::internal,
-                  std::string("poll: ") + std::strerror(errno));
-    }
-    if (rc > 0 && (fds[0].revents & POLLIN) != 0) {
+    wait.poll();
+    if (wait.signalled()) {
       for (const int sig : m_signals.take()) {
         on_signal(sig);
       }
     }
-    if (synced_fd >= 0 && (fds[first - 1].revents & POLLIN) != 0) {
+    if (synced_fd >= 0 && (wait.revents(synced) & POLLIN) != 0) {
       uint64_t syncs = 0;
       [[maybe_unused]] const ssize_t n =
           ::read(synced_fd, &syncs, sizeof syncs);
     }
-    for (size_t i = first; i < fds.size(); ++i) {
-      if (fds[i].revents == 0) {
+    for (size_t i = first; i < wait.size(); ++i) {
+      if (wait.revents(i) == 0) {
         continue;
       }
       auto& [h, is_stdin] = owners[i - first];
@@ -1325,10 +1300,7 @@ private:
       }
     }
     const Instant now = Clock::now();
-    bool db_changed = m_feed.polling() ? (until && now >= *until) : false;
-    if (watch_db && rc > 0 && (fds[1].revents & POLLIN) != 0) {
-      db_changed = m_feed.drain();
-    }
+    const bool db_changed = wait.db_changed(m_feed, now);
     if (db_changed) {
       if (!m_look) {
         m_look = true;
