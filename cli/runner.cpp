@@ -10,6 +10,7 @@
 #include "core/text.hpp"
 #include "worker/child.hpp"
 #include "worker/lease_source.hpp"
+#include "worker/lease_watch.hpp"
 #include "worker/outcome.hpp"
 #include "worker/policy.hpp"
 #include "worker/supervise.hpp"
@@ -122,11 +123,11 @@ public:
       // Until it is full or finds nothing: no wake-up of its own commits
       // comes to say "look again" (a task that could not start is
       // recorded without one).
-      while (m_look && can_take()) {
+      while (m_looks.look && can_take()) {
         take_work();
       }
       if (m_running.empty()) {
-        if (m_stopping || max_reached() || (m_o.until_empty && !m_look)) {
+        if (m_stopping || max_reached() || (m_o.until_empty && !m_looks.look)) {
           break;
         }
       }
@@ -149,10 +150,7 @@ private:
   }
 
   void take_work() {
-    const bool only_if_due = m_look_if_due;
-    m_look = false;
-    m_look_if_due = false;
-    m_wake_at.reset();
+    const bool only_if_due = m_looks.begin();
     // What changes after this point wakes the poll below. What changed
     // before it may be an operator's message to a running handler, which
     // the poll will no longer report: look at the leases now.
@@ -188,13 +186,13 @@ private:
       }
       // Locked past the busy timeout: say so, and try again shortly.
       std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
-      m_wake_at = Clock::now() + std::chrono::seconds(1);
+      m_looks.wake_at = Clock::now() + std::chrono::seconds(1);
       return;
     }
     const bool all = static_cast<int>(tasks.size()) >= want + ahead_wanted();
     start_or_keep(std::move(tasks), want);
     if (all) {
-      m_look = true; // there may be more
+      m_looks.look = true; // there may be more
       return;
     }
     wake_when_due(now);
@@ -313,7 +311,7 @@ private:
   void wake_when_due(core::Time seen) {
     if (const auto due = m_store.next_due(m_o.queues, seen)) {
       const auto in = *due - m_ctx.live_now();
-      m_wake_at = Clock::now() + std::max(core::Millis{0}, in);
+      m_looks.wake_at = Clock::now() + std::max(core::Millis{0}, in);
     }
   }
 
@@ -426,7 +424,7 @@ private:
     }
 
     if (can_take()) {
-      wait.until(m_wake_at);
+      wait.until(m_looks.wake_at);
       wait.feed_fallback();
     }
     for (const auto& r : m_running) {
@@ -455,16 +453,10 @@ private:
       db_changed = false; // our own commit: nothing new to see
     }
     if (db_changed) {
-      if (!m_look) {
-        m_look = true;
-        m_look_if_due = true;
-      }
+      m_looks.changed();
       check_leases();
     }
-    if (m_wake_at && now >= *m_wake_at) {
-      m_look = true;
-      m_look_if_due = false;
-    }
+    m_looks.wake(now);
     for (size_t i = first_pipe; i < wait.size(); ++i) {
       if (wait.revents(i) != 0) {
         auto& [r, is_stdout] = owners[i - first_pipe];
@@ -475,13 +467,12 @@ private:
   }
 
   void on_signal(int sig) {
-    // A handler that ended before the signal is judged by how it ended,
-    // not as one that the shutdown stopped.
     reap();
-    if (sig == SIGCHLD) {
+    const auto asks = signal_asks(sig, m_stopping);
+    if (asks == SignalAsks::reap) {
       return;
     }
-    if (!m_stopping) {
+    if (asks == SignalAsks::stop) {
       m_stopping = true;
       if (!m_running.empty()) {
         std::fprintf(stderr,
@@ -537,10 +528,7 @@ private:
       return;
     }
     m_changed_elsewhere = false;
-    if (!m_look) {
-      m_look = true;
-      m_look_if_due = true;
-    }
+    m_looks.changed();
     check_leases();
   }
 
@@ -730,30 +718,22 @@ private:
   }
 
   void heartbeat(Running& r) {
-    try {
-      const auto hb =
-          m_store.heartbeat(r.task.id, r.task.lease->token, m_o.lease_for,
-                            std::nullopt, m_ctx.live_now());
-      if (hb.checkpoint_requested) {
-        if (catches_signal(r.child.pid(), m_o.checkpoint_signal)) {
-          r.child.signal_leader(m_o.checkpoint_signal);
-        } else if (!r.checkpoint_unheard) {
-          r.checkpoint_unheard = true;
-          std::fprintf(stderr,
-                       "taskq: task %lld: a checkpoint was requested, but "
-                       "its handler does not catch %s; not sent\n",
-                       static_cast<long long>(r.task.id),
-                       core::signal_name(m_o.checkpoint_signal).c_str());
-        }
-      }
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::conflict || e.kind() == ErrorKind::not_found) {
-        revoke(r);
-      } else if (e.kind() == ErrorKind::unavailable) {
-        std::fprintf(stderr, "taskq: task %lld: heartbeat: %s\n",
-                     static_cast<long long>(r.task.id), e.what());
-      } else {
-        throw;
+    const auto beat = worker::heartbeat(m_store, r.task, m_o.lease_for,
+                                        std::nullopt, m_ctx.live_now());
+    if (beat.kind == Beat::Kind::lost) {
+      revoke(r);
+      return;
+    }
+    if (beat.kind == Beat::Kind::extended && beat.result.checkpoint_requested) {
+      if (catches_signal(r.child.pid(), m_o.checkpoint_signal)) {
+        r.child.signal_leader(m_o.checkpoint_signal);
+      } else if (!r.checkpoint_unheard) {
+        r.checkpoint_unheard = true;
+        std::fprintf(stderr,
+                     "taskq: task %lld: a checkpoint was requested, but "
+                     "its handler does not catch %s; not sent\n",
+                     static_cast<long long>(r.task.id),
+                     core::signal_name(m_o.checkpoint_signal).c_str());
       }
     }
   }
@@ -833,8 +813,7 @@ private:
         done, want && *want + ahead > 0 ? std::optional(*want + ahead)
                                         : std::nullopt);
     finished.clear();
-    m_look = true;
-    m_look_if_due = false;
+    m_looks.now();
     if (!want) {
       return;
     }
@@ -842,7 +821,7 @@ private:
     start_or_keep(std::move(leased), *want);
     if (!all) {
       // As take_work: nothing more now; look when something comes due.
-      m_look = false;
+      m_looks.look = false;
       wake_when_due(seen);
     }
   }
@@ -1054,10 +1033,8 @@ private:
   core::Millis m_heartbeat_every{};
   std::list<Running> m_running; // stable addresses for the poll owners
   RunSummary m_summary;
-  bool m_look = true;               // try to lease at the next turn
-  bool m_look_if_due = false;       // ... if a read finds something due
-  bool m_stopping = false;          // SIGTERM/SIGINT/SIGHUP arrived
-  std::optional<Instant> m_wake_at; // a task comes due, a lease expires
+  Looks m_looks;           // when to look for tasks to lease
+  bool m_stopping = false; // SIGTERM/SIGINT/SIGHUP arrived
   // The store's others_version at the last look: a wake-up that finds it
   // unchanged was caused by our own commit.
   std::optional<int64_t> m_version;

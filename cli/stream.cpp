@@ -11,6 +11,7 @@
 #include "core/text.hpp"
 #include "worker/child.hpp"
 #include "worker/lease_source.hpp"
+#include "worker/lease_watch.hpp"
 #include "worker/outcome.hpp"
 #include "worker/policy.hpp"
 #include "worker/supervise.hpp"
@@ -140,11 +141,11 @@ private:
       // before the commit of that answer: the handler works while it
       // commits.
       dispatch();
-      if (!m_stopping && m_look && wants_more()) {
+      if (!m_stopping && m_looks.look && wants_more()) {
         take_work();
       }
       dispatch();
-      if (!m_stopping && idle() && !m_look
+      if (!m_stopping && idle() && !m_looks.look
           && (m_o.until_empty || max_reached())) {
         begin_stop(false);
       }
@@ -235,10 +236,7 @@ private:
   // Leases what the handlers and the prefetch queue can take, with the
   // outcomes that wait when there are any (one transaction).
   void take_work() {
-    const bool only_if_due = m_look_if_due;
-    m_look = false;
-    m_look_if_due = false;
-    m_wake_at.reset();
+    const bool only_if_due = m_looks.begin();
     if (m_feed.drain()) {
       check_leases(true);
     }
@@ -301,7 +299,7 @@ private:
   void wake_when_due(core::Time seen) {
     if (const auto due = m_store.next_due(m_o.queues, seen)) {
       const auto in = *due - m_ctx.live_now();
-      m_wake_at = Clock::now() + std::max(core::Millis{0}, in);
+      m_looks.wake_at = Clock::now() + std::max(core::Millis{0}, in);
     }
   }
 
@@ -900,11 +898,9 @@ private:
 
   // Writes the outcomes that wait, each checked against its lease.
   void flush() {
-    const bool lease = !m_stopping && m_look && wants_more();
+    const bool lease = !m_stopping && m_looks.look && wants_more();
     if (lease) {
-      m_look = false;
-      m_look_if_due = false;
-      m_wake_at.reset();
+      m_looks.begin();
     }
     write_batch(lease);
   }
@@ -963,7 +959,7 @@ private:
       std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
       m_pending = std::move(batch);
       m_flush_at = Clock::now() + std::chrono::seconds(1);
-      m_wake_at = Clock::now() + std::chrono::seconds(1);
+      m_looks.wake_at = Clock::now() + std::chrono::seconds(1);
       return;
     }
     for (size_t i = 0; i < batch.size() && i < done.outcomes.size(); ++i) {
@@ -991,7 +987,7 @@ private:
       hold_front();
     }
     if (!lease || full) {
-      m_look = true; // there may be more
+      m_looks.look = true; // there may be more
       return;
     }
     wake_when_due(now);
@@ -1040,18 +1036,11 @@ private:
 
   void heartbeat(Handler& h, Held& held,
                  const std::optional<std::string>& checkpoint) {
-    try {
-      m_store.heartbeat(held.task.id, held.task.lease->token, m_o.lease_for,
-                        checkpoint, m_ctx.live_now());
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::conflict || e.kind() == ErrorKind::not_found) {
-        revoke(h, held);
-      } else if (e.kind() == ErrorKind::unavailable) {
-        std::fprintf(stderr, "taskq: task %lld: heartbeat: %s\n",
-                     static_cast<long long>(held.task.id), e.what());
-      } else {
-        throw;
-      }
+    if (worker::heartbeat(m_store, held.task, m_o.lease_for, checkpoint,
+                          m_ctx.live_now())
+            .kind
+        == Beat::Kind::lost) {
+      revoke(h, held);
     }
   }
 
@@ -1194,6 +1183,23 @@ private:
 
   // --- the loop's waits ----------------------------------------------------
 
+  // A signal reached `run` (worker::signal_asks).
+  void on_signal(int sig) {
+    reap();
+    switch (signal_asks(sig, m_stopping)) {
+    case SignalAsks::reap:
+      return;
+    case SignalAsks::stop:
+      begin_stop(true);
+      return;
+    case SignalAsks::kill:
+      for (auto& h : m_handlers) {
+        kill_handler(h);
+      }
+      return;
+    }
+  }
+
   void begin_stop(bool signalled) {
     if (m_stopping) {
       return;
@@ -1220,20 +1226,6 @@ private:
     }
   }
 
-  void on_signal(int sig) {
-    reap();
-    if (sig == SIGCHLD) {
-      return;
-    }
-    if (!m_stopping) {
-      begin_stop(true);
-      return;
-    }
-    for (auto& h : m_handlers) {
-      kill_handler(h);
-    }
-  }
-
   void wait_and_handle() {
     Wait wait(m_signals.fd(), m_feed);
     // A task that waits for its lease's sync goes out when the sync ends.
@@ -1255,7 +1247,7 @@ private:
       }
     }
     if (!m_stopping && wants_more()) {
-      wait.until(m_wake_at);
+      wait.until(m_looks.wake_at);
       wait.feed_fallback();
     }
     if (!m_pending.empty()) {
@@ -1302,18 +1294,12 @@ private:
     const Instant now = Clock::now();
     const bool db_changed = wait.db_changed(m_feed, now);
     if (db_changed) {
-      if (!m_look) {
-        m_look = true;
-        m_look_if_due = true;
-      }
+      m_looks.changed();
       check_leases(false);
     } else if (m_check_at && now >= *m_check_at) {
       check_leases(true);
     }
-    if (m_wake_at && now >= *m_wake_at) {
-      m_look = true;
-      m_look_if_due = false;
-    }
+    m_looks.wake(now);
     on_timers(now);
   }
 
@@ -1408,11 +1394,9 @@ private:
   Instant m_last_queue_check;
   std::optional<Instant> m_check_at;
   RunSummary m_summary;
-  bool m_look = true;
-  bool m_look_if_due = false;
+  Looks m_looks; // when to look for tasks to lease
   bool m_stopping = false;
   std::optional<Instant> m_stop_kill_at;
-  std::optional<Instant> m_wake_at;
   bool m_quick = false; // the last answer came within m_ahead_hold
   // Set when a lease ahead was taken; then what m_queue holds goes back.
   std::optional<Instant> m_ahead_until;

@@ -1,6 +1,7 @@
 #include "worker/supervise.hpp"
 
 #include <array>
+#include <csignal>
 #include <cstdio>
 #include <string>
 
@@ -22,6 +23,13 @@ bool catches_signal(pid_t pid, int signal) {
   }
   std::fclose(f);
   return caught.value_or(true);
+}
+
+SignalAsks signal_asks(int signal, bool stopping) {
+  if (signal == SIGCHLD) {
+    return SignalAsks::reap;
+  }
+  return stopping ? SignalAsks::kill : SignalAsks::stop;
 }
 
 std::optional<Instant> Restarts::died(Instant started, Instant now) {

@@ -16,6 +16,15 @@ namespace taskq::worker {
 // operator only asked to save its progress. True when it cannot tell.
 bool catches_signal(pid_t pid, int signal);
 
+// What a signal that reached `run` asks of it: SIGCHLD only that the
+// handlers that ended be reaped; another (SIGTERM, SIGINT, SIGHUP) that it
+// stop, giving its handlers their grace, or, once it is stopping, that
+// they be killed now. Callers reap first in every case, so that a handler
+// that ended before the signal is judged by how it ended, not as one the
+// shutdown stopped.
+enum class SignalAsks { reap, stop, kill };
+SignalAsks signal_asks(int signal, bool stopping);
+
 // A stream handler's deaths in a row (without an outcome between them)
 // and its restart back-off: none at first, then k_first_backoff, doubling
 // up to k_max_backoff; a handler that lived k_healthy starts again without

@@ -4,6 +4,7 @@
 // next lease in one transaction, durable before a handler sees a task.
 #include "storage/task_store.hpp"
 #include "worker/lease_source.hpp"
+#include "worker/lease_watch.hpp"
 #include "worker/outcome.hpp"
 
 #include <doctest/doctest.h>
@@ -140,4 +141,63 @@ TEST_CASE("group commit batches while handlers are busy, then writes") {
   }
   s.pending = 8;
   CHECK(worker::flush_due(s, worker::Instant{} + 1ms));
+}
+
+TEST_CASE("a heartbeat extends a held lease by the lease's length") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  add_task(store, "q");
+  const auto t = lease_one(store, "q", t0, 30s);
+  REQUIRE(t);
+  const auto beat = worker::heartbeat(store, *t, 30s, std::nullopt, t0 + 10s);
+  CHECK(beat.kind == worker::Beat::Kind::extended);
+  CHECK(beat.result.expires_at == t0 + 40s);
+  CHECK_FALSE(beat.result.checkpoint_requested);
+}
+
+TEST_CASE("a heartbeat tells the handler an operator asked for a checkpoint") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  add_task(store, "q");
+  const auto t = lease_one(store, "q", t0);
+  REQUIRE(t);
+  send_one(store, t->id, core::Message::checkpoint, t0 + 1s);
+  const auto beat = worker::heartbeat(store, *t, 5min, std::nullopt, t0 + 2s);
+  CHECK(beat.kind == worker::Beat::Kind::extended);
+  CHECK(beat.result.checkpoint_requested);
+}
+
+TEST_CASE("a heartbeat finds the lease an operator revoked: lost") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  add_task(store, "q");
+  const auto t = lease_one(store, "q", t0);
+  REQUIRE(t);
+  send_one(store, t->id, core::Message::pause, t0 + 1s);
+  CHECK(worker::heartbeat(store, *t, 5min, std::nullopt, t0 + 2s).kind
+        == worker::Beat::Kind::lost);
+}
+
+TEST_CASE("a heartbeat after the lease expired: lost") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  add_task(store, "q");
+  const auto t = lease_one(store, "q", t0, 30s);
+  REQUIRE(t);
+  CHECK(worker::heartbeat(store, *t, 30s, std::nullopt, t0 + 31s).kind
+        == worker::Beat::Kind::lost);
+}
+
+TEST_CASE("a stream handler's checkpoint is saved with its heartbeat") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  add_task(store, "q");
+  const auto t = lease_one(store, "q", t0);
+  REQUIRE(t);
+  CHECK(worker::heartbeat(store, *t, 5min, std::string(R"({"at":3})"), t0 + 1s)
+            .kind
+        == worker::Beat::Kind::extended);
+  const auto again = lease_one(store, "q", t0 + 1h); // expired, leased again
+  REQUIRE(again);
+  CHECK(again->checkpoint == R"({"at":3})");
 }

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <csignal>
 #include <string>
 
 using namespace std::chrono_literals;
@@ -205,4 +206,44 @@ TEST_CASE("other stdout is the result as a JSON string") {
   CHECK(worker::result_from_stdout("a\nb\n\n") == R"("a\nb\n")");
   CHECK(worker::result_from_stdout("") == R"("")");
   CHECK(worker::result_from_stdout("\xff") == "\"\xef\xbf\xbd\"");
+}
+
+TEST_CASE("the first turn looks for tasks, whatever is due") {
+  worker::Looks looks;
+  CHECK(looks.look);
+  CHECK_FALSE(looks.begin()); // not only if due
+  CHECK_FALSE(looks.look);
+}
+
+TEST_CASE("a change of the database looks only if something is due") {
+  worker::Looks looks;
+  looks.begin();
+  looks.changed();
+  CHECK(looks.look);
+  CHECK(looks.begin());
+  // A look asked for anyway stays one whatever is due.
+  looks.now();
+  looks.changed();
+  CHECK_FALSE(looks.begin());
+}
+
+TEST_CASE("a task coming due wakes a look at its time, not before") {
+  worker::Looks looks;
+  looks.begin();
+  looks.wake_at = Instant{10s};
+  looks.wake(Instant{9s});
+  CHECK_FALSE(looks.look);
+  looks.wake(Instant{10s});
+  CHECK(looks.look);
+  CHECK_FALSE(looks.begin());
+  CHECK_FALSE(looks.wake_at.has_value());
+}
+
+TEST_CASE("SIGCHLD only reaps; a stop signal stops, a second one kills") {
+  CHECK(worker::signal_asks(SIGCHLD, false) == worker::SignalAsks::reap);
+  CHECK(worker::signal_asks(SIGCHLD, true) == worker::SignalAsks::reap);
+  CHECK(worker::signal_asks(SIGTERM, false) == worker::SignalAsks::stop);
+  CHECK(worker::signal_asks(SIGINT, false) == worker::SignalAsks::stop);
+  CHECK(worker::signal_asks(SIGHUP, true) == worker::SignalAsks::kill);
+  CHECK(worker::signal_asks(SIGTERM, true) == worker::SignalAsks::kill);
 }
