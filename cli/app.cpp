@@ -1,5 +1,4 @@
 #include "cli/commands.hpp"
-#include "cli/parse_errors.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
 

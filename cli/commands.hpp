@@ -1,6 +1,7 @@
 #pragma once
 
 #include "cli/context.hpp"
+#include "cli/entry.hpp"
 #include "core/error.hpp"
 
 #include <CLI/CLI.hpp>
@@ -60,15 +61,13 @@ void register_flow(CLI::App& app, Context& ctx);     // flow ...
 void register_top(CLI::App& app, Context& ctx);      // top
 void register_logs(CLI::App& app, Context& ctx);     // logs
 
-// Parses argv, runs the chosen command, returns the exit code. Throws
-// taskq::Error for main() to report.
-int run(int argc, char** argv);
-
-// The exit code of an error of `kind`: 2 usage, 3 not found, 4 conflict,
-// 5 unavailable, k_exit_failure for anything else.
-int exit_code_for(ErrorKind kind);
-// The one place errors are printed: "taskq: <what>[: <why>]", one line on
-// stderr, its control characters made printable.
-void print_error(std::string_view message);
+// Where the subcommand's name is in argv (0 when none).
+int subcommand_index(int argc, char** argv);
+// Before CLI11 parses: a command or group subcommand that does not exist is
+// named as such (a usage error, with the nearest name when there is one).
+void check_command_words(CLI::App& app, int argc, char** argv);
+// A CLI11 parse error as one line that names the command and points to
+// its help.
+std::string parse_error_message(CLI::App& app, const CLI::ParseError& e);
 
 } // namespace taskq::cli

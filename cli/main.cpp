@@ -1,6 +1,6 @@
 // The taskq executable: cli::run (the static library taskq_cli) and the
 // one place a command's error becomes its message and exit code.
-#include "cli/commands.hpp"
+#include "cli/entry.hpp"
 #include "core/error.hpp"
 
 #include <exception>
@@ -14,6 +14,6 @@ int main(int argc, char** argv) {
     return taskq::cli::exit_code_for(e.kind());
   } catch (const std::exception& e) {
     taskq::cli::print_error(std::string("internal error: ") + e.what());
-    return taskq::cli::k_exit_failure;
+    return taskq::cli::exit_code_for(taskq::ErrorKind::internal);
   }
 }
