@@ -32,6 +32,20 @@ storage::Outcome outcome(storage::Outcome::Kind kind, const core::Task& t) {
   return o;
 }
 
+// A new database holding one task of queue q, leased at t0.
+struct OneLeased {
+  TempDb db;
+  TaskStore store{db.path(), OpenMode::write};
+  core::Task task;
+
+  explicit OneLeased(Millis lease_for = 5min) {
+    add_task(store, "q");
+    const auto t = lease_one(store, "q", t0, lease_for);
+    REQUIRE(t);
+    task = *t;
+  }
+};
+
 } // namespace
 
 TEST_CASE("a worker's own commits do not make it look again" * sqlite_only()) {
@@ -51,17 +65,15 @@ TEST_CASE("a worker's own commits do not make it look again" * sqlite_only()) {
 }
 
 TEST_CASE("an operator's kill revokes the lease its handler holds") {
-  TempDb db;
-  TaskStore store(db.path(), OpenMode::write);
-  add_task(store, "q");
-  const auto t = lease_one(store, "q", t0);
-  REQUIRE(t);
-  CHECK(store.lease_held(t->id, t->lease->token, t0 + 1s));
-  send_one(store, t->id, core::Message::kill, t0 + 1s);
-  CHECK_FALSE(store.lease_held(t->id, t->lease->token, t0 + 2s));
+  OneLeased one;
+  auto& store = one.store;
+  const auto& t = one.task;
+  CHECK(store.lease_held(t.id, t.lease->token, t0 + 1s));
+  send_one(store, t.id, core::Message::kill, t0 + 1s);
+  CHECK_FALSE(store.lease_held(t.id, t.lease->token, t0 + 2s));
   // What its handler then says is refused, and the task stays killed.
   const auto done = store.apply_outcomes(
-      {outcome(storage::Outcome::Kind::complete, *t)}, std::nullopt, t0 + 3s);
+      {outcome(storage::Outcome::Kind::complete, t)}, std::nullopt, t0 + 3s);
   REQUIRE(done.outcomes.size() == 1);
   CHECK_FALSE(done.outcomes[0].task.has_value());
   CHECK_FALSE(done.outcomes[0].lost.empty());
@@ -144,60 +156,44 @@ TEST_CASE("group commit batches while handlers are busy, then writes") {
 }
 
 TEST_CASE("a heartbeat extends a held lease by the lease's length") {
-  TempDb db;
-  TaskStore store(db.path(), OpenMode::write);
-  add_task(store, "q");
-  const auto t = lease_one(store, "q", t0, 30s);
-  REQUIRE(t);
-  const auto beat = worker::heartbeat(store, *t, 30s, std::nullopt, t0 + 10s);
+  OneLeased one(30s);
+  const auto beat =
+      worker::heartbeat(one.store, one.task, 30s, std::nullopt, t0 + 10s);
   CHECK(beat.kind == worker::Beat::Kind::extended);
   CHECK(beat.result.expires_at == t0 + 40s);
   CHECK_FALSE(beat.result.checkpoint_requested);
 }
 
 TEST_CASE("a heartbeat tells the handler an operator asked for a checkpoint") {
-  TempDb db;
-  TaskStore store(db.path(), OpenMode::write);
-  add_task(store, "q");
-  const auto t = lease_one(store, "q", t0);
-  REQUIRE(t);
-  send_one(store, t->id, core::Message::checkpoint, t0 + 1s);
-  const auto beat = worker::heartbeat(store, *t, 5min, std::nullopt, t0 + 2s);
+  OneLeased one;
+  send_one(one.store, one.task.id, core::Message::checkpoint, t0 + 1s);
+  const auto beat =
+      worker::heartbeat(one.store, one.task, 5min, std::nullopt, t0 + 2s);
   CHECK(beat.kind == worker::Beat::Kind::extended);
   CHECK(beat.result.checkpoint_requested);
 }
 
 TEST_CASE("a heartbeat finds the lease an operator revoked: lost") {
-  TempDb db;
-  TaskStore store(db.path(), OpenMode::write);
-  add_task(store, "q");
-  const auto t = lease_one(store, "q", t0);
-  REQUIRE(t);
-  send_one(store, t->id, core::Message::pause, t0 + 1s);
-  CHECK(worker::heartbeat(store, *t, 5min, std::nullopt, t0 + 2s).kind
+  OneLeased one;
+  send_one(one.store, one.task.id, core::Message::pause, t0 + 1s);
+  CHECK(worker::heartbeat(one.store, one.task, 5min, std::nullopt, t0 + 2s).kind
         == worker::Beat::Kind::lost);
 }
 
 TEST_CASE("a heartbeat after the lease expired: lost") {
-  TempDb db;
-  TaskStore store(db.path(), OpenMode::write);
-  add_task(store, "q");
-  const auto t = lease_one(store, "q", t0, 30s);
-  REQUIRE(t);
-  CHECK(worker::heartbeat(store, *t, 30s, std::nullopt, t0 + 31s).kind
+  OneLeased one(30s);
+  CHECK(worker::heartbeat(one.store, one.task, 30s, std::nullopt, t0 + 31s).kind
         == worker::Beat::Kind::lost);
 }
 
 TEST_CASE("a stream handler's checkpoint is saved with its heartbeat") {
-  TempDb db;
-  TaskStore store(db.path(), OpenMode::write);
-  add_task(store, "q");
-  const auto t = lease_one(store, "q", t0);
-  REQUIRE(t);
-  CHECK(worker::heartbeat(store, *t, 5min, std::string(R"({"at":3})"), t0 + 1s)
+  OneLeased one;
+  CHECK(worker::heartbeat(one.store, one.task, 5min, std::string(R"({"at":3})"),
+                          t0 + 1s)
             .kind
         == worker::Beat::Kind::extended);
-  const auto again = lease_one(store, "q", t0 + 1h); // expired, leased again
+  // Expired, and leased again: it starts from the checkpoint.
+  const auto again = lease_one(one.store, "q", t0 + 1h);
   REQUIRE(again);
   CHECK(again->checkpoint == R"({"at":3})");
 }
