@@ -211,23 +211,6 @@ void print_json(const Json& value) {
   std::fputc('\n', stdout);
 }
 
-std::string command_line(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& arg : argv) {
-    if (!out.empty()) {
-      out += ' ';
-    }
-    const bool plain =
-        !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) != 0
-                 || std::string_view("%+,-./:=@_").find(c)
-                        != std::string_view::npos;
-        });
-    out += plain ? arg : shell_quote(arg);
-  }
-  return out;
-}
-
 std::optional<std::string> flow_line(const std::optional<core::Task>& t) {
   if (!t || !t->flow) {
     return std::nullopt;

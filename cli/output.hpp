@@ -66,16 +66,13 @@ void print_json(const Json& value);
 
 // `lease -o env` and the environment of `run`'s handlers: pure functions
 // of core/handler_env.hpp, whose contract tests/fuzz checks.
+using core::command_line;
 using core::env_lines;
 using core::flow_env;
 using core::payload_env_value;
 using core::payload_text;
 using core::shell_quote;
 using core::sync_json;
-// An argv as one line a POSIX shell reads back as the same words: each
-// word as it is when it holds only letters, digits and %+,-./:=@_, else
-// shell_quote()d.
-std::string command_line(const std::vector<std::string>& argv);
 // Writes env_lines(task) to stdout.
 void print_env(const core::Task& task);
 // For an atom's task, the line that names its flow and atom: "it is the

@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 
 namespace taskq::core {
@@ -41,6 +42,23 @@ std::string shell_quote(std::string_view text) {
     }
   }
   out += '\'';
+  return out;
+}
+
+std::string command_line(const std::vector<std::string>& argv) {
+  std::string out;
+  for (const auto& arg : argv) {
+    if (!out.empty()) {
+      out += ' ';
+    }
+    const bool plain =
+        !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) != 0
+                 || std::string_view("%+,-./:=@_").find(c)
+                        != std::string_view::npos;
+        });
+    out += plain ? arg : shell_quote(arg);
+  }
   return out;
 }
 

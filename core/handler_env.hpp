@@ -30,6 +30,10 @@ namespace taskq::core {
 //   in `run`'s environment alike. (A JSON string that is not valid throws
 //   nlohmann::json::parse_error; stored payloads passed core::json_error.)
 std::string shell_quote(std::string_view text);
+// An argv as one line a POSIX shell reads back as the same words: each
+// word as it is when it holds only letters, digits and %+,-./:=@_, else
+// shell_quote()d.
+std::string command_line(const std::vector<std::string>& argv);
 std::string payload_env_value(const std::string& payload_json);
 std::string env_lines(const Task& task);
 // The payload as a handler reads it on stdin: a JSON string's contents

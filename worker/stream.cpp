@@ -1,7 +1,4 @@
 // `taskq run --stream`: long-lived handlers fed one task per line.
-#include "cli/stream.hpp"
-
-#include "cli/output.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/handler_env.hpp"
@@ -14,6 +11,7 @@
 #include "worker/lease_watch.hpp"
 #include "worker/outcome.hpp"
 #include "worker/policy.hpp"
+#include "worker/run.hpp"
 #include "worker/supervise.hpp"
 #include "worker/wait.hpp"
 
@@ -24,17 +22,14 @@
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <filesystem>
 #include <poll.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 extern char** environ;
 
-namespace taskq::cli {
+namespace taskq::worker {
 namespace {
-
-using namespace worker; // Clock, Instant, the policy constants
 
 // A task written to a handler, until its outcome.
 struct Held {
@@ -78,23 +73,18 @@ struct Pending {
 
 class StreamRunner {
 public:
-  StreamRunner(const RunOptions& o, const StreamOptions& s, Context& ctx)
-      : m_ahead_hold(lease_ahead_hold()), m_o(o), m_s(s), m_ctx(ctx),
-        m_store(ctx.store(storage::OpenMode::update)),
-        m_feed(m_store.changes()), m_worker(ctx.worker()) {
+  StreamRunner(const RunOptions& o, const StreamOptions& s, Host& host)
+      : m_ahead_hold(lease_ahead_hold()), m_o(o), m_s(s), m_host(host),
+        m_store(host.store()), m_feed(m_store.changes()),
+        m_worker(host.worker()) {
     m_request.queues = o.queues;
     m_request.match = o.match;
     m_request.lease_for = o.lease_for;
     m_request.worker = m_worker;
     m_heartbeat_every = heartbeat_every(o.lease_for);
-    const std::string db_path = storage::is_postgres_url(ctx.db_path())
-                                    ? ctx.db_path()
-                                    : std::filesystem::absolute(ctx.db_path())
-                                          .lexically_normal()
-                                          .string();
     m_inherited =
         core::inherited_environment(environ, core::HandlerKind::stream);
-    m_db_path = db_path;
+    m_db_path = handler_db_path(host.db_path());
     m_handlers.resize(static_cast<size_t>(o.concurrency));
     // Group commit, without --prefetch: a commit no longer waits for the
     // disk; a task leased in one waits for it before its handler sees it.
@@ -240,7 +230,7 @@ private:
     if (m_feed.drain()) {
       check_leases(true);
     }
-    const core::Time now = m_ctx.live_now();
+    const core::Time now = m_host.live_now();
     if (m_pending.empty() && only_if_due
         && !m_store.anything_due(m_o.queues, now, m_worker)) {
       wake_when_due(now);
@@ -254,7 +244,7 @@ private:
   // the transaction that writes an outcome, and written to the handler
   // that answers next the moment it answers, so that the commit of that
   // answer (its fsync) runs while the handler works. As in per-task `run`
-  // (cli/runner.cpp): held at most m_ahead_hold (then given back, its
+  // (worker/per_task.cpp): held at most m_ahead_hold (then given back, its
   // attempt too), checked again before it is written (an operator's kill
   // or pause in between: not written), given back when run stops. Never
   // with --max-tasks, nor with TASKQ_LEASE_AHEAD_MS=0; --prefetch has its
@@ -298,7 +288,7 @@ private:
 
   void wake_when_due(core::Time seen) {
     if (const auto due = m_store.next_due(m_o.queues, seen)) {
-      const auto in = *due - m_ctx.live_now();
+      const auto in = *due - m_host.live_now();
       m_looks.wake_at = Clock::now() + std::max(core::Millis{0}, in);
     }
   }
@@ -378,7 +368,7 @@ private:
   // No read when no other connection has committed since the last look.
   void drop_revoked_ahead() {
     m_queue_waited = false;
-    const core::Time now = m_ctx.live_now();
+    const core::Time now = m_host.live_now();
     const bool others = changed_by_others(m_store, m_version);
     for (auto it = m_queue.begin(); it != m_queue.end();) {
       bool held = it->lease->expires_at > now;
@@ -503,7 +493,7 @@ private:
     const Instant now = Clock::now();
     if (h.proc.stdin_pipe()) {
       h.in_buf += "{\"task\":";
-      h.in_buf += task_json(t, m_ctx.live_now());
+      h.in_buf += m_host.task_json(t, m_host.live_now());
       h.in_buf += "}\n";
     }
     Held held{std::move(t), now, std::nullopt, std::nullopt};
@@ -704,7 +694,7 @@ private:
           "handler keeps dying (" + std::to_string(r.deaths) + " times in "
               + core::format_duration(
                   std::chrono::duration_cast<core::Millis>(now - r.first_death))
-              + " without an outcome): " + command_line(m_o.command));
+              + " without an outcome): " + core::command_line(m_o.command));
     }
     h.restart_at = *restart_at;
   }
@@ -947,7 +937,7 @@ private:
       }
       next = m_request;
     }
-    const core::Time now = m_ctx.live_now();
+    const core::Time now = m_host.live_now();
     storage::BatchResult done;
     try {
       done = m_store.apply_outcomes(outcomes, next, now);
@@ -1037,7 +1027,7 @@ private:
   void heartbeat(Handler& h, Held& held,
                  const std::optional<std::string>& checkpoint) {
     if (worker::heartbeat(m_store, held.task, m_o.lease_for, checkpoint,
-                          m_ctx.live_now())
+                          m_host.live_now())
             .kind
         == Beat::Kind::lost) {
       revoke(h, held);
@@ -1056,7 +1046,7 @@ private:
         }
       }
     }
-    const core::Time now = m_ctx.live_now();
+    const core::Time now = m_host.live_now();
     for (auto it = m_queue.begin(); it != m_queue.end();) {
       bool lost = false;
       try {
@@ -1088,7 +1078,7 @@ private:
     }
     m_check_at.reset();
     m_last_check = now_i;
-    const core::Time now = m_ctx.live_now();
+    const core::Time now = m_host.live_now();
     try {
       const auto lost = [&](const Held& held) {
         return !held.give_up_at
@@ -1352,7 +1342,7 @@ private:
 
   void say(const std::string& what) {
     std::fprintf(stderr, "%s taskq: %s\n",
-                 core::format_time(m_ctx.live_now()).c_str(), what.c_str());
+                 core::format_time(m_host.live_now()).c_str(), what.c_str());
   }
   void say_task(int64_t id, const std::string& what) {
     say("task " + std::to_string(id) + ": " + what);
@@ -1361,8 +1351,8 @@ private:
   const core::Millis m_ahead_hold; // how long a task leased ahead is held
   const RunOptions& m_o;
   const StreamOptions& m_s;
-  Context& m_ctx;
-  SignalFeed m_signals; // before the store, as in cli/runner.cpp
+  Host& m_host;
+  SignalFeed m_signals; // before the store, as in worker/per_task.cpp
   storage::TaskStore& m_store;
   storage::ChangeFeed m_feed;
   std::string m_worker;
@@ -1406,10 +1396,9 @@ private:
 
 } // namespace
 
-RunSummary run_stream(const RunOptions& o, const StreamOptions& s,
-                      Context& ctx) {
-  StreamRunner runner(o, s, ctx);
+RunSummary run_stream(const RunOptions& o, const StreamOptions& s, Host& host) {
+  StreamRunner runner(o, s, host);
   return runner.run();
 }
 
-} // namespace taskq::cli
+} // namespace taskq::worker

@@ -1,6 +1,3 @@
-#include "cli/runner.hpp"
-
-#include "cli/output.hpp"
 #include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
@@ -13,6 +10,7 @@
 #include "worker/lease_watch.hpp"
 #include "worker/outcome.hpp"
 #include "worker/policy.hpp"
+#include "worker/run.hpp"
 #include "worker/supervise.hpp"
 #include "worker/wait.hpp"
 
@@ -34,10 +32,8 @@
 
 extern char** environ;
 
-namespace taskq::cli {
+namespace taskq::worker {
 namespace {
-
-using namespace worker; // Clock, Instant, the policy constants
 
 // What one stream of a handler printed: the part not stored yet, and with
 // --tag the start of a line not passed on yet.
@@ -84,16 +80,10 @@ std::vector<std::string> child_environment(const core::Task& t,
 
 class Runner {
 public:
-  Runner(const RunOptions& o, Context& ctx)
-      : m_ahead_hold(lease_ahead_hold()), m_o(o), m_ctx(ctx),
-        m_store(ctx.store(storage::OpenMode::update)),
-        m_feed(m_store.changes()),
-        m_db_path(storage::is_postgres_url(ctx.db_path())
-                      ? ctx.db_path()
-                      : std::filesystem::absolute(ctx.db_path())
-                            .lexically_normal()
-                            .string()),
-        m_worker(ctx.worker()) {
+  Runner(const RunOptions& o, Host& host)
+      : m_ahead_hold(lease_ahead_hold()), m_o(o), m_host(host),
+        m_store(host.store()), m_feed(m_store.changes()),
+        m_db_path(handler_db_path(host.db_path())), m_worker(host.worker()) {
     m_request.queues = o.queues;
     m_request.match = o.match;
     m_request.lease_for = o.lease_for;
@@ -161,7 +151,7 @@ private:
     // task is then either due (the lease, which decides on the time it
     // takes the lock, no earlier than this) or due later (the timer),
     // never neither, however the clock moves in between.
-    const core::Time now = m_ctx.live_now();
+    const core::Time now = m_host.live_now();
     // A commit anywhere in the database wakes every idle worker: a read
     // first, so that they do not all queue up for the write lock for a
     // change that concerns none of them.
@@ -255,7 +245,7 @@ private:
   }
 
   bool ahead_still_held(const core::Task& t) {
-    if (t.lease->expires_at <= m_ctx.live_now()) {
+    if (t.lease->expires_at <= m_host.live_now()) {
       return false; // another worker may hold it now
     }
     // No commit but ours since the lease (none seen and none pending for
@@ -271,7 +261,7 @@ private:
   // -v); an unavailable database is no answer: it is checked again.
   bool ahead_revoked(const core::Task& t) {
     try {
-      if (m_store.lease_held(t.id, t.lease->token, m_ctx.live_now())) {
+      if (m_store.lease_held(t.id, t.lease->token, m_host.live_now())) {
         return false;
       }
     } catch (const Error& e) {
@@ -292,7 +282,7 @@ private:
       core::Task t = std::move(m_ahead.front());
       m_ahead.pop_front();
       try {
-        m_store.release(t.id, t.lease->token, std::nullopt, m_ctx.live_now());
+        m_store.release(t.id, t.lease->token, std::nullopt, m_host.live_now());
         after_own_commit();
       } catch (const Error& e) {
         if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
@@ -310,7 +300,7 @@ private:
   // expiring).
   void wake_when_due(core::Time seen) {
     if (const auto due = m_store.next_due(m_o.queues, seen)) {
-      const auto in = *due - m_ctx.live_now();
+      const auto in = *due - m_host.live_now();
       m_looks.wake_at = Clock::now() + std::max(core::Millis{0}, in);
     }
   }
@@ -346,7 +336,7 @@ private:
         spec.path = m_o.command_path;
       }
       spec.env = child_environment(t, m_db_path, m_worker);
-      spec.stdin_data = payload_text(t.payload);
+      spec.stdin_data = core::payload_text(t.payload);
       spec.capture_stdout = m_o.result_stdout || m_o.keep_output > 0 || m_o.tag;
       Running r;
       r.child = Child::spawn(spec);
@@ -359,9 +349,9 @@ private:
         r.deadline = now + *m_o.timeout;
       }
       if (m_o.verbose) {
-        say(r.task.id, "started (attempt " + std::to_string(r.task.attempts)
-                           + ")"
-                           + (own ? ": " + command_line(r.task.command) : ""));
+        say(r.task.id,
+            "started (attempt " + std::to_string(r.task.attempts) + ")"
+                + (own ? ": " + core::command_line(r.task.command) : ""));
       }
       m_running.push_back(std::move(r));
     } catch (const Error& e) {
@@ -389,7 +379,7 @@ private:
       }
     }
     std::fprintf(stderr, "%s taskq: task %lld: %s\n",
-                 core::format_time(m_ctx.live_now()).c_str(),
+                 core::format_time(m_host.live_now()).c_str(),
                  static_cast<long long>(id), line.c_str());
   }
 
@@ -534,7 +524,7 @@ private:
 
   // After any change to the database: has an operator taken a lease?
   void check_leases() {
-    const core::Time now = m_ctx.live_now();
+    const core::Time now = m_host.live_now();
     for (auto& r : m_running) {
       if (r.exit || r.cause == core::StopCause::revoked) {
         continue;
@@ -719,7 +709,7 @@ private:
 
   void heartbeat(Running& r) {
     const auto beat = worker::heartbeat(m_store, r.task, m_o.lease_for,
-                                        std::nullopt, m_ctx.live_now());
+                                        std::nullopt, m_host.live_now());
     if (beat.kind == Beat::Kind::lost) {
       revoke(r);
       return;
@@ -808,7 +798,7 @@ private:
       want = std::max(0, room());
     }
     const int ahead = want ? ahead_wanted() : 0;
-    const core::Time seen = m_ctx.live_now();
+    const core::Time seen = m_host.live_now();
     std::vector<core::Task> leased = record_all(
         done, want && *want + ahead > 0 ? std::optional(*want + ahead)
                                         : std::nullopt);
@@ -851,7 +841,7 @@ private:
   // of the next cost one commit. Returns what it leased.
   std::vector<core::Task> record_all(const std::vector<Pending>& ps,
                                      const std::optional<int>& next) {
-    const core::Time now = m_ctx.live_now();
+    const core::Time now = m_host.live_now();
     std::vector<storage::Outcome> batch;
     std::vector<const Pending*> in_batch;
     for (const Pending& p : ps) {
@@ -1020,7 +1010,7 @@ private:
 
   const core::Millis m_ahead_hold; // how long a task leased ahead is held
   const RunOptions& m_o;
-  Context& m_ctx;
+  Host& m_host;
   // Before the store: opening it may wait (a PostgreSQL server's connect,
   // LISTEN), and a SIGTERM meanwhile must end the run as it would later,
   // not kill it.
@@ -1058,22 +1048,16 @@ bool run_failed(const RunSummary& s, FailOn fail_on) {
   return false;
 }
 
-std::string summary_line(const RunSummary& s) {
-  std::string retry = std::to_string(s.retrying) + " will retry";
-  if (s.retry_at) {
-    retry += (s.retrying == 1 ? " at " : " (first at ")
-             + core::format_time(*s.retry_at) + (s.retrying == 1 ? "" : ")");
+std::string handler_db_path(const std::string& db_path) {
+  if (storage::is_postgres_url(db_path)) {
+    return db_path;
   }
-  return "leased " + std::to_string(s.leased) + ": "
-         + std::to_string(s.completed) + " completed, "
-         + std::to_string(s.failed) + " failed for good, " + retry + ", "
-         + std::to_string(s.released) + " released, "
-         + std::to_string(s.revoked) + " revoked";
+  return std::filesystem::absolute(db_path).lexically_normal().string();
 }
 
-RunSummary run_worker(const RunOptions& o, Context& ctx) {
-  Runner runner(o, ctx);
+RunSummary run_worker(const RunOptions& o, Host& host) {
+  Runner runner(o, host);
   return runner.run();
 }
 
-} // namespace taskq::cli
+} // namespace taskq::worker
