@@ -1,14 +1,13 @@
 // Commands that run on: run (the worker loop), wait, progress.
-#include "cli/child.hpp"
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
-#include "cli/runner.hpp"
-#include "cli/stream.hpp"
 #include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/outcome.hpp"
 #include "core/progress.hpp"
+#include "worker/child.hpp"
+#include "worker/run.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -18,6 +17,45 @@
 
 namespace taskq::cli {
 namespace {
+
+using worker::FailOn;
+using worker::RunOptions;
+using worker::RunSummary;
+using worker::StreamOptions;
+
+// What the engine needs of this command: its context.
+class ContextHost : public worker::Host {
+public:
+  explicit ContextHost(Context& ctx) : m_ctx(ctx) {}
+  storage::TaskStore& store() override {
+    return m_ctx.store(storage::OpenMode::update);
+  }
+  std::string worker() const override { return m_ctx.worker(); }
+  std::string db_path() const override { return m_ctx.db_path(); }
+  core::Time live_now() override { return m_ctx.live_now(); }
+  std::string task_json(const core::Task& task, core::Time now) override {
+    return cli::task_json(task, now);
+  }
+
+private:
+  Context& m_ctx;
+};
+
+// The summary line `run` prints, e.g. "leased 4: 2 completed, 1 failed for
+// good, 1 will retry at 2026-11-24T11:00:00Z, 0 released, 0 revoked" (with
+// several retries: "3 will retry (first at TIME)").
+std::string summary_line(const RunSummary& s) {
+  std::string retry = std::to_string(s.retrying) + " will retry";
+  if (s.retry_at) {
+    retry += (s.retrying == 1 ? " at " : " (first at ")
+             + core::format_time(*s.retry_at) + (s.retrying == 1 ? "" : ")");
+  }
+  return "leased " + std::to_string(s.leased) + ": "
+         + std::to_string(s.completed) + " completed, "
+         + std::to_string(s.failed) + " failed for good, " + retry + ", "
+         + std::to_string(s.released) + " released, "
+         + std::to_string(s.revoked) + " revoked";
+}
 
 struct RunArgs {
   std::vector<std::string> queues;
@@ -154,7 +192,7 @@ RunOptions check_run_args(const RunArgs& a, const Context& ctx) {
   if (o.command.empty()) {
     return o; // each task's own command, found as each one starts
   }
-  const auto path = resolve_command(o.command.front());
+  const auto path = worker::resolve_command(o.command.front());
   if (!path) {
     throw Error(ErrorKind::usage,
                 "cannot run " + o.command.front() + ": no such executable file"
@@ -392,9 +430,10 @@ void register_run(CLI::App& app, Context& ctx) {
     a->keep_output_given = keep_output->count() > 0;
     const RunOptions o = check_run_args(*a, ctx);
     const StreamOptions so = check_stream_args(*a, o);
-    const RunSummary s =
-        a->stream ? run_stream(o, so, ctx) : run_worker(o, ctx);
-    if (run_failed(s, fail_on)) {
+    ContextHost host(ctx);
+    const RunSummary s = a->stream ? worker::run_stream(o, so, host)
+                                   : worker::run_worker(o, host);
+    if (worker::run_failed(s, fail_on)) {
       ctx.exit_code = k_exit_task_failed;
     }
     if (a->quiet && s.leased == 0) {

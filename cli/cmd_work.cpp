@@ -198,7 +198,7 @@ void attach_output(storage::TaskStore& store, const WorkerRef& ref,
 } // namespace
 
 // One function a command: an invocation registers only the command it
-// names (cli/main.cpp), and each option built costs start-up time.
+// names (cli/app.cpp), and each option built costs start-up time.
 void register_lease(CLI::App& app, Context& ctx) {
   auto lo = std::make_shared<LeaseOptions>();
   CLI::App* lease = add_command(

@@ -1,6 +1,8 @@
 #pragma once
 
 #include "cli/context.hpp"
+#include "cli/entry.hpp"
+#include "core/error.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -59,8 +61,13 @@ void register_flow(CLI::App& app, Context& ctx);     // flow ...
 void register_top(CLI::App& app, Context& ctx);      // top
 void register_logs(CLI::App& app, Context& ctx);     // logs
 
-// Parses argv, runs the chosen command, returns the exit code. Throws
-// taskq::Error for main() to report.
-int run(int argc, char** argv);
+// Where the subcommand's name is in argv (0 when none).
+int subcommand_index(int argc, char** argv);
+// Before CLI11 parses: a command or group subcommand that does not exist is
+// named as such (a usage error, with the nearest name when there is one).
+void check_command_words(CLI::App& app, int argc, char** argv);
+// A CLI11 parse error as one line that names the command and points to
+// its help.
+std::string parse_error_message(CLI::App& app, const CLI::ParseError& e);
 
 } // namespace taskq::cli

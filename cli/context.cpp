@@ -232,39 +232,6 @@ std::optional<std::string> parse_json_arg(const OptText& text,
   return parse_json_arg(*text, what);
 }
 
-void minify_json_into(std::string_view text, std::string& out) {
-  // Written through a pointer into a buffer sized for the worst case: a
-  // bulk add runs this once per line.
-  out.resize(text.size());
-  char* w = out.data();
-  bool in_string = false;
-  bool escaped = false;
-  for (const char c : text) {
-    if (in_string) {
-      *w++ = c;
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-      *w++ = c;
-    } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
-      *w++ = c;
-    }
-  }
-  out.resize(static_cast<size_t>(w - out.data()));
-}
-
-std::string minify_json(std::string_view text) {
-  std::string out;
-  minify_json_into(text, out);
-  return out;
-}
-
 core::Time parse_time_arg(const std::string& text, const std::string& what) {
   const auto t = core::parse_time(text);
   if (!t) {

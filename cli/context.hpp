@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/json_text.hpp"
 #include "core/labels.hpp"
 #include "core/time.hpp"
 #include "storage/task_store.hpp"
@@ -80,10 +81,10 @@ std::optional<core::Time> parse_time_arg(const OptText& text,
 std::string parse_json_arg(const std::string& text, const std::string& what);
 std::optional<std::string> parse_json_arg(const OptText& text,
                                           const std::string& what);
-// `text`, known to be valid JSON, without whitespace outside strings.
-std::string minify_json(std::string_view text);
-// The same into `out`, replacing its contents and reusing its buffer.
-void minify_json_into(std::string_view text, std::string& out);
+// `text`, known to be valid JSON, without whitespace outside strings
+// (core/json_text.hpp).
+using core::minify_json;
+using core::minify_json_into;
 core::Labels parse_labels(const std::vector<std::string>& texts);
 std::vector<core::LabelPattern>
 parse_patterns(const std::vector<std::string>& texts);

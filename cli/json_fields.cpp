@@ -87,23 +87,6 @@ bool JsonlReader::next(std::string& out) {
   }
 }
 
-std::optional<int64_t> json_integer(std::string_view text) {
-  int64_t value = 0;
-  const char* end = text.data() + text.size();
-  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc() || ptr != end || text.empty()) {
-    return std::nullopt;
-  }
-  return value;
-}
-
-std::optional<std::string> json_string_value(std::string_view text) {
-  if (core::json_kind(text) != core::JsonKind::string) {
-    return std::nullopt;
-  }
-  return nlohmann::json::parse(text).get<std::string>();
-}
-
 JsonFields::JsonFields(std::string_view object, std::string where)
     : m_where(std::move(where)) {
   if (core::json_kind(object) != core::JsonKind::object) {

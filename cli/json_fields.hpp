@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/json_text.hpp"
 #include "core/labels.hpp"
 #include "core/time.hpp"
 
@@ -83,10 +84,8 @@ private:
   int64_t m_number = 0;
 };
 
-// A JSON number that is an integer (no fraction, no exponent) in int64's
-// range; std::nullopt otherwise.
-std::optional<int64_t> json_integer(std::string_view text);
-// The contents of a JSON string; std::nullopt when `text` is not one.
-std::optional<std::string> json_string_value(std::string_view text);
+// JSON integers and strings read from their text (core/json_text.hpp).
+using core::json_integer;
+using core::json_string_value;
 
 } // namespace taskq::cli

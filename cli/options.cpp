@@ -1,9 +1,20 @@
-// Options and checks shared by several command groups.
+// Options and checks shared by several command groups, and the command
+// line's errors as one line each: unknown commands and options with the
+// nearest suggestion, CLI11's parse errors reworded to name the command
+// and its help, and print_error, the one place errors are printed.
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/text.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <vector>
 
 namespace taskq::cli {
 
@@ -109,6 +120,319 @@ std::vector<std::string> parse_states(const std::string& text) {
     }
     at = comma + 1;
   }
+}
+
+// --- the command line's errors ------------------------------------------
+
+namespace {
+
+// An error is one line of text, whatever the input it quotes: control
+// characters (a newline would split the message, an escape sequence would
+// drive the terminal) and bytes that are not UTF-8 are shown escaped, as
+// \n, \t, \r, \xNN or \u0080-\u009f.
+std::string printable(std::string_view text) {
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(text.size());
+  for (size_t i = 0; i < text.size();) {
+    const auto byte = static_cast<unsigned char>(text[i]);
+    if (byte >= 0x20 && byte < 0x7f) {
+      out += text[i++];
+      continue;
+    }
+    if (byte == '\n' || byte == '\t' || byte == '\r') {
+      out += byte == '\n' ? "\\n" : byte == '\t' ? "\\t" : "\\r";
+      ++i;
+      continue;
+    }
+    size_t length = 0;
+    if (byte >= 0xc2 && byte <= 0xf4) {
+      length = byte < 0xe0 ? 2 : byte < 0xf0 ? 3 : 4;
+      if (!core::is_valid_utf8(text.substr(i, length))) {
+        length = 0;
+      }
+    }
+    if (length == 2 && byte == 0xc2
+        && static_cast<unsigned char>(text[i + 1]) < 0xa0) {
+      const auto c1 = static_cast<unsigned char>(text[i + 1]);
+      out += "\\u00";
+      out += k_hex[c1 >> 4];
+      out += k_hex[c1 & 0xf];
+      i += 2;
+    } else if (length > 0) {
+      out.append(text.substr(i, length));
+      i += length;
+    } else {
+      out += "\\x";
+      out += k_hex[byte >> 4];
+      out += k_hex[byte & 0xf];
+      ++i;
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+void print_error(std::string_view message) {
+  const std::string line = "taskq: " + printable(message) + "\n";
+  std::fputs(line.c_str(), stderr);
+}
+
+namespace {
+
+// Edit distance, for suggesting the command a typo meant.
+size_t distance(std::string_view a, std::string_view b) {
+  std::vector<size_t> row(b.size() + 1);
+  std::iota(row.begin(), row.end(), size_t{0});
+  for (size_t i = 1; i <= a.size(); ++i) {
+    size_t diagonal = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); ++j) {
+      const size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
+                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+std::string lower(std::string_view text) {
+  std::string out(text);
+  std::transform(out.begin(), out.end(), out.begin(), [](char c) {
+    return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c;
+  });
+  return out;
+}
+
+// The nearest of `names` to `word` (at most 2 edits away, or a name it
+// begins), "" when none is near.
+std::string nearest(std::string_view word,
+                    const std::vector<std::string>& names) {
+  std::string best;
+  size_t best_distance = 3; // suggest only what is at most 2 edits away
+  const std::string typed = lower(word);
+  for (const std::string& name : names) {
+    if (typed.empty()) {
+      break;
+    }
+    const size_t d = distance(typed, name);
+    if (d < best_distance || (best.empty() && name.rfind(typed, 0) == 0)) {
+      best = name;
+      best_distance = std::min(d, best_distance);
+    }
+  }
+  return best;
+}
+
+// "<what>; did you mean '<best>'?", else "<what> (see taskq <path>--help)".
+std::string with_suggestion(const std::string& what, const std::string& best,
+                            const std::string& path) {
+  if (!best.empty()) {
+    return what + "; did you mean '" + best + "'?";
+  }
+  return what + " (see taskq " + path + "--help)";
+}
+
+// "unknown command 'ad'; did you mean 'add'?" for a word that names no
+// subcommand of `parent` (whose own name, if any, is `prefix`).
+[[noreturn]] void unknown_command(CLI::App& parent, std::string_view word,
+                                  const std::string& prefix) {
+  std::vector<std::string> names;
+  for (const CLI::App* sub : parent.get_subcommands({})) {
+    names.push_back(sub->get_name());
+  }
+  const std::string best = nearest(word, names);
+  throw Error(
+      ErrorKind::usage,
+      with_suggestion("unknown command '" + prefix + std::string(word) + "'",
+                      best.empty() ? "" : prefix + best, prefix));
+}
+
+// The option names a command takes: its own and those of the commands it
+// is under (global options such as --db work after the command too).
+std::vector<std::string> option_names(const CLI::App* cmd) {
+  std::vector<std::string> names;
+  for (; cmd != nullptr; cmd = cmd->get_parent()) {
+    for (const CLI::Option* opt : cmd->get_options()) {
+      for (const std::string& l : opt->get_lnames()) {
+        names.push_back("--" + l);
+      }
+      for (const std::string& s : opt->get_snames()) {
+        names.push_back("-" + s);
+      }
+    }
+  }
+  return names;
+}
+
+// "unknown option '--stat' for list; did you mean '--state'?" for `arg`
+// (as typed: --name, --name=value, -x or -xVALUE) given to `cmd` (whose
+// path after "taskq " is `path`, "" for the top level).
+std::string unknown_option(const CLI::App* cmd, std::string_view arg,
+                           const std::string& path) {
+  std::string name(arg.substr(0, arg.find('=')));
+  const bool is_short = name.size() > 1 && name[1] != '-';
+  if (is_short) {
+    name = name.substr(0, 2);
+  }
+  std::string best;
+  const auto names = option_names(cmd);
+  if (is_short) {
+    // One letter is one edit from every other: only a change of case.
+    for (const std::string& n : names) {
+      if (n.size() == 2 && lower(n) == lower(name)) {
+        best = n;
+      }
+    }
+  } else {
+    std::vector<std::string> longs;
+    for (const std::string& n : names) {
+      if (n.size() > 2) {
+        longs.push_back(n.substr(2));
+      }
+    }
+    best = nearest(name.substr(2), longs);
+    if (!best.empty()) {
+      best = "--" + best;
+    }
+  }
+  const std::string where =
+      path.empty() ? "" : " for " + path.substr(0, path.size() - 1);
+  return with_suggestion("unknown option '" + name + "'" + where, best, path);
+}
+
+// Whether argv[i] is a global option that takes the next word as its value.
+bool takes_value(std::string_view arg) {
+  return arg == "--db" || arg == "--worker" || arg == "-o" || arg == "--output";
+}
+
+// The first word from argv[from] on that is neither an option nor the
+// value of a global option (argc when none).
+int next_word(int from, int argc, char** argv) {
+  for (int i = from; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--") {
+      return argc;
+    }
+    if (takes_value(arg)) {
+      ++i;
+    } else if (arg.empty() || arg.front() != '-') {
+      return i;
+    }
+  }
+  return argc;
+}
+
+} // namespace
+
+// Where the subcommand's name is in argv (0 when none).
+int subcommand_index(int argc, char** argv) {
+  const int i = next_word(1, argc, argv);
+  return i < argc ? i : 0;
+}
+
+// Before CLI11 parses: a command or group subcommand that does not exist is
+// named as such (CLI11 would only say that a subcommand is required).
+void check_command_words(CLI::App& app, int argc, char** argv) {
+  const int first = next_word(1, argc, argv);
+  for (int i = 1; i < first && i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (arg == "--") {
+      break;
+    }
+    if (takes_value(arg)) {
+      ++i;
+      continue;
+    }
+    const std::string_view name = arg.substr(0, arg.find('='));
+    const bool global = name == "--db" || name == "--worker"
+                        || name == "--output" || name == "--help"
+                        || name == "--version" || arg == "-h"
+                        || arg.rfind("-o", 0) == 0;
+    if (!global) {
+      throw Error(ErrorKind::usage, unknown_option(&app, arg, ""));
+    }
+  }
+  if (first >= argc) {
+    return;
+  }
+  CLI::App* cmd = nullptr;
+  try {
+    cmd = app.get_subcommand(argv[first]);
+  } catch (const CLI::OptionNotFound&) {
+    unknown_command(app, argv[first], "");
+  }
+  if (cmd->get_subcommands({}).empty()) {
+    return;
+  }
+  const int second = next_word(first + 1, argc, argv);
+  if (second < argc) {
+    try {
+      cmd->get_subcommand(argv[second]);
+    } catch (const CLI::OptionNotFound&) {
+      unknown_command(*cmd, argv[second], cmd->get_name() + " ");
+    }
+  }
+}
+
+namespace {
+
+// The command line's deepest (sub)command CLI11 got to, as typed after
+// "taskq " ("" for the top level, else e.g. "queue set ").
+CLI::App* deepest(CLI::App& app, std::string& path) {
+  CLI::App* cur = &app;
+  for (;;) {
+    const auto subs = cur->get_subcommands();
+    if (subs.empty()) {
+      return cur;
+    }
+    cur = subs.front();
+    path += cur->get_name() + " ";
+  }
+}
+
+} // namespace
+
+// A CLI11 parse error as one line that names the command and points to
+// its help.
+std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
+  std::string path;
+  CLI::App* cmd = deepest(app, path);
+  const std::string help = " (see taskq " + path + "--help)";
+  std::string what = e.what();
+  if (dynamic_cast<const CLI::RequiredError*>(&e) != nullptr
+      && what == "A subcommand is required") {
+    if (cmd == &app) {
+      return "a command is required" + help;
+    }
+    std::string names;
+    for (const CLI::App* sub : cmd->get_subcommands({})) {
+      names += (names.empty() ? "" : ", ") + sub->get_name();
+    }
+    return path.substr(0, path.size() - 1) + " needs a subcommand: " + names
+           + help;
+  }
+  // CLI11's "The following argument was not expected: X" (the words in
+  // reverse order when there are several): name them in order instead.
+  if (dynamic_cast<const CLI::ExtrasError*>(&e) != nullptr) {
+    const std::vector<std::string> left = app.remaining();
+    const std::string where =
+        path.empty() ? "" : " for " + path.substr(0, path.size() - 1);
+    if (!left.empty() && left.front().size() > 1
+        && left.front().front() == '-') {
+      return unknown_option(cmd, left.front(), path);
+    }
+    if (!left.empty()) {
+      what = left.size() == 1 ? "unexpected argument" : "unexpected arguments";
+      for (const std::string& arg : left) {
+        what += " '" + arg + "'";
+      }
+      what += where;
+    }
+  }
+  return what + help;
 }
 
 } // namespace taskq::cli

@@ -17,15 +17,6 @@ Json or_null(const std::string& s) {
   return s.empty() ? Json(nullptr) : Json(s);
 }
 
-// Labels as a JSON object ({} when none).
-Json labels_json(const core::Labels& labels) {
-  Json out = Json::object();
-  for (const auto& [k, v] : labels) {
-    out[k] = v;
-  }
-  return out;
-}
-
 // `3, 5`.
 std::string ids_line(const std::vector<int64_t>& ids) {
   std::string out;
@@ -220,88 +211,6 @@ void print_json(const Json& value) {
   std::fputc('\n', stdout);
 }
 
-std::string shell_quote(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out += '\'';
-  for (const char c : text) {
-    if (c == '\'') {
-      out += "'\\''";
-    } else if (c != '\0') {
-      out += c;
-    }
-  }
-  out += '\'';
-  return out;
-}
-
-std::string command_line(const std::vector<std::string>& argv) {
-  std::string out;
-  for (const auto& arg : argv) {
-    if (!out.empty()) {
-      out += ' ';
-    }
-    const bool plain =
-        !arg.empty() && std::all_of(arg.begin(), arg.end(), [](char c) {
-          return std::isalnum(static_cast<unsigned char>(c)) != 0
-                 || std::string_view("%+,-./:=@_").find(c)
-                        != std::string_view::npos;
-        });
-    out += plain ? arg : shell_quote(arg);
-  }
-  return out;
-}
-
-std::string payload_text(const std::string& payload_json) {
-  if (payload_json.empty() || payload_json.front() != '"') {
-    return payload_json; // stored minified: already one line of JSON
-  }
-  return Json::parse(payload_json).get<std::string>();
-}
-
-std::string payload_env_value(const std::string& payload_json) {
-  std::string text = payload_text(payload_json);
-  if (text.find('\0') != std::string::npos) {
-    return payload_json; // as JSON text, its NULs escaped
-  }
-  return text;
-}
-
-std::string env_lines(const core::Task& t) {
-  std::string out;
-  const auto line = [&out](std::string_view name, std::string_view value) {
-    out += "export ";
-    out += name;
-    out += '=';
-    out += value;
-    out += '\n';
-  };
-  line("TASKQ_ID", std::to_string(t.id));
-  line("TASKQ_LEASE", shell_quote(t.lease ? t.lease->token : ""));
-  line("TASKQ_QUEUE", shell_quote(t.queue));
-  line("TASKQ_ATTEMPT", std::to_string(t.attempts));
-  line("TASKQ_PAYLOAD", shell_quote(payload_env_value(t.payload)));
-  if (t.checkpoint) {
-    line("TASKQ_CHECKPOINT", shell_quote(*t.checkpoint));
-  }
-  line("TASKQ_SYNC", shell_quote(sync_json(t)));
-  for (const auto& [name, value] : flow_env(t)) {
-    line(name, shell_quote(value));
-  }
-  return out;
-}
-
-std::vector<std::pair<std::string, std::string>> flow_env(const core::Task& t) {
-  if (!t.flow) {
-    return {};
-  }
-  const Json f = Json::parse(*t.flow);
-  return {{"TASKQ_FLOW", std::to_string(f.at("id").get<int64_t>())},
-          {"TASKQ_ATOM", f.at("atom").get<std::string>()},
-          {"TASKQ_ACTION", f.at("action").get<std::string>()},
-          {"TASKQ_ARGS", f.at("args").dump()}};
-}
-
 std::optional<std::string> flow_line(const std::optional<core::Task>& t) {
   if (!t || !t->flow) {
     return std::nullopt;
@@ -316,10 +225,6 @@ std::optional<std::string> flow_line(const std::optional<core::Task>& t) {
 void print_env(const core::Task& t) {
   const std::string text = env_lines(t);
   std::fwrite(text.data(), 1, text.size(), stdout);
-}
-
-std::string sync_json(const core::Task& task) {
-  return dump_json(labels_json(task.sync));
 }
 
 std::string display_state(const core::Task& t, core::Time now) {

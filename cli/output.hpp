@@ -1,5 +1,6 @@
 #pragma once
 
+#include "core/handler_env.hpp"
 #include "core/task.hpp"
 #include "storage/task_store.hpp"
 
@@ -63,46 +64,20 @@ void print_task_json(const core::Task& task, core::Time now,
 // Writes one compact JSON value and a newline to stdout.
 void print_json(const Json& value);
 
-// `lease -o env` and the environment of `run`'s handlers. Pure functions,
-// which tests/fuzz calls; their contract:
-// - shell_quote(text) is one single-quoted POSIX shell word whose value is
-//   exactly `text` (each ' written as '\''), for any bytes except NUL,
-//   which no shell variable can hold: NUL bytes are left out, so the result
-//   stays eval-safe (the callers never pass one: see payload_env_value).
-// - env_lines(task) is the text `lease -o env` prints: one
-//   `export NAME=VALUE` line per variable, each VALUE shell_quote()d (or a
-//   decimal number), and nothing else; so after
-//   `sh -c 'eval "$out"; printf %s "$TASKQ_PAYLOAD"'` the output is exactly
-//   payload_env_value(task.payload), for any stored payload.
-// - payload_env_value(json), for a valid minified JSON text `json` (as
-//   stored): the decoded string when `json` is a JSON string whose value
-//   holds no NUL (\u0000); otherwise `json` itself, the JSON text, like
-//   every non-string payload. TASKQ_PAYLOAD is this, in `lease -o env` and
-//   in `run`'s environment alike. (A JSON string that is not valid throws
-//   nlohmann::json::parse_error; stored payloads passed core::json_error.)
-std::string shell_quote(std::string_view text);
-// An argv as one line a POSIX shell reads back as the same words: each
-// word as it is when it holds only letters, digits and %+,-./:=@_, else
-// shell_quote()d.
-std::string command_line(const std::vector<std::string>& argv);
-std::string payload_env_value(const std::string& payload_json);
-std::string env_lines(const core::Task& task);
+// `lease -o env` and the environment of `run`'s handlers: pure functions
+// of core/handler_env.hpp, whose contract tests/fuzz checks.
+using core::command_line;
+using core::env_lines;
+using core::flow_env;
+using core::payload_env_value;
+using core::payload_text;
+using core::shell_quote;
+using core::sync_json;
 // Writes env_lines(task) to stdout.
 void print_env(const core::Task& task);
 // For an atom's task, the line that names its flow and atom: "it is the
 // execute task of atom 'build' of flow 3".
 std::optional<std::string> flow_line(const std::optional<core::Task>& task);
-// An atom's task: TASKQ_FLOW, TASKQ_ATOM, TASKQ_ACTION and TASKQ_ARGS
-// (SPEC §3), as (name, value); empty for other tasks.
-std::vector<std::pair<std::string, std::string>>
-flow_env(const core::Task& task);
-// The task's sync state (from its schedule) as a JSON object, {} when none:
-// TASKQ_SYNC.
-std::string sync_json(const core::Task& task);
-// The payload as a handler reads it on stdin: a JSON string's contents
-// (NULs and all), else its JSON text.
-std::string payload_text(const std::string& payload_json);
-
 // The display state: `running` for a runnable task with a live lease.
 std::string display_state(const core::Task& task, core::Time now);
 

@@ -1,5 +1,8 @@
 #include "core/json_text.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <charconv>
 #include <cstdint>
 
 namespace taskq::core {
@@ -467,6 +470,56 @@ std::vector<std::string_view> json_items(std::string_view array) {
     return end;
   });
   return items;
+}
+
+void minify_json_into(std::string_view text, std::string& out) {
+  // Written through a pointer into a buffer sized for the worst case: a
+  // bulk add runs this once per line.
+  out.resize(text.size());
+  char* w = out.data();
+  bool in_string = false;
+  bool escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      *w++ = c;
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+      *w++ = c;
+    } else if (c != ' ' && c != '\t' && c != '\n' && c != '\r') {
+      *w++ = c;
+    }
+  }
+  out.resize(static_cast<size_t>(w - out.data()));
+}
+
+std::string minify_json(std::string_view text) {
+  std::string out;
+  minify_json_into(text, out);
+  return out;
+}
+
+std::optional<int64_t> json_integer(std::string_view text) {
+  int64_t value = 0;
+  const char* end = text.data() + text.size();
+  const auto [ptr, ec] = std::from_chars(text.data(), end, value);
+  if (ec != std::errc() || ptr != end || text.empty()) {
+    return std::nullopt;
+  }
+  return value;
+}
+
+std::optional<std::string> json_string_value(std::string_view text) {
+  if (json_kind(text) != JsonKind::string) {
+    return std::nullopt;
+  }
+  return nlohmann::json::parse(text).get<std::string>();
 }
 
 } // namespace taskq::core

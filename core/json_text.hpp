@@ -1,5 +1,6 @@
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -57,5 +58,18 @@ json_members(std::string_view object);
 
 // The items of an array, in order, each trimmed.
 std::vector<std::string_view> json_items(std::string_view array);
+
+// `text`, known to be valid JSON, without white space outside strings
+// (numbers and strings kept exactly as written).
+std::string minify_json(std::string_view text);
+// The same into `out`, replacing its contents and reusing its buffer.
+void minify_json_into(std::string_view text, std::string& out);
+
+// A JSON number that is an integer (no fraction, no exponent) in int64's
+// range; std::nullopt otherwise.
+std::optional<int64_t> json_integer(std::string_view text);
+// The contents of a JSON string (valid JSON); std::nullopt when `text` is
+// not a string.
+std::optional<std::string> json_string_value(std::string_view text);
 
 } // namespace taskq::core

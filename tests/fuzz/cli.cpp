@@ -1,24 +1,15 @@
-// cli/main.cpp for the fuzz targets: its main() becomes taskq_cli_main(),
-// since libFuzzer brings its own; cli.hpp declares what the targets call.
+// The taskq command line in-process for the fuzz targets (cli.hpp): what
+// cli/main.cpp's main() does, its stdout captured.
 #include "cli.hpp"
 
-// Everything cli/main.cpp includes, first, so the rename below reaches its
-// main() alone.
 #include "cli/commands.hpp"
 #include "core/error.hpp"
 
-#include <charconv>
-#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-#include <limits>
 #include <string>
-#include <string_view>
-
-#define main taskq_cli_main
-#include "cli/main.cpp"
-#undef main
+#include <vector>
 
 namespace taskq::fuzz {
 

@@ -1,12 +1,15 @@
 #pragma once
 
+#include "core/outcome.hpp"
+
 #include <csignal>
 #include <optional>
 #include <string>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <vector>
 
-namespace taskq::cli {
+namespace taskq::worker {
 
 // An owned file descriptor, closed on destruction.
 class Fd {
@@ -60,6 +63,9 @@ public:
   void signal_group(int signal) const;
   // Sends `signal` to the handler process alone.
   void signal_leader(int signal) const;
+  // Kills the whole process group and waits for the handler to end: what
+  // `run` does to a handler it leaves on an error.
+  void kill_and_wait() const;
 
 private:
   pid_t m_pid = -1;
@@ -93,6 +99,22 @@ private:
   void (*m_old_pipe)(int) = SIG_DFL;
 };
 
+// How a process ended, from its wait status.
+core::ChildExit exit_of(int status);
+
+// Reaps, without blocking, every child process that has ended, calling
+// on_end(pid, status) for each.
+template <typename F> void reap_ended(F&& on_end) {
+  while (true) {
+    int status = 0;
+    const pid_t pid = ::waitpid(-1, &status, WNOHANG);
+    if (pid <= 0) {
+      return;
+    }
+    on_end(pid, status);
+  }
+}
+
 // The executable `name` runs as: itself when it holds a '/', else the first
 // match on $PATH; std::nullopt when there is none that can be executed.
 std::optional<std::string> resolve_command(const std::string& name);
@@ -100,4 +122,4 @@ std::optional<std::string> resolve_command(const std::string& name);
 // Reads what `fd` (non-blocking) has now into `out`; false at end of file.
 bool read_available(int fd, std::string& out);
 
-} // namespace taskq::cli
+} // namespace taskq::worker

@@ -1,4 +1,4 @@
-#include "cli/child.hpp"
+#include "worker/child.hpp"
 
 #include "core/error.hpp"
 
@@ -16,7 +16,7 @@
 #include <unistd.h>
 #include <utility>
 
-namespace taskq::cli {
+namespace taskq::worker {
 
 Fd::~Fd() {
   reset();
@@ -224,6 +224,17 @@ void Child::signal_leader(int signal) const {
   }
 }
 
+void Child::kill_and_wait() const {
+  signal_group(SIGKILL);
+  int status = 0;
+  ::waitpid(m_pid, &status, 0);
+}
+
+core::ChildExit exit_of(int status) {
+  return WIFSIGNALED(status) ? core::ChildExit{true, WTERMSIG(status)}
+                             : core::ChildExit{false, WEXITSTATUS(status)};
+}
+
 std::optional<std::string> resolve_command(const std::string& name) {
   const auto runnable = [](const std::string& path) {
     struct stat st {};
@@ -277,4 +288,4 @@ bool read_available(int fd, std::string& out) {
   }
 }
 
-} // namespace taskq::cli
+} // namespace taskq::worker

@@ -1,8 +1,13 @@
+// The engine of `taskq run`: its settings, what it needs of the command
+// that runs it (Host), and its two modes: one handler process per task
+// (run_worker, worker/per_task.cpp) and persistent handlers fed one task
+// per line (run_stream, worker/stream.cpp).
 #pragma once
 
-#include "cli/context.hpp"
 #include "core/labels.hpp"
+#include "core/task.hpp"
 #include "core/time.hpp"
+#include "storage/task_store.hpp"
 
 #include <csignal>
 #include <cstdint>
@@ -10,7 +15,29 @@
 #include <string>
 #include <vector>
 
-namespace taskq::cli {
+namespace taskq::worker {
+
+// What the engine needs of the command that runs it.
+class Host {
+public:
+  virtual ~Host() = default;
+  // The store, opened for updates at the first call (it may wait: a
+  // PostgreSQL server's connect).
+  virtual storage::TaskStore& store() = 0;
+  // This worker's name (--worker, $TASKQ_WORKER, else HOSTNAME:PID).
+  virtual std::string worker() const = 0;
+  // The database as the user named it: a file path or a postgresql:// URL.
+  virtual std::string db_path() const = 0;
+  // Now, read afresh at each call unless frozen (TASKQ_NOW).
+  virtual core::Time live_now() = 0;
+  // A task as a `run --stream` handler reads it (its JSON form, as
+  // `show -o json` prints it), without the newline.
+  virtual std::string task_json(const core::Task& task, core::Time now) = 0;
+};
+
+// TASKQ_DB as a handler gets it: a file path made absolute, since the
+// handler may change its directory; a URL as it is.
+std::string handler_db_path(const std::string& db_path);
 
 // `taskq run`'s settings, parsed and checked.
 struct RunOptions {
@@ -62,12 +89,7 @@ struct RunSummary {
 // Whether `s` counts as a failure under `fail_on`.
 bool run_failed(const RunSummary& s, FailOn fail_on);
 
-// The summary line `run` prints, e.g. "leased 4: 2 completed, 1 failed for
-// good, 1 will retry at 2026-11-24T11:00:00Z, 0 released, 0 revoked" (with
-// several retries: "3 will retry (first at TIME)").
-std::string summary_line(const RunSummary& s);
-
-// The worker loop (SPEC §3 "Working"): leases from `o.queues`, runs the
+// The worker loop: leases from `o.queues`, runs the
 // command once per task with up to `o.concurrency` at a time, heartbeats
 // while they run, records how each ended, and stops a handler whose lease
 // an operator revoked. Blocks on the database's change feed, never polls,
@@ -75,15 +97,25 @@ std::string summary_line(const RunSummary& s);
 // --max-tasks is reached, or a signal asked it to stop: SIGTERM always,
 // SIGINT and SIGHUP unless they were ignored when it started (a shell's
 // background job, nohup).
-RunSummary run_worker(const RunOptions& o, Context& ctx);
+RunSummary run_worker(const RunOptions& o, Host& host);
 
-// How long `run` holds a task leased ahead of its handlers, per-task or
-// --stream: TASKQ_LEASE_AHEAD_MS, 250 by default, 0 to lease nothing
-// ahead. Throws usage for anything but whole milliseconds up to an hour.
-core::Millis lease_ahead_hold();
+// What `run --stream` adds to RunOptions.
+struct StreamOptions {
+  // Tasks leased ahead, in one transaction, beyond those the handlers
+  // hold; with more than 1, outcomes are also recorded in batches.
+  int prefetch = 1;
+  // With --prefetch: a batch of outcomes is written at most this long
+  // after its first one.
+  core::Millis flush = std::chrono::milliseconds(5);
+};
 
-// Whether another connection may have committed to `store` since `seen`
-// was read (always true where the backend cannot tell); updates `seen`.
-bool changed_by_others(storage::TaskStore& store, std::optional<int64_t>& seen);
+// `taskq run QUEUE --stream -- CMD` (README "Persistent handlers"): starts
+// CMD once per --concurrency and talks to it over a line protocol: one JSON
+// task per line on its stdin, one JSON outcome per line on its stdout.
+// Leases, heartbeats, the error policy, operator commands (a cancel line),
+// timeouts, and handlers that die or answer garbage are taskq's business.
+// Blocks on the change feed while there is nothing to do. Returns as
+// run_worker does; throws Error(internal) when the handler keeps dying.
+RunSummary run_stream(const RunOptions& o, const StreamOptions& s, Host& host);
 
-} // namespace taskq::cli
+} // namespace taskq::worker

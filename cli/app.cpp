@@ -1,0 +1,368 @@
+#include "cli/commands.hpp"
+#include "core/error.hpp"
+#include "core/text.hpp"
+
+#include <algorithm>
+#include <charconv>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <limits>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace taskq::cli {
+
+int exit_code_for(ErrorKind kind) {
+  switch (kind) {
+  case ErrorKind::usage:
+    return 2;
+  case ErrorKind::not_found:
+    return 3;
+  case ErrorKind::conflict:
+    return 4;
+  case ErrorKind::unavailable:
+    return 5;
+  case ErrorKind::internal:
+    return k_exit_failure;
+  }
+  return k_exit_failure;
+}
+
+namespace {
+
+// An empty value is malformed for every option but --text (an empty
+// string is a fine payload) and --payload (whose own check explains
+// --text): `--priority ''` must not mean 0. An integer option takes a
+// plain decimal integer in int64's range: CLI11 alone would read
+// 99999999999999999999 as the largest int64, and 0x10 as 16.
+void check_option_values(CLI::App& app) {
+  static const CLI::Validator non_empty(
+      [](std::string& value) {
+        return value.empty() ? std::string("an empty value is not allowed")
+                             : std::string();
+      },
+      "", "non-empty");
+  static const CLI::Validator integer(
+      [](std::string& value) {
+        int64_t n = 0;
+        const char* end = value.data() + value.size();
+        const auto [ptr, ec] = std::from_chars(value.data(), end, n);
+        if (ec == std::errc::result_out_of_range) {
+          return "'" + value + "' is out of range ("
+                 + std::to_string(std::numeric_limits<int64_t>::min()) + " to "
+                 + std::to_string(std::numeric_limits<int64_t>::max()) + ")";
+        }
+        return ec != std::errc() || ptr != end
+                   ? "'" + value + "' is not an integer"
+                   : std::string();
+      },
+      "", "integer");
+  for (CLI::Option* opt : app.get_options()) {
+    const std::string& name = opt->get_single_name();
+    if (opt->get_type_size_max() > 0 && name != "text" && name != "payload"
+        && name != "wait") {
+      opt->check(non_empty);
+    }
+    const std::string type = opt->get_type_name();
+    if (type == "INT" || type == "N") {
+      opt->check(integer);
+    }
+  }
+  for (CLI::App* sub : app.get_subcommands({})) {
+    check_option_values(*sub);
+  }
+}
+
+// Help text: a usage line of our own where CLI11's cannot say it (run's
+// `-- CMD [ARG...]`), else CLI11's.
+class HelpFormatter : public CLI::Formatter {
+public:
+  std::map<const CLI::App*, std::string> usages;
+
+  std::string make_usage(const CLI::App* app, std::string name) const override {
+    if (const auto it = usages.find(app); it != usages.end()) {
+      return "Usage: " + it->second + "\n";
+    }
+    return CLI::Formatter::make_usage(app, std::move(name));
+  }
+};
+
+// Whether `cmd` has an option whose value is of the kind `type` (DUR, TIME).
+bool takes_type(const CLI::App* cmd, std::string_view type) {
+  for (const CLI::Option* opt : cmd->get_options()) {
+    if (opt->get_type_name().find(type) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// Every command's help ends with the global options, and with the forms
+// of DUR and TIME when it takes one.
+void add_help_footers(CLI::App& cmd) {
+  for (CLI::App* sub : cmd.get_subcommands({})) {
+    std::string footer = sub->get_footer();
+    footer += footer.empty() ? "" : "\n\n";
+    footer +=
+        "Global options (before or after the command):\n"
+        "  --db PATH           database file or postgresql:// URL (default: "
+        "$TASKQ_DB, else $XDG_DATA_HOME/taskq/taskq.db)\n"
+        "  -o,--output FORMAT  table, json (JSON Lines for lists), id, or env "
+        "(lease)\n"
+        "  --worker NAME       worker name (default: $TASKQ_WORKER, else "
+        "HOSTNAME:PID)";
+    if (takes_type(sub, "DUR")) {
+      footer += "\n\nDUR: 90s, 5m, 1h30m, 2d, 1w, 1500ms or a number of "
+                "seconds (units w, d, h, m, s, ms in that order)";
+    }
+    if (takes_type(sub, "TIME")) {
+      footer += std::string(takes_type(sub, "DUR") ? "\n" : "\n\n")
+                + "TIME: RFC 3339, like 2026-11-24T09:00:00Z or "
+                  "2026-11-24T10:00:00+01:00";
+    }
+    sub->footer(footer);
+    add_help_footers(*sub);
+  }
+}
+
+// `taskq help [CMD [SUB]]`: argv rewritten as `taskq [CMD [SUB]] --help`
+// (global options kept); an unknown CMD gets its suggestion from
+// check_command_words. The rewritten words live in `store`.
+void rewrite_help(CLI::App& app, int& argc, char**& argv,
+                  std::vector<char*>& store) {
+  const int at = subcommand_index(argc, argv);
+  if (at == 0 || std::string_view(argv[at]) != "help") {
+    return;
+  }
+  store.assign(argv, argv + argc);
+  store.erase(store.begin() + at);
+  // The words after `help` must name commands: `taskq help list extra` is
+  // not `taskq list extra --help`.
+  const CLI::App* cmd = &app;
+  for (size_t i = static_cast<size_t>(at); i < store.size(); ++i) {
+    const std::string_view word(store[i]);
+    if (!word.empty() && word.front() == '-') {
+      continue;
+    }
+    if (cmd->get_subcommands({}).empty()) {
+      throw Error(ErrorKind::usage, "taskq help takes a command and its "
+                                    "subcommand, not '"
+                                        + std::string(word) + "'");
+    }
+    try {
+      cmd = cmd->get_subcommand(std::string(word));
+    } catch (const CLI::OptionNotFound&) {
+      break; // check_command_words names it
+    }
+  }
+  static char help_flag[] = "--help";
+  store.push_back(help_flag);
+  argc = static_cast<int>(store.size());
+  argv = store.data();
+}
+
+} // namespace
+
+CLI::App* add_command(CLI::App& parent, const std::string& name,
+                      const std::string& description,
+                      const std::string& example) {
+  CLI::App* cmd = parent.add_subcommand(name, description);
+  cmd->fallthrough();
+  if (!example.empty()) {
+    cmd->footer("Example:\n  " + example);
+  }
+  return cmd;
+}
+
+namespace {
+
+// The command groups, in the order `taskq --help` lists them, with the
+// top-level commands each registers (" name name ").
+struct Group {
+  void (*add)(CLI::App& app, Context& ctx);
+  std::string_view names;
+};
+constexpr Group k_groups[] = {
+    {register_produce, " add "},
+    {register_lease, " lease "},
+    {register_heartbeat, " heartbeat "},
+    {register_done, " done "},
+    {register_fail, " fail "},
+    {register_operate, " pause resume sleep kill release checkpoint send "
+                       "retry requeue purge "},
+    {register_inspect, " show list stats metrics workers why "},
+    {register_queue, " queue "},
+    {register_db, " db "},
+    {register_completion, " completion __ids "},
+    {register_run, " run wait progress "},
+    {register_schedule, " schedule gate tick "},
+    {register_events, " events "},
+    {register_tx, " tx "},
+    {register_transfer, " export import "},
+    {register_flow, " flow "},
+    {register_top, " top "},
+    {register_logs, " logs "},
+};
+
+const Group* group_of(std::string_view word) {
+  if (word.empty() || word.find(' ') != std::string_view::npos) {
+    return nullptr;
+  }
+  for (const Group& g : k_groups) {
+    const size_t at = g.names.find(word);
+    if (at != std::string_view::npos && g.names[at - 1] == ' '
+        && g.names[at + word.size()] == ' ') {
+      return &g;
+    }
+  }
+  return nullptr;
+}
+
+// Whether `arg` may ask CLI11 for help or the version (-h in a cluster of
+// short flags too).
+bool asks_help(std::string_view arg) {
+  if (arg.rfind("--", 0) == 0) {
+    return arg.rfind("--help", 0) == 0 || arg.rfind("--version", 0) == 0;
+  }
+  return arg.size() > 1 && arg.front() == '-'
+         && arg.find('h') != std::string_view::npos;
+}
+
+// Start-up: building every command's options costs more than the rest of
+// an `add`. The one group to register when argv names a command of it and
+// nothing that needs the whole tree (help, --version, an unknown command,
+// another command's name anywhere: CLI11 may take it as a command);
+// nullptr for the whole tree. What the command then does and prints is the
+// same either way.
+const Group* lone_group(int argc, char** argv) {
+  const int sub = subcommand_index(argc, argv);
+  const Group* group = sub > 0 ? group_of(argv[sub]) : nullptr;
+  if (group == nullptr) {
+    return nullptr;
+  }
+  const std::string_view name(argv[sub]);
+  const bool runs_command = name == "run" || name == "add";
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg(argv[i]);
+    if (i > sub && runs_command && arg == "--") {
+      break; // CMD [ARG...]: never parsed
+    }
+    if (asks_help(arg)
+        || (i != sub && (arg == "help" || group_of(arg) != nullptr))) {
+      return nullptr;
+    }
+  }
+  return group;
+}
+
+bool has_subcommand(CLI::App& app, std::string_view name) {
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (sub->get_name() == name) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// run() with the command tree of `only` (all groups when nullptr).
+int run_tree(int argc, char** argv, const Group* only) {
+  CLI::App app{"taskq: a task queue in one SQLite database.", "taskq"};
+  app.footer("Example:\n  id=$(taskq add thumbs --payload '{\"file\":"
+             "\"a.png\"}')\n  eval \"$(taskq lease thumbs -o env)\" || exit 0"
+             "\n\nEach command explains itself: taskq help COMMAND (or taskq "
+             "COMMAND --help)");
+  app.require_subcommand(1);
+  auto formatter = std::make_shared<HelpFormatter>();
+  app.formatter(formatter);
+  app.set_version_flag("--version", "taskq " TASKQ_VERSION);
+  Context ctx;
+  app.add_option("--db", ctx.db_option,
+                 "database file (default: $TASKQ_DB, else "
+                 "$XDG_DATA_HOME/taskq/taskq.db)")
+      ->type_name("PATH");
+  app.add_option("--worker", ctx.worker_option,
+                 "worker name (default: $TASKQ_WORKER, else HOSTNAME:PID)")
+      ->type_name("NAME");
+  app.add_option("-o,--output", ctx.output_option,
+                 "output format: table, json, id or env (lease)")
+      ->type_name("FORMAT");
+
+  std::vector<std::string> help_words;
+  if (only != nullptr) {
+    only->add(app, ctx);
+    if (!has_subcommand(app, argv[subcommand_index(argc, argv)])) {
+      return run_tree(argc, argv, nullptr); // k_groups is out of date
+    }
+  } else {
+    for (const Group& g : k_groups) {
+      g.add(app, ctx);
+    }
+    // Listed for --help; rewrite_help() turns it into CMD --help.
+    add_command(app, "help", "Print a command's help, as taskq CMD --help does",
+                "taskq help queue set")
+        ->add_option("command", help_words, "a command and its subcommand")
+        ->type_name("CMD [SUB]");
+  }
+  check_option_values(app);
+  if (only == nullptr) { // help is shown from the whole tree only
+    formatter->usages[app.get_subcommand("run")] =
+        "taskq run [OPTIONS] QUEUE... [-- CMD [ARG...]]";
+    formatter->usages[app.get_subcommand("add")] =
+        "taskq add [OPTIONS] QUEUE [-- CMD [ARG...]]";
+    add_help_footers(app);
+  }
+  std::vector<char*> help_argv;
+  rewrite_help(app, argc, argv, help_argv);
+
+  // `taskq run QUEUE... -- CMD ARG...` and `taskq add QUEUE -- CMD
+  // ARG...`: what follows the -- is a program's argv, not taskq's, so it
+  // never reaches CLI11.
+  const int sub = subcommand_index(argc, argv);
+  if (sub > 0
+      && (std::string_view(argv[sub]) == "run"
+          || std::string_view(argv[sub]) == "add")) {
+    for (int i = sub + 1; i < argc; ++i) {
+      if (std::string_view(argv[i]) == "--") {
+        ctx.command.assign(argv + i + 1, argv + argc);
+        ctx.command_given = true;
+        argc = i;
+        break;
+      }
+    }
+  }
+
+  check_command_words(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    print_error(parse_error_message(app, e));
+    return 2;
+  } catch (const Error& e) {
+    if (ctx.output_option == "env") {
+      // `eval "$(taskq lease q -o env)" || exit` must fail on an error too
+      // (a missing database), not eval nothing and carry on.
+      std::printf("(exit %d)\n", exit_code_for(e.kind()));
+    }
+    throw;
+  }
+  return ctx.exit_code;
+}
+
+} // namespace
+
+int run(int argc, char** argv) {
+  return run_tree(argc, argv, lone_group(argc, argv));
+}
+
+} // namespace taskq::cli

@@ -1,0 +1,567 @@
+// `taskq run`, one handler process per task: leasing, starting handlers,
+// their output, and the run loop (worker/per_task_runner.hpp).
+#include "worker/per_task_runner.hpp"
+
+namespace taskq::worker::per_task {
+
+RunSummary Runner::run() {
+  while (true) {
+    if (m_stopping) {
+      release_ahead();
+    }
+    start_ahead();
+    // Until it is full or finds nothing: no wake-up of its own commits
+    // comes to say "look again" (a task that could not start is
+    // recorded without one).
+    while (m_looks.look && can_take()) {
+      take_work();
+    }
+    if (m_running.empty()) {
+      if (m_stopping || max_reached() || (m_o.until_empty && !m_looks.look)) {
+        break;
+      }
+    }
+    wait_and_handle();
+    finish_exited();
+    look_if_changed_elsewhere();
+  }
+  release_ahead();
+  return m_summary;
+}
+
+bool Runner::max_reached() const {
+  return m_o.max_tasks && m_summary.leased >= *m_o.max_tasks;
+}
+
+bool Runner::can_take() const {
+  return !m_stopping && static_cast<int>(m_running.size()) < m_o.concurrency
+         && !max_reached();
+}
+
+void Runner::take_work() {
+  const bool only_if_due = m_looks.begin();
+  // What changes after this point wakes the poll below. What changed
+  // before it may be an operator's message to a running handler, which
+  // the poll will no longer report: look at the leases now.
+  if (m_feed.drain()) {
+    check_leases();
+  }
+  // One "now" for every question of this look, read before them: a
+  // task is then either due (the lease, which decides on the time it
+  // takes the lock, no earlier than this) or due later (the timer),
+  // never neither, however the clock moves in between.
+  const core::Time now = m_host.live_now();
+  // A commit anywhere in the database wakes every idle worker: a read
+  // first, so that they do not all queue up for the write lock for a
+  // change that concerns none of them.
+  if (only_if_due && !m_store.anything_due(m_o.queues, now, m_worker)) {
+    wake_when_due(now);
+    return;
+  }
+  const int want = room();
+  m_request.count = want + ahead_wanted();
+  // A task whose handler is still being stopped (an operator released
+  // it, and the grace period runs) must not start a second handler.
+  m_request.skip.clear();
+  for (const auto& r : m_running) {
+    m_request.skip.push_back(r.task.id);
+  }
+  std::vector<core::Task> tasks;
+  try {
+    tasks = m_store.lease(m_request, now);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::unavailable) {
+      throw;
+    }
+    // Locked past the busy timeout: say so, and try again shortly.
+    std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
+    m_looks.wake_at = Clock::now() + std::chrono::seconds(1);
+    return;
+  }
+  const bool all = static_cast<int>(tasks.size()) >= want + ahead_wanted();
+  start_or_keep(std::move(tasks), want);
+  if (all) {
+    m_looks.look = true; // there may be more
+    return;
+  }
+  wake_when_due(now);
+}
+
+int Runner::room() const {
+  int want = m_o.concurrency - static_cast<int>(m_running.size());
+  if (m_o.max_tasks) {
+    want = static_cast<int>(
+        std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
+  }
+  return want;
+}
+
+int Runner::ahead_wanted() const {
+  if (!m_quick || m_stopping || m_o.max_tasks || m_ahead_hold.count() == 0
+      || m_o.lease_for < 3 * m_ahead_hold) {
+    return 0;
+  }
+  return std::max(0, 1 - static_cast<int>(m_ahead.size()));
+}
+
+void Runner::start_or_keep(std::vector<core::Task> tasks, int now) {
+  for (auto& t : tasks) {
+    if (now > 0) {
+      --now;
+      start(std::move(t));
+    } else {
+      if (m_ahead.empty()) {
+        m_ahead_since = Clock::now();
+      }
+      m_ahead.push_back(std::move(t));
+    }
+  }
+}
+
+void Runner::start_ahead() {
+  while (!m_ahead.empty() && !m_stopping
+         && static_cast<int>(m_running.size()) < m_o.concurrency) {
+    core::Task t = std::move(m_ahead.front());
+    m_ahead.pop_front();
+    if (ahead_still_held(t)) {
+      start(std::move(t));
+    }
+  }
+}
+
+bool Runner::ahead_still_held(const core::Task& t) {
+  if (t.lease->expires_at <= m_host.live_now()) {
+    return false; // another worker may hold it now
+  }
+  // No commit but ours since the lease (none seen and none pending for
+  // look_if_changed_elsewhere): it is still held as leased.
+  if (!m_changed_elsewhere && !foreign_change()) {
+    return true;
+  }
+  m_changed_elsewhere = true; // for the running ones and the next look
+  return !ahead_revoked(t);
+}
+
+bool Runner::ahead_revoked(const core::Task& t) {
+  try {
+    if (m_store.lease_held(t.id, t.lease->token, m_host.live_now())) {
+      return false;
+    }
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::unavailable) {
+      throw;
+    }
+    return false;
+  }
+  if (m_o.verbose) {
+    say(t.id, "lease revoked before its handler started; not started");
+  }
+  return true;
+}
+
+void Runner::release_ahead() {
+  while (!m_ahead.empty()) {
+    core::Task t = std::move(m_ahead.front());
+    m_ahead.pop_front();
+    try {
+      m_store.release(t.id, t.lease->token, std::nullopt, m_host.live_now());
+      after_own_commit();
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
+          && e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+      // Lost already, or locked: its lease expires as a crashed
+      // worker's would.
+    }
+  }
+}
+
+void Runner::wake_when_due(core::Time seen) {
+  if (const auto due = m_store.next_due(m_o.queues, seen)) {
+    const auto in = *due - m_host.live_now();
+    m_looks.wake_at = Clock::now() + std::max(core::Millis{0}, in);
+  }
+}
+
+void Runner::start(core::Task t) {
+  ++m_summary.leased;
+  const Instant now = Clock::now();
+  const bool own = m_o.command.empty(); // the task's own command
+  if (own && t.command.empty()) {
+    // Not the task's fault that this run has nothing to run: but every
+    // run like this one would fail it the same way.
+    record(t,
+           core::Outcome{core::Verdict::fail,
+                         "task has no command and run was given no -- CMD"},
+           now, nullptr, storage::FailMode::no_retry);
+    return;
+  }
+  try {
+    ChildSpec spec;
+    spec.argv = own ? t.command : m_o.command;
+    if (own) {
+      const auto path = resolve_command(spec.argv.front());
+      if (!path) {
+        throw Error(ErrorKind::internal,
+                    "cannot run " + spec.argv.front()
+                        + ": no such executable file"
+                        + (spec.argv.front().find('/') == std::string::npos
+                               ? " on $PATH"
+                               : ""));
+      }
+      spec.path = *path;
+    } else {
+      spec.path = m_o.command_path;
+    }
+    spec.env = child_environment(t, m_db_path, m_worker);
+    spec.stdin_data = core::payload_text(t.payload);
+    spec.capture_stdout = m_o.result_stdout || m_o.keep_output > 0 || m_o.tag;
+    Running r;
+    r.child = Child::spawn(spec);
+    r.task = std::move(t);
+    r.out_stream.spool = core::OutputSpool(m_o.keep_output);
+    r.err_stream.spool = core::OutputSpool(m_o.keep_output);
+    r.started = now;
+    r.next_heartbeat = now + m_heartbeat_every;
+    if (m_o.timeout) {
+      r.deadline = now + *m_o.timeout;
+    }
+    if (m_o.verbose) {
+      say(r.task.id,
+          "started (attempt " + std::to_string(r.task.attempts) + ")"
+              + (own ? ": " + core::command_line(r.task.command) : ""));
+    }
+    m_running.push_back(std::move(r));
+  } catch (const Error& e) {
+    // Could not even start: an error like any other, for the policy.
+    record(t, core::Outcome{core::Verdict::fail, e.what()}, now);
+  }
+}
+
+void Runner::say(int64_t id, const std::string& what) {
+  static constexpr char k_hex[] = "0123456789abcdef";
+  std::string line;
+  for (const char c : what) {
+    const auto byte = static_cast<unsigned char>(c);
+    if (c == '\n' || c == '\t' || c == '\r') {
+      line += c == '\n' ? "\\n" : c == '\t' ? "\\t" : "\\r";
+    } else if (byte < 0x20 || byte == 0x7f) {
+      line += "\\x";
+      line += k_hex[byte >> 4];
+      line += k_hex[byte & 0xf];
+    } else {
+      line += c;
+    }
+  }
+  std::fprintf(stderr, "%s taskq: task %lld: %s\n",
+               core::format_time(m_host.live_now()).c_str(),
+               static_cast<long long>(id), line.c_str());
+}
+
+void Runner::stop(Running& r, core::StopCause cause) {
+  if (r.cause != core::StopCause::none && cause != core::StopCause::revoked) {
+    return; // already stopping; a revocation still wins (nothing to write)
+  }
+  if (r.exit && cause != core::StopCause::revoked) {
+    return; // it ended by itself: its exit decides
+  }
+  const bool first = r.cause == core::StopCause::none;
+  r.cause = cause;
+  if (first && !r.exit) {
+    r.child.signal_group(SIGTERM);
+    r.kill_at = Clock::now() + m_o.grace;
+  }
+}
+
+void Runner::wait_and_handle() {
+  Wait wait(m_signals.fd(), m_feed);
+  const size_t first_pipe = wait.size();
+  std::vector<std::pair<Running*, bool>> owners; // (task, is stdout)
+  for (auto& r : m_running) {
+    if (r.child.stderr_pipe()) {
+      wait.add(r.child.stderr_pipe().get(), POLLIN);
+      owners.emplace_back(&r, false);
+    }
+    if (r.child.stdout_pipe()) {
+      wait.add(r.child.stdout_pipe().get(), POLLIN);
+      owners.emplace_back(&r, true);
+    }
+  }
+
+  if (can_take()) {
+    wait.until(m_looks.wake_at);
+    wait.feed_fallback();
+  }
+  for (const auto& r : m_running) {
+    if (!r.exit) {
+      wait.until(r.next_heartbeat);
+      if (r.cause == core::StopCause::none) {
+        wait.until(r.deadline);
+      }
+      wait.until(r.kill_at);
+    }
+    wait.until(r.flush_at);
+  }
+  if (!m_ahead.empty()) {
+    wait.until(m_ahead_since + m_ahead_hold);
+  }
+  wait.poll();
+  const Instant now = Clock::now();
+
+  if (wait.signalled()) {
+    for (const int sig : m_signals.take()) {
+      on_signal(sig);
+    }
+  }
+  bool db_changed = wait.db_changed(m_feed, now);
+  if (db_changed && !foreign_change()) {
+    db_changed = false; // our own commit: nothing new to see
+  }
+  if (db_changed) {
+    m_looks.changed();
+    check_leases();
+  }
+  m_looks.wake(now);
+  for (size_t i = first_pipe; i < wait.size(); ++i) {
+    if (wait.revents(i) != 0) {
+      auto& [r, is_stdout] = owners[i - first_pipe];
+      read_pipe(*r, is_stdout);
+    }
+  }
+  on_timers(now);
+}
+
+void Runner::on_signal(int sig) {
+  reap();
+  const auto asks = signal_asks(sig, m_stopping);
+  if (asks == SignalAsks::reap) {
+    return;
+  }
+  if (asks == SignalAsks::stop) {
+    m_stopping = true;
+    if (!m_running.empty()) {
+      std::fprintf(stderr,
+                   "taskq: run: stopping; %zu running task(s) get %s to "
+                   "finish (signal again to kill them now)\n",
+                   m_running.size(), core::format_duration(m_o.grace).c_str());
+    }
+    for (auto& r : m_running) {
+      stop(r, core::StopCause::shutdown);
+    }
+    return;
+  }
+  for (auto& r : m_running) {
+    if (!r.exit) {
+      r.child.signal_group(SIGKILL);
+    }
+  }
+}
+
+void Runner::reap() {
+  reap_ended([this](pid_t pid, int status) {
+    for (auto& r : m_running) {
+      if (r.child.pid() == pid) {
+        r.exit = exit_of(status);
+      }
+    }
+  });
+}
+
+void Runner::after_own_commit() {
+  if (m_feed.polling()) {
+    return;
+  }
+  const bool woke = m_feed.drain();
+  if (m_feed.skips_own() ? woke : foreign_change()) {
+    m_changed_elsewhere = true;
+  }
+}
+
+void Runner::look_if_changed_elsewhere() {
+  if (!m_changed_elsewhere) {
+    return;
+  }
+  m_changed_elsewhere = false;
+  m_looks.changed();
+  check_leases();
+}
+
+void Runner::check_leases() {
+  const core::Time now = m_host.live_now();
+  for (auto& r : m_running) {
+    if (r.exit || r.cause == core::StopCause::revoked) {
+      continue;
+    }
+    try {
+      if (!m_store.lease_held(r.task.id, r.task.lease->token, now)) {
+        revoke(r);
+      }
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+    }
+  }
+  // What was leased ahead and revoked since is dropped: never started.
+  std::erase_if(m_ahead,
+                [this](const core::Task& t) { return ahead_revoked(t); });
+}
+
+void Runner::revoke(Running& r) {
+  try {
+    r.revoked_by =
+        m_store.revoked_reason(r.task.id, r.task.lease->token).value_or("");
+  } catch (const Error&) {
+    // Only for the message: the handler is stopped all the same.
+    r.revoked_by.clear();
+  }
+  if (m_o.verbose || r.revoked_by.empty()) {
+    std::fprintf(stderr, "taskq: task %lld: lease %s; stopping its handler\n",
+                 static_cast<long long>(r.task.id),
+                 r.revoked_by.empty() ? "lost"
+                                      : ("revoked by " + r.revoked_by).c_str());
+  }
+  stop(r, core::StopCause::revoked);
+}
+
+void Runner::read_pipe(Running& r, bool is_stdout) {
+  Fd& fd = is_stdout ? r.child.stdout_pipe() : r.child.stderr_pipe();
+  std::string data;
+  const bool open = read_available(fd.get(), data);
+  if (is_stdout && m_o.result_stdout) {
+    if (r.out.size() + data.size() > k_max_result_bytes) {
+      r.out_too_big = true;
+    } else {
+      r.out += data;
+    }
+  } else if (!data.empty()) {
+    if (!is_stdout) {
+      r.tail.append(data);
+    }
+    // The handler's stdout and stderr are the worker's: pass them on.
+    pass_on(r, is_stdout, data, false);
+  }
+  if (!data.empty() && m_o.keep_output > 0) {
+    Stream& st = is_stdout ? r.out_stream : r.err_stream;
+    st.spool.append(data);
+    if (!r.flush_at) {
+      r.flush_at = Clock::now() + k_output_flush_every;
+    }
+    if (st.spool.pending() >= k_output_flush_bytes) {
+      flush_output(r);
+    }
+  }
+  if (!open) {
+    fd.reset();
+  }
+}
+
+void Runner::pass_on(Running& r, bool is_stdout, std::string_view data,
+                     bool last) {
+  std::FILE* to = is_stdout ? stdout : stderr;
+  std::string text;
+  if (!m_o.tag) {
+    text.assign(data);
+  } else {
+    std::string& partial =
+        (is_stdout ? r.out_stream : r.err_stream).partial_line;
+    partial += data;
+    const std::string tag = std::to_string(r.task.id) + "\t";
+    size_t from = 0;
+    while (true) {
+      size_t nl = partial.find('\n', from);
+      if (nl == std::string::npos) {
+        if (partial.size() - from < k_max_tagged_line && !last) {
+          break;
+        }
+        if (from == partial.size()) {
+          break;
+        }
+        nl = partial.size();
+        partial += '\n';
+      }
+      text += tag;
+      text.append(partial, from, nl + 1 - from);
+      from = nl + 1;
+    }
+    partial.erase(0, from);
+  }
+  if (!text.empty()) {
+    [[maybe_unused]] const size_t n =
+        std::fwrite(text.data(), 1, text.size(), to);
+    std::fflush(to);
+  }
+}
+
+storage::OutputWrite Runner::take_output(Running& r) {
+  storage::OutputWrite w;
+  w.keep = m_o.keep_output;
+  for (Stream* st : {&r.out_stream, &r.err_stream}) {
+    if (st->spool.empty()) {
+      continue;
+    }
+    auto [offset, data] = st->spool.take();
+    storage::OutputChunk c;
+    c.task = r.task.id;
+    c.attempt = r.task.attempts;
+    c.stream = st == &r.out_stream ? "stdout" : "stderr";
+    c.offset = offset;
+    c.data = std::move(data);
+    w.chunks.push_back(std::move(c));
+  }
+  return w;
+}
+
+void Runner::flush_output(Running& r) {
+  r.flush_at.reset();
+  storage::OutputWrite w = take_output(r);
+  std::vector<storage::OutputChunk>& chunks = w.chunks;
+  if (chunks.empty()) {
+    return;
+  }
+  try {
+    m_store.append_output(chunks, m_o.keep_output);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::unavailable) {
+      throw;
+    }
+    std::fprintf(stderr, "taskq: task %lld: storing its output: %s\n",
+                 static_cast<long long>(r.task.id), e.what());
+    for (auto& c : chunks) {
+      (c.stream == "stdout" ? r.out_stream : r.err_stream)
+          .spool.put_back(c.offset, std::move(c.data));
+    }
+    r.flush_at = Clock::now() + std::chrono::seconds(1);
+  }
+}
+
+} // namespace taskq::worker::per_task
+
+namespace taskq::worker {
+
+bool run_failed(const RunSummary& s, FailOn fail_on) {
+  switch (fail_on) {
+  case FailOn::failed:
+    return s.failed > 0;
+  case FailOn::retry:
+    return s.failed + s.retrying > 0;
+  case FailOn::never:
+    return false;
+  }
+  return false;
+}
+
+std::string handler_db_path(const std::string& db_path) {
+  if (storage::is_postgres_url(db_path)) {
+    return db_path;
+  }
+  return std::filesystem::absolute(db_path).lexically_normal().string();
+}
+
+RunSummary run_worker(const RunOptions& o, Host& host) {
+  per_task::Runner runner(o, host);
+  return runner.run();
+}
+
+} // namespace taskq::worker

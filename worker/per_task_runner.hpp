@@ -1,0 +1,273 @@
+// The per-task engine of `run` (one handler process per task): its state,
+// shared by worker/per_task*.cpp.
+#pragma once
+
+#include "core/bytes.hpp"
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "core/handler_env.hpp"
+#include "core/json_text.hpp"
+#include "core/outcome.hpp"
+#include "core/text.hpp"
+#include "worker/child.hpp"
+#include "worker/lease_source.hpp"
+#include "worker/lease_watch.hpp"
+#include "worker/outcome.hpp"
+#include "worker/policy.hpp"
+#include "worker/run.hpp"
+#include "worker/supervise.hpp"
+#include "worker/wait.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <filesystem>
+#include <list>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace taskq::worker::per_task {
+
+// What one stream of a handler printed: the part not stored yet, and with
+// --tag the start of a line not passed on yet.
+struct Stream {
+  core::OutputSpool spool{0};
+  std::string partial_line;
+};
+
+// One task whose handler is running.
+struct Running {
+  core::Task task;
+  Child child;
+  Instant started;
+  Instant next_heartbeat;
+  std::optional<Instant> deadline; // --timeout
+  std::optional<Instant> kill_at;  // SIGKILL, once asked to stop
+  core::StopCause cause = core::StopCause::none;
+  std::string revoked_by; // the operator's message, when revoked
+  core::OutputTail tail;
+  std::string out; // stdout, with --result-stdout
+  bool out_too_big = false;
+  Stream out_stream; // kept (--keep-output) and tagged (--tag) output
+  Stream err_stream;
+  std::optional<Instant> flush_at;  // store what the spools hold
+  storage::OutputWrite last_output; // what is left, with the outcome
+  std::optional<core::ChildExit> exit;
+  bool checkpoint_unheard = false; // said once that it would not be sent
+};
+
+// A per-task handler's environment; what is too large for one is said on
+// stderr and left out.
+inline std::vector<std::string> child_environment(const core::Task& t,
+                                                  const std::string& db_path,
+                                                  const std::string& worker) {
+  auto made = core::task_environment(
+      t, core::inherited_environment(environ, core::HandlerKind::per_task),
+      db_path, worker);
+  for (const auto& left_out : made.left_out) {
+    const std::string line = core::left_out_message(t.id, left_out);
+    std::fputs(line.c_str(), stderr);
+  }
+  return std::move(made.env);
+}
+
+class Runner {
+public:
+  Runner(const RunOptions& o, Host& host)
+      : m_ahead_hold(lease_ahead_hold()), m_o(o), m_host(host),
+        m_store(host.store()), m_feed(m_store.changes()),
+        m_db_path(handler_db_path(host.db_path())), m_worker(host.worker()) {
+    m_request.queues = o.queues;
+    m_request.match = o.match;
+    m_request.lease_for = o.lease_for;
+    m_request.worker = m_worker;
+    m_heartbeat_every = heartbeat_every(o.lease_for);
+  }
+
+  ~Runner() {
+    // Only an error leaves the loop with handlers running: unwatched, they
+    // would run on while their tasks are leased again once the leases
+    // expire.
+    for (auto& r : m_running) {
+      if (!r.exit) {
+        r.child.kill_and_wait();
+      }
+    }
+  }
+  Runner(const Runner&) = delete;
+  Runner& operator=(const Runner&) = delete;
+
+  RunSummary run();
+
+private:
+  bool max_reached() const;
+
+  bool can_take() const;
+
+  void take_work();
+
+  // Lease ahead: with handlers that end within m_ahead_hold, the lease
+  // that will follow the running task's is taken in the transaction that
+  // writes the last outcome, so that when the handler exits the next one
+  // starts at once and the commit of its outcome (its fsync) runs while
+  // the next handler does. Held at most m_ahead_hold (then released, its
+  // attempt given back), checked again just before it starts (an
+  // operator's kill or pause in between: not started), released when run
+  // stops. Never with --max-tasks (they count what starts), nor with
+  // TASKQ_LEASE_AHEAD_MS=0.
+
+  // How many more tasks may start now: the free handler slots, within
+  // --max-tasks.
+  int room() const;
+
+  int ahead_wanted() const;
+
+  // Starts the first `now` of `tasks`, keeps the rest ahead.
+  void start_or_keep(std::vector<core::Task> tasks, int now);
+
+  // Starts what was leased ahead into the free slots, if it is still ours.
+  void start_ahead();
+
+  bool ahead_still_held(const core::Task& t);
+
+  // Whether an operator took the lease of `t`, leased ahead (said with
+  // -v); an unavailable database is no answer: it is checked again.
+  bool ahead_revoked(const core::Task& t);
+
+  // Gives back what was leased ahead and not started (its attempt too).
+  void release_ahead();
+
+  // Sets the timer for the next time after `seen` that a task can become
+  // eligible with no write to the database (a delay ending, a lease
+  // expiring).
+  void wake_when_due(core::Time seen);
+
+  void start(core::Task t);
+
+  // A -v line: "TIME taskq: task ID: WHAT", TIME as RFC 3339 UTC.
+  // One line whatever `what` holds (an error's stderr tail, a command's
+  // words): control characters are written escaped, \n, \t, \r or \xNN.
+  void say(int64_t id, const std::string& what);
+
+  void stop(Running& r, core::StopCause cause);
+
+  void wait_and_handle();
+
+  void on_signal(int sig);
+
+  void reap();
+
+  // Whether another process has committed since the last look (always
+  // true where the store cannot tell); if so, this look counts as made.
+  bool foreign_change() { return changed_by_others(m_store, m_version); }
+
+  // After our own commit: the feed's wake-up for it is taken now, and
+  // what another process committed meanwhile is looked at all the same.
+  // A feed that leaves out our own commits (PostgreSQL's) tells that
+  // itself; another process's commit whose notification is still on its
+  // way wakes the poll when it comes.
+  void after_own_commit();
+
+  // What after_own_commit found: as a wake-up of the feed would.
+  void look_if_changed_elsewhere();
+
+  // After any change to the database: has an operator taken a lease?
+  void check_leases();
+
+  void revoke(Running& r);
+
+  void read_pipe(Running& r, bool is_stdout);
+
+  // Writes what a handler printed to the worker's stdout or stderr; with
+  // --tag, whole lines only, each after its task id (`last`: the handler
+  // is done, so an unfinished line is ended).
+  void pass_on(Running& r, bool is_stdout, std::string_view data, bool last);
+
+  // What the spools of `r` hold, taken from them, as a write.
+  storage::OutputWrite take_output(Running& r);
+
+  // Stores what the spools of `r` hold. A database that stays locked keeps
+  // it for the next flush (still bounded); any other error is the run's.
+  void flush_output(Running& r);
+
+  void on_timers(Instant now);
+
+  void heartbeat(Running& r);
+
+  void finish_exited();
+
+  // A handler's outcome to write: how it ended, and, when it ran (not a
+  // task that could not start), its Running.
+  struct Pending {
+    const core::Task* task;
+    core::Outcome outcome;
+    Instant started;
+    Running* r = nullptr;
+    storage::FailMode mode = storage::FailMode::policy;
+  };
+
+  // Writes a handler's outcome and counts it. A failure goes to the error
+  // policy unless `mode` says otherwise; what the policy decided comes back
+  // with the task `fail` returns (sleeping: a retry at its run_at).
+  void record(const core::Task& t, const core::Outcome& outcome,
+              Instant started, Running* r = nullptr,
+              storage::FailMode mode = storage::FailMode::policy);
+
+  // Writes the outcomes of `ps`, and leases per `next` when set, in one
+  // transaction (apply_outcomes): the done of the last task and the lease
+  // of the next cost one commit. Returns what it leased.
+  std::vector<core::Task> record_all(const std::vector<Pending>& ps,
+                                     const std::optional<int>& next);
+
+  storage::Outcome to_outcome(const Pending& p) const;
+
+  std::string took(const Pending& p) const;
+
+  // Counts an outcome that was written; `after` is the task after it.
+  void account(const Pending& p, const core::Task& after);
+
+  // A handler stopped because its lease was taken: only its output is
+  // stored.
+  void record_revoked(const Pending& p);
+
+  // An outcome that could not be written (`why`): nothing was, but its
+  // attempt's output.
+  void not_recorded(const Pending& p, const std::string& why);
+
+  const core::Millis m_ahead_hold; // how long a task leased ahead is held
+  const RunOptions& m_o;
+  Host& m_host;
+  // Before the store: opening it may wait (a PostgreSQL server's connect,
+  // LISTEN), and a SIGTERM meanwhile must end the run as it would later,
+  // not kill it.
+  SignalFeed m_signals;
+  storage::TaskStore& m_store;
+  storage::ChangeFeed m_feed;
+  std::string m_db_path;
+  std::string m_worker;
+  storage::LeaseRequest m_request;
+  core::Millis m_heartbeat_every{};
+  std::list<Running> m_running; // stable addresses for the poll owners
+  RunSummary m_summary;
+  Looks m_looks;           // when to look for tasks to lease
+  bool m_stopping = false; // SIGTERM/SIGINT/SIGHUP arrived
+  // The store's others_version at the last look: a wake-up that finds it
+  // unchanged was caused by our own commit.
+  std::optional<int64_t> m_version;
+  bool m_changed_elsewhere = false; // seen by after_own_commit
+  std::deque<core::Task> m_ahead;   // leased ahead, not started
+  Instant m_ahead_since{};          // when the oldest of m_ahead was leased
+  bool m_quick = false; // the last handlers ended within m_ahead_hold
+};
+
+} // namespace taskq::worker::per_task

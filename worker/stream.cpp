@@ -1,0 +1,555 @@
+// `taskq run --stream`: long-lived handlers fed one task per line; leasing
+// and handing tasks to them, starting and reaping them
+// (worker/stream_runner.hpp).
+#include "worker/stream_runner.hpp"
+
+namespace taskq::worker::streaming {
+
+RunSummary StreamRunner::run() {
+  for (size_t i = 0; i < m_handlers.size(); ++i) {
+    m_handlers[i].number = static_cast<int>(i) + 1;
+    start(m_handlers[i]);
+  }
+  m_next_heartbeat = Clock::now() + m_heartbeat_every;
+  try {
+    loop();
+  } catch (...) {
+    // Whatever this worker holds goes back at once rather than when the
+    // leases expire.
+    give_back_all();
+    throw;
+  }
+  flush();
+  // What this run committed is on disk before it says it is done.
+  m_store.wait_durable(m_store.commit_seq());
+  return m_summary;
+}
+
+void StreamRunner::loop() {
+  while (true) {
+    // What was leased ahead goes to the handler that just answered
+    // before the commit of that answer: the handler works while it
+    // commits.
+    dispatch();
+    if (!m_stopping && m_looks.look && wants_more()) {
+      take_work();
+    }
+    dispatch();
+    if (!m_stopping && idle() && !m_looks.look
+        && (m_o.until_empty || max_reached())) {
+      begin_stop(false);
+    }
+    if (!m_stopping && max_reached() && idle()) {
+      begin_stop(false);
+    }
+    if (m_stopping && none_running()) {
+      return;
+    }
+    if (!m_pending.empty() && flush_now()) {
+      flush();
+      continue;
+    }
+    wait_and_handle();
+  }
+}
+
+bool StreamRunner::max_reached() const {
+  return m_o.max_tasks && m_summary.leased >= *m_o.max_tasks;
+}
+
+int StreamRunner::free_handlers() const {
+  int n = 0;
+  for (const auto& h : m_handlers) {
+    n += !h.held && !h.stdin_closed ? 1 : 0;
+  }
+  return n;
+}
+
+bool StreamRunner::idle() const {
+  if (!m_queue.empty() || !m_pending.empty()) {
+    return false;
+  }
+  return std::none_of(m_handlers.begin(), m_handlers.end(),
+                      [](const Handler& h) { return busy(h); });
+}
+
+bool StreamRunner::busy(const Handler& h) {
+  return h.held.has_value() || !h.ahead.empty();
+}
+
+int StreamRunner::lookahead() const {
+  return worker::lookahead(m_s.prefetch, m_o.concurrency);
+}
+
+int StreamRunner::ahead_total() const {
+  size_t n = 0;
+  for (const auto& h : m_handlers) {
+    n += h.ahead.size();
+  }
+  return static_cast<int>(n);
+}
+
+bool StreamRunner::none_running() const {
+  return std::none_of(m_handlers.begin(), m_handlers.end(),
+                      [](const Handler& h) { return h.running; });
+}
+
+bool StreamRunner::wants_more() const {
+  if (max_reached()) {
+    return false;
+  }
+  const auto queued = static_cast<int>(m_queue.size());
+  if (queued < free_handlers() + ahead_wanted()) {
+    return true;
+  }
+  return m_s.prefetch > 1
+         && queued + ahead_total() < std::max(1, m_s.prefetch / 2);
+}
+
+bool StreamRunner::flush_now() const {
+  FlushState f;
+  f.prefetch = m_s.prefetch;
+  f.stopping = m_stopping;
+  f.pending = m_pending.size();
+  f.flush_at = m_flush_at;
+  f.idle = m_queue.empty() && free_handlers() == m_o.concurrency;
+  return flush_due(f, Clock::now());
+}
+
+void StreamRunner::take_work() {
+  const bool only_if_due = m_looks.begin();
+  if (m_feed.drain()) {
+    check_leases(true);
+  }
+  const core::Time now = m_host.live_now();
+  if (m_pending.empty() && only_if_due
+      && !m_store.anything_due(m_o.queues, now, m_worker)) {
+    wake_when_due(now);
+    return;
+  }
+  write_batch(true);
+}
+
+int StreamRunner::ahead_wanted() const {
+  if (m_s.prefetch > 1 || !m_quick || m_stopping || m_o.max_tasks
+      || m_ahead_hold.count() == 0 || m_o.lease_for < 3 * m_ahead_hold) {
+    return 0;
+  }
+  if (!m_deferred) {
+    return 1;
+  }
+  // No more than the handler gets through in half the hold.
+  const auto half = m_ahead_hold / 2;
+  const int fit = static_cast<int>(std::clamp<int64_t>(
+      half.count() / std::max<int64_t>(1, m_answer_took.count()), 1,
+      k_max_ahead));
+  return std::min(m_ahead_depth, fit);
+}
+
+int StreamRunner::wanted() const {
+  const auto queued = static_cast<int>(m_queue.size());
+  int want = std::max(1, free_handlers() + ahead_wanted() - queued);
+  if (m_s.prefetch > 1) {
+    want = std::max(want, free_handlers() + m_s.prefetch - 1 - queued
+                              - ahead_total());
+  }
+  if (m_o.max_tasks) {
+    want = static_cast<int>(
+        std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
+  }
+  return want;
+}
+
+void StreamRunner::wake_when_due(core::Time seen) {
+  if (const auto due = m_store.next_due(m_o.queues, seen)) {
+    const auto in = *due - m_host.live_now();
+    m_looks.wake_at = Clock::now() + std::max(core::Millis{0}, in);
+  }
+}
+
+void StreamRunner::start(Handler& h) {
+  h.restart_at.reset();
+  ChildSpec spec;
+  spec.path = m_o.command_path;
+  spec.argv = m_o.command;
+  spec.env =
+      core::stream_environment(m_inherited, m_db_path, m_worker, h.number);
+  spec.stdin_pipe = true;
+  spec.capture_stdout = true;
+  spec.capture_stderr = false; // the worker's, as the protocol says
+  h.proc = Child::spawn(spec);
+  h.running = true;
+  h.stdin_closed = false;
+  h.stopped_by_us = false;
+  h.in_buf.clear();
+  h.out_buf.clear();
+  h.started = Clock::now();
+  if (m_o.verbose) {
+    say("handler " + std::to_string(h.number) + " started (pid "
+        + std::to_string(h.proc.pid()) + ")");
+  }
+}
+
+void StreamRunner::dispatch() {
+  hold_front();
+  if (m_s.prefetch <= 1 && m_queue_waited && !m_queue.empty()
+      && std::any_of(m_handlers.begin(), m_handlers.end(),
+                     [](const Handler& h) { return !h.held; })) {
+    drop_revoked_ahead();
+  }
+  for (auto& h : m_handlers) {
+    if (!h.running || h.stdin_closed || h.stopped_by_us) {
+      continue;
+    }
+    if (m_stopping) {
+      if (!busy(h)) {
+        close_stdin(h);
+      }
+      continue;
+    }
+    if (!h.held && next_ready()) {
+      h.held = hand(h);
+    }
+  }
+  const auto ahead_max = static_cast<size_t>(lookahead());
+  for (bool more = ahead_max > 0; more && next_ready();) {
+    more = false;
+    for (auto& h : m_handlers) {
+      if (!next_ready()) {
+        break;
+      }
+      if (h.running && !h.stdin_closed && !h.stopped_by_us && h.held
+          && !h.held->give_up_at && h.ahead.size() < ahead_max) {
+        h.ahead.push_back(hand(h));
+        more = true;
+      }
+    }
+  }
+  for (auto& h : m_handlers) {
+    if (!h.in_buf.empty()) {
+      write_some(h);
+    }
+  }
+}
+
+void StreamRunner::drop_revoked_ahead() {
+  m_queue_waited = false;
+  const core::Time now = m_host.live_now();
+  const bool others = changed_by_others(m_store, m_version);
+  for (auto it = m_queue.begin(); it != m_queue.end();) {
+    bool held = it->lease->expires_at > now;
+    if (held && others) {
+      try {
+        held = m_store.lease_held(it->id, it->lease->token, now);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::unavailable) {
+          throw;
+        }
+        // No answer: a lease lost meanwhile is found by check_leases,
+        // and its handler told.
+      }
+    }
+    if (held) {
+      ++it;
+      continue;
+    }
+    ++m_summary.revoked;
+    if (m_o.verbose) {
+      say_task(it->id, "lease lost before it was sent; dropped");
+    }
+    it = m_queue.erase(it);
+  }
+}
+
+void StreamRunner::give_back_ahead() {
+  m_quick = false;
+  m_ahead_depth = 2;
+  if (m_o.verbose) {
+    for (const auto& t : m_queue) {
+      say_task(t.id, "leased ahead and not sent within "
+                         + core::format_duration(m_ahead_hold)
+                         + "; given back");
+    }
+  }
+  give_back_unsent();
+}
+
+void StreamRunner::give_back_unsent() {
+  m_ahead_until.reset();
+  m_leased_in.clear();
+  for (auto& t : m_queue) {
+    --m_summary.leased;
+    outcome(Pending{Pending::Kind::release,
+                    std::move(t),
+                    std::nullopt,
+                    {},
+                    std::nullopt,
+                    true});
+  }
+  m_queue.clear();
+}
+
+uint64_t StreamRunner::front_commit() const {
+  if (front_on_record()) {
+    return m_leased_in.front().commit;
+  }
+  return m_store.commit_seq();
+}
+
+bool StreamRunner::front_on_record() const {
+  return !m_leased_in.empty() && !m_queue.empty()
+         && m_leased_in.front().id == m_queue.front().id
+         && m_leased_in.front().token == m_queue.front().lease->token;
+}
+
+bool StreamRunner::next_ready() {
+  if (m_queue.empty()) {
+    return false;
+  }
+  if (!m_deferred) {
+    return true;
+  }
+  hold_front();
+  const uint64_t commit = front_commit();
+  if (m_store.durable(commit)) {
+    return true;
+  }
+  if (commit < m_store.commit_seq() && m_waited_for != m_queue.front().id) {
+    m_waited_for = m_queue.front().id;
+    m_ahead_depth = std::min(m_ahead_depth + 1, k_max_ahead);
+    m_ahead_unwaited = 0;
+  }
+  return false;
+}
+
+Held StreamRunner::hand(Handler& h) {
+  hold_front();
+  const uint64_t commit = front_commit();
+  // Its lease is on disk before its handler sees it (group commit):
+  // dispatch() waits for that without blocking; this makes sure. (Still
+  // in m_queue if the sync failed: given back as run ends.)
+  m_store.wait_durable(commit);
+  if (front_on_record()) {
+    m_leased_in.pop_front();
+  }
+  core::Task t = std::move(m_queue.front());
+  m_queue.pop_front();
+  if (commit < m_store.commit_seq() && m_waited_for != t.id
+      && ++m_ahead_unwaited >= k_ahead_settle && m_ahead_depth > 2) {
+    // k_ahead_settle tasks leased ahead in a row were on disk by the
+    // time they were wanted: one fewer is enough.
+    --m_ahead_depth;
+    m_ahead_unwaited = 0;
+  }
+  hold_front();
+  const Instant now = Clock::now();
+  if (h.proc.stdin_pipe()) {
+    h.in_buf += "{\"task\":";
+    h.in_buf += m_host.task_json(t, m_host.live_now());
+    h.in_buf += "}\n";
+  }
+  Held held{std::move(t), now, std::nullopt, std::nullopt};
+  if (m_o.timeout && !h.held) {
+    held.deadline = now + *m_o.timeout;
+  }
+  if (m_o.verbose) {
+    say_task(held.task.id, "sent to handler " + std::to_string(h.number)
+                               + " (attempt "
+                               + std::to_string(held.task.attempts) + ")");
+  }
+  return held;
+}
+
+void StreamRunner::hold_front() {
+  while (m_leased_in.size() > m_queue.size() && !front_on_record()) {
+    m_leased_in.pop_front();
+  }
+  if (!m_ahead_until) {
+    return;
+  }
+  if (m_queue.empty()) {
+    m_ahead_until.reset();
+  } else if (front_on_record()) {
+    m_ahead_until = m_leased_in.front().leased + m_ahead_hold;
+  }
+}
+
+void StreamRunner::drop(Handler& h, int64_t id) {
+  if (!h.held || h.held->task.id != id) {
+    const auto it =
+        std::find_if(h.ahead.begin(), h.ahead.end(),
+                     [id](const Held& x) { return x.task.id == id; });
+    if (it != h.ahead.end()) {
+      h.ahead.erase(it);
+    }
+    return;
+  }
+  h.held.reset();
+  if (h.ahead.empty()) {
+    return;
+  }
+  h.held = std::move(h.ahead.front());
+  h.ahead.pop_front();
+  const Instant now = Clock::now();
+  if (m_o.timeout && !h.held->give_up_at) {
+    h.held->deadline = now + *m_o.timeout;
+  }
+  if (h.held->give_up_at) {
+    h.held->give_up_at = now + m_o.grace;
+  }
+}
+
+Held* StreamRunner::find_held(Handler& h, int64_t id) {
+  if (h.held && h.held->task.id == id) {
+    return &*h.held;
+  }
+  for (auto& x : h.ahead) {
+    if (x.task.id == id) {
+      return &x;
+    }
+  }
+  return nullptr;
+}
+
+void StreamRunner::send(Handler& h, const std::string& line) {
+  if (!h.proc.stdin_pipe()) {
+    return;
+  }
+  h.in_buf += line;
+  write_some(h);
+}
+
+void StreamRunner::write_some(Handler& h) {
+  while (!h.in_buf.empty() && h.proc.stdin_pipe()) {
+    const ssize_t n =
+        ::write(h.proc.stdin_pipe().get(), h.in_buf.data(), h.in_buf.size());
+    if (n > 0) {
+      h.in_buf.erase(0, static_cast<size_t>(n));
+      continue;
+    }
+    if (n < 0 && errno == EINTR) {
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      return; // the poll waits until it can take more
+    }
+    // EPIPE: it closed its stdin or died; its end is handled when it is
+    // reaped.
+    h.in_buf.clear();
+    h.proc.stdin_pipe().reset();
+    return;
+  }
+  if (h.in_buf.empty() && h.stdin_closed) {
+    h.proc.stdin_pipe().reset();
+  }
+}
+
+void StreamRunner::close_stdin(Handler& h) {
+  if (h.stdin_closed) {
+    return;
+  }
+  h.stdin_closed = true;
+  if (h.in_buf.empty()) {
+    h.proc.stdin_pipe().reset();
+  }
+}
+
+void StreamRunner::cancel(Handler& h, Held& held, const std::string& reason) {
+  held.give_up_at = Clock::now() + m_o.grace;
+  held.deadline.reset();
+  send(h,
+       nlohmann::json{{"cancel", {{"id", held.task.id}, {"reason", reason}}}}
+               .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+           + "\n");
+}
+
+void StreamRunner::kill_handler(Handler& h) {
+  if (h.running && !h.stopped_by_us) {
+    h.stopped_by_us = true;
+    h.proc.signal_group(SIGKILL);
+  }
+}
+
+void StreamRunner::reap() {
+  reap_ended([this](pid_t pid, int status) {
+    for (auto& h : m_handlers) {
+      if (h.running && h.proc.pid() == pid) {
+        ended(h, status);
+      }
+    }
+  });
+}
+
+void StreamRunner::ended(Handler& h, int status) {
+  // What it wrote before it ended still counts.
+  if (h.proc.stdout_pipe()) {
+    read_output(h);
+  }
+  // Whatever it started goes with it.
+  h.proc.signal_group(SIGKILL);
+  h.running = false;
+  h.proc.stdin_pipe().reset();
+  h.proc.stdout_pipe().reset();
+  const bool asked = h.stopped_by_us || m_stopping || h.stdin_closed;
+  const std::string how =
+      WIFSIGNALED(status)
+          ? "was killed by " + core::signal_name(WTERMSIG(status))
+          : "exited " + std::to_string(WEXITSTATUS(status));
+  if (busy(h)) {
+    if (h.held && !h.held->give_up_at) {
+      std::fprintf(stderr,
+                   "taskq: handler %d %s while working on task %lld; the "
+                   "task is released\n",
+                   h.number, how.c_str(),
+                   static_cast<long long>(h.held->task.id));
+    }
+    // The tasks written behind it go back too, unseen or not.
+    std::deque<Held> gone = std::move(h.ahead);
+    h.ahead.clear();
+    if (h.held) {
+      gone.push_front(std::move(*h.held));
+      h.held.reset();
+    }
+    for (auto& held : gone) {
+      if (!held.give_up_at) {
+        outcome(Pending{Pending::Kind::release,
+                        std::move(held.task),
+                        std::nullopt,
+                        {},
+                        std::nullopt});
+      }
+    }
+  } else if (!asked) {
+    std::fprintf(stderr, "taskq: handler %d %s\n", h.number, how.c_str());
+  }
+  if (m_stopping) {
+    return;
+  }
+  const Instant now = Clock::now();
+  if (h.stopped_by_us) {
+    h.restart_at = now; // it ignored a cancel: a new one at once
+    return;
+  }
+  const auto restart_at = h.restarts.died(h.started, now);
+  if (!restart_at) {
+    const auto& r = h.restarts;
+    throw Error(
+        ErrorKind::internal,
+        "handler keeps dying (" + std::to_string(r.deaths) + " times in "
+            + core::format_duration(
+                std::chrono::duration_cast<core::Millis>(now - r.first_death))
+            + " without an outcome): " + core::command_line(m_o.command));
+  }
+  h.restart_at = *restart_at;
+}
+
+} // namespace taskq::worker::streaming
+
+namespace taskq::worker {
+
+RunSummary run_stream(const RunOptions& o, const StreamOptions& s, Host& host) {
+  streaming::StreamRunner runner(o, s, host);
+  return runner.run();
+}
+
+} // namespace taskq::worker

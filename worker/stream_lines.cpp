@@ -1,0 +1,501 @@
+// The --stream engine: the lines its handlers write, the outcomes it
+// writes (group commit), its leases watched, and how it stops.
+#include "worker/stream_runner.hpp"
+
+namespace taskq::worker::streaming {
+
+void StreamRunner::read_output(Handler& h) {
+  std::string data;
+  const bool open = read_available(h.proc.stdout_pipe().get(), data);
+  h.out_buf += data;
+  size_t from = 0;
+  while (true) {
+    const size_t nl = h.out_buf.find('\n', from);
+    if (nl == std::string::npos) {
+      break;
+    }
+    const std::string_view line(h.out_buf.data() + from, nl - from);
+    from = nl + 1;
+    on_line(h, line);
+    if (h.stopped_by_us) {
+      h.out_buf.clear(); // being stopped: what follows is not read
+      return;
+    }
+  }
+  h.out_buf.erase(0, from);
+  if (h.out_buf.size() > core::k_max_handler_line) {
+    garbage(h, h.out_buf, "a line longer than 16 MiB");
+    h.out_buf.clear();
+  }
+  if (!open) {
+    h.proc.stdout_pipe().reset();
+    if (h.running) {
+      // No more answers can come: it is as good as dead.
+      if (!h.out_buf.empty()) {
+        garbage(h, h.out_buf, "a last line without its newline");
+        h.out_buf.clear();
+      }
+      h.proc.signal_group(SIGKILL);
+    }
+  }
+}
+
+void StreamRunner::on_line(Handler& h, std::string_view text) {
+  const auto line = core::read_handler_line(text);
+  if (line.kind == core::HandlerLine::Kind::blank) {
+    return;
+  }
+  if (!text.empty() && text.back() == '\r') {
+    text.remove_suffix(1);
+  }
+  if (line.kind == core::HandlerLine::Kind::garbage) {
+    garbage(h, text, line.why);
+    return;
+  }
+  const int64_t id = line.id;
+  Held* const found = find_held(h, id);
+  if (found == nullptr) {
+    if (std::find(m_finished.begin(), m_finished.end(), id)
+        != m_finished.end()) {
+      std::fprintf(stderr,
+                   "taskq: handler %d: task %lld is no longer its own; "
+                   "ignored: %s\n",
+                   h.number, static_cast<long long>(id),
+                   core::quote_line(text).c_str());
+      return;
+    }
+    garbage(h, text, "task " + std::to_string(id) + " is not its own");
+    return;
+  }
+  Held& held = *found;
+  const auto m = core::read_handler_message(line.body);
+  if (!m.verb) {
+    malformed(h, held, text, m.error);
+    return;
+  }
+  if (*m.verb == core::HandlerVerb::heartbeat
+      || *m.verb == core::HandlerVerb::checkpoint) {
+    if (held.give_up_at) {
+      return; // cancelled: its lease is not ours to extend
+    }
+    heartbeat(h, held, m.value);
+    return;
+  }
+  if (held.give_up_at) {
+    // Cancelled, and it answered in time: the outcome was settled when
+    // the cancel went out.
+    if (m_o.verbose) {
+      say_task(held.task.id, "its handler's answer after the cancel is "
+                             "ignored");
+    }
+    settled(held.task.id);
+    drop(h, held.task.id);
+    return;
+  }
+  if (!m.error.empty()) {
+    malformed(h, held, text, m.error);
+    return;
+  }
+  switch (*m.verb) {
+  case core::HandlerVerb::done:
+    finish(h, Pending{Pending::Kind::complete,
+                      std::move(held.task),
+                      m.value,
+                      {},
+                      std::nullopt});
+    return;
+  case core::HandlerVerb::fail: {
+    storage::FailRequest req;
+    req.error = *m.value;
+    if (m.no_retry) {
+      req.mode = storage::FailMode::no_retry;
+    }
+    finish(h, Pending{Pending::Kind::fail, std::move(held.task), std::nullopt,
+                      req, std::nullopt});
+    return;
+  }
+  default:
+    finish(h, Pending{Pending::Kind::release,
+                      std::move(held.task),
+                      std::nullopt,
+                      {},
+                      m.delay.value_or(m_o.release_delay)});
+    return;
+  }
+}
+
+void StreamRunner::malformed(Handler& h, Held& held, std::string_view line,
+                             const std::string& why) {
+  std::fprintf(stderr, "taskq: handler %d: malformed line: %s (%s)\n", h.number,
+               core::quote_line(line).c_str(), why.c_str());
+  if (held.give_up_at) {
+    return;
+  }
+  storage::FailRequest req;
+  req.error = "malformed handler output: " + why;
+  finish(h, Pending{Pending::Kind::fail, std::move(held.task), std::nullopt,
+                    req, std::nullopt});
+}
+
+void StreamRunner::settled(int64_t id) {
+  m_finished.push_back(id);
+  if (m_finished.size() > 256) {
+    m_finished.pop_front();
+  }
+}
+
+void StreamRunner::finish(Handler& h, Pending p) {
+  h.restarts.answered();
+  const int64_t id = p.task.id;
+  if (h.held && h.held->task.id == id) {
+    const auto took = Clock::now() - h.held->sent;
+    m_quick = took < m_ahead_hold;
+    m_answer_took = std::chrono::duration_cast<core::Millis>(took);
+  }
+  settled(id);
+  outcome(std::move(p));
+  drop(h, id);
+}
+
+void StreamRunner::garbage(Handler& h, std::string_view line,
+                           const std::string& why) {
+  std::fprintf(stderr, "taskq: handler %d: malformed line (%s): %s\n", h.number,
+               why.c_str(), core::quote_line(line).c_str());
+  if (h.held && !h.held->give_up_at) {
+    storage::FailRequest req;
+    req.error = "handler sent garbage (" + why + "): " + core::quote_line(line);
+    Pending p{Pending::Kind::fail, std::move(h.held->task), std::nullopt, req,
+              std::nullopt};
+    h.held.reset();
+    settled(p.task.id);
+    outcome(std::move(p));
+  }
+  h.held.reset();
+  kill_handler(h);
+}
+
+void StreamRunner::outcome(Pending p) {
+  if (m_pending.empty()) {
+    m_flush_at = Clock::now() + m_s.flush;
+  }
+  m_pending.push_back(std::move(p));
+}
+
+void StreamRunner::flush() {
+  const bool lease = !m_stopping && m_looks.look && wants_more();
+  if (lease) {
+    m_looks.begin();
+  }
+  write_batch(lease);
+}
+
+void StreamRunner::write_batch(bool lease) {
+  m_flush_at.reset();
+  std::vector<Pending> batch;
+  batch.swap(m_pending);
+  std::vector<storage::Outcome> outcomes;
+  outcomes.reserve(batch.size());
+  for (auto& p : batch) {
+    storage::Outcome o;
+    o.kind = p.kind == Pending::Kind::complete
+                 ? storage::Outcome::Kind::complete
+             : p.kind == Pending::Kind::fail ? storage::Outcome::Kind::fail
+                                             : storage::Outcome::Kind::release;
+    o.id = p.task.id;
+    o.token = p.task.lease->token;
+    // Copied: a locked database sends `batch` back to m_pending, to be
+    // written again.
+    o.result = p.result;
+    o.fail = p.fail;
+    o.delay = p.delay;
+    outcomes.push_back(std::move(o));
+  }
+  std::optional<storage::LeaseRequest> next;
+  int want = 0;
+  const bool ahead = lease && ahead_wanted() > 0;
+  if (lease) {
+    want = wanted();
+    m_request.count = want;
+    // A task an operator took back while its handler still works on it
+    // must not reach a second handler.
+    m_request.skip.clear();
+    for (const auto& h : m_handlers) {
+      if (h.held) {
+        m_request.skip.push_back(h.held->task.id);
+      }
+      for (const auto& held : h.ahead) {
+        m_request.skip.push_back(held.task.id);
+      }
+    }
+    next = m_request;
+  }
+  const core::Time now = m_host.live_now();
+  storage::BatchResult done;
+  try {
+    done = m_store.apply_outcomes(outcomes, next, now);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::unavailable) {
+      throw;
+    }
+    // Locked past the busy timeout: nothing was written; again shortly.
+    std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
+    m_pending = std::move(batch);
+    m_flush_at = Clock::now() + std::chrono::seconds(1);
+    m_looks.wake_at = Clock::now() + std::chrono::seconds(1);
+    return;
+  }
+  for (size_t i = 0; i < batch.size() && i < done.outcomes.size(); ++i) {
+    counted(batch[i], done.outcomes[i]);
+  }
+  // Only now, once the lease is committed, does a handler see the task:
+  // a task written to a handler before the commit would run even if the
+  // commit never happened (`run` killed meanwhile), beside the worker
+  // that leases it next, without a lease of its own.
+  m_summary.leased += static_cast<int64_t>(done.leased.size());
+  const bool full = static_cast<int>(done.leased.size()) == want;
+  if (m_queue.empty()) {
+    m_queue_waited = false;
+    m_ahead_until.reset();
+    m_leased_in.clear();
+  }
+  const uint64_t commit = m_store.commit_seq();
+  const Instant leased = Clock::now();
+  for (auto& t : done.leased) {
+    m_leased_in.push_back(Queued{t.id, t.lease->token, commit, leased});
+    m_queue.push_back(std::move(t));
+  }
+  if (ahead && !done.leased.empty() && !m_ahead_until) {
+    m_ahead_until = leased + m_ahead_hold;
+    hold_front();
+  }
+  if (!lease || full) {
+    m_looks.look = true; // there may be more
+    return;
+  }
+  wake_when_due(now);
+}
+
+void StreamRunner::counted(const Pending& p, const storage::OutcomeResult& r) {
+  if (p.uncounted) {
+    return;
+  }
+  const int64_t id = p.task.id;
+  if (!r.task) {
+    ++m_summary.revoked;
+    std::fprintf(stderr, "taskq: task %lld: %s; its outcome was not recorded\n",
+                 static_cast<long long>(id), r.lost.c_str());
+    return;
+  }
+  std::string what;
+  switch (p.kind) {
+  case Pending::Kind::complete:
+    ++m_summary.completed;
+    what = "completed";
+    break;
+  case Pending::Kind::release:
+    ++m_summary.released;
+    what = "released";
+    break;
+  case Pending::Kind::fail:
+    if (r.task->state == core::TaskState::sleeping) {
+      ++m_summary.retrying;
+      if (!m_summary.retry_at || r.task->run_at < *m_summary.retry_at) {
+        m_summary.retry_at = r.task->run_at;
+      }
+      what = "will retry at " + core::format_time(r.task->run_at) + ": "
+             + p.fail.error;
+    } else {
+      ++m_summary.failed;
+      what = "failed for good: " + p.fail.error;
+    }
+    break;
+  }
+  if (m_o.verbose) {
+    say_task(id, what);
+  }
+}
+
+void StreamRunner::heartbeat(Handler& h, Held& held,
+                             const std::optional<std::string>& checkpoint) {
+  if (worker::heartbeat(m_store, held.task, m_o.lease_for, checkpoint,
+                        m_host.live_now())
+          .kind
+      == Beat::Kind::lost) {
+    revoke(h, held);
+  }
+}
+
+void StreamRunner::heartbeat_all() {
+  for (auto& h : m_handlers) {
+    if (h.held && !h.held->give_up_at) {
+      heartbeat(h, *h.held, std::nullopt);
+    }
+    for (auto& held : h.ahead) {
+      if (!held.give_up_at) {
+        heartbeat(h, held, std::nullopt);
+      }
+    }
+  }
+  const core::Time now = m_host.live_now();
+  for (auto it = m_queue.begin(); it != m_queue.end();) {
+    bool lost = false;
+    try {
+      m_store.heartbeat(it->id, it->lease->token, m_o.lease_for, std::nullopt,
+                        now);
+    } catch (const Error& e) {
+      if (e.kind() == ErrorKind::conflict || e.kind() == ErrorKind::not_found) {
+        lost = true;
+      } else if (e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+    }
+    if (lost) {
+      ++m_summary.revoked;
+      it = m_queue.erase(it);
+    } else {
+      ++it;
+    }
+  }
+}
+
+void StreamRunner::check_leases(bool force) {
+  const Instant now_i = Clock::now();
+  if (!force && now_i < m_last_check + k_lease_check_every) {
+    m_check_at = m_last_check + k_lease_check_every;
+    return;
+  }
+  m_check_at.reset();
+  m_last_check = now_i;
+  const core::Time now = m_host.live_now();
+  try {
+    const auto lost = [&](const Held& held) {
+      return !held.give_up_at
+             && !m_store.lease_held(held.task.id, held.task.lease->token, now);
+    };
+    for (auto& h : m_handlers) {
+      if (h.held && lost(*h.held)) {
+        revoke(h, *h.held);
+      }
+    }
+    // The tasks waiting behind the ones in hand, and those not yet
+    // written, less often: there may be many.
+    if (now_i < m_last_queue_check + k_queue_check_every) {
+      if (!m_queue.empty() || ahead_total() > 0) {
+        m_check_at = m_last_queue_check + k_queue_check_every;
+      }
+      return;
+    }
+    m_last_queue_check = now_i;
+    for (auto& h : m_handlers) {
+      for (auto& held : h.ahead) {
+        if (lost(held)) {
+          revoke(h, held);
+        }
+      }
+    }
+    for (auto it = m_queue.begin(); it != m_queue.end();) {
+      if (!m_store.lease_held(it->id, it->lease->token, now)) {
+        ++m_summary.revoked;
+        if (m_o.verbose) {
+          say_task(it->id, "lease lost before it was sent; dropped");
+        }
+        it = m_queue.erase(it);
+      } else {
+        ++it;
+      }
+    }
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::unavailable) {
+      throw;
+    }
+  }
+}
+
+void StreamRunner::revoke(Handler& h, Held& held) {
+  std::string by;
+  try {
+    by = m_store.revoked_reason(held.task.id, held.task.lease->token)
+             .value_or("");
+  } catch (const Error&) {
+    by.clear();
+  }
+  ++m_summary.revoked;
+  settled(held.task.id);
+  const std::string reason = by.empty() ? "lease lost" : by;
+  if (m_o.verbose || by.empty()) {
+    std::fprintf(stderr,
+                 "taskq: task %lld: lease %s; cancelling it in handler %d\n",
+                 static_cast<long long>(held.task.id),
+                 by.empty() ? "lost" : ("revoked by " + by).c_str(), h.number);
+  }
+  cancel(h, held, reason);
+}
+
+void StreamRunner::give_back_all() {
+  for (auto& h : m_handlers) {
+    if (h.held) {
+      h.ahead.push_front(std::move(*h.held));
+      h.held.reset();
+    }
+    for (auto& held : h.ahead) {
+      if (!held.give_up_at) {
+        m_pending.push_back(Pending{Pending::Kind::release,
+                                    std::move(held.task),
+                                    std::nullopt,
+                                    {},
+                                    std::nullopt});
+      }
+    }
+    h.ahead.clear();
+  }
+  give_back_unsent();
+  try {
+    write_batch(false);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "taskq: run: giving back its tasks: %s\n", e.what());
+  }
+}
+
+void StreamRunner::on_signal(int sig) {
+  reap();
+  switch (signal_asks(sig, m_stopping)) {
+  case SignalAsks::reap:
+    return;
+  case SignalAsks::stop:
+    begin_stop(true);
+    return;
+  case SignalAsks::kill:
+    for (auto& h : m_handlers) {
+      kill_handler(h);
+    }
+    return;
+  }
+}
+
+void StreamRunner::begin_stop(bool signalled) {
+  if (m_stopping) {
+    return;
+  }
+  m_stopping = true;
+  m_stop_kill_at = Clock::now() + m_o.grace;
+  int working = 0;
+  for (const auto& h : m_handlers) {
+    working += h.held ? 1 : 0;
+  }
+  if (signalled && working > 0) {
+    std::fprintf(stderr,
+                 "taskq: run: stopping; %d handler(s) get %s to finish their "
+                 "task (signal again to stop them now)\n",
+                 working, core::format_duration(m_o.grace).c_str());
+  }
+  // Prefetched tasks no handler has seen go back at once.
+  give_back_unsent();
+  for (auto& h : m_handlers) {
+    h.restart_at.reset();
+    if (!busy(h)) {
+      close_stdin(h);
+    }
+  }
+}
+
+} // namespace taskq::worker::streaming

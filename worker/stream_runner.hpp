@@ -1,0 +1,343 @@
+// The `run --stream` engine (persistent handlers): its state, shared by
+// worker/stream*.cpp.
+#pragma once
+
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "core/handler_env.hpp"
+#include "core/json_text.hpp"
+#include "core/outcome.hpp"
+#include "core/stream_protocol.hpp"
+#include "core/text.hpp"
+#include "worker/child.hpp"
+#include "worker/lease_source.hpp"
+#include "worker/lease_watch.hpp"
+#include "worker/outcome.hpp"
+#include "worker/policy.hpp"
+#include "worker/run.hpp"
+#include "worker/supervise.hpp"
+#include "worker/wait.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <poll.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+namespace taskq::worker::streaming {
+
+// A task written to a handler, until its outcome.
+struct Held {
+  core::Task task;
+  Instant sent;
+  std::optional<Instant> deadline; // --timeout
+  // Cancelled (timed out, revoked): its outcome is settled, and the
+  // handler is stopped unless it answers by then.
+  std::optional<Instant> give_up_at;
+};
+
+struct Handler {
+  int number = 0;
+  Child proc;
+  bool running = false;      // started and not reaped
+  bool stdin_closed = false; // told to finish (EOF)
+  bool stopped_by_us = false;
+  std::string in_buf;       // not yet written to its stdin
+  std::string out_buf;      // read from its stdout, not yet a whole line
+  std::optional<Held> held; // the task it works on
+  // With --prefetch: tasks written after `held`, waiting in its stdin, so
+  // that it never waits for taskq between two tasks. Empty while `held`
+  // is, except for a handler being stopped.
+  std::deque<Held> ahead;
+  Instant started;
+  std::optional<Instant> restart_at;
+  Restarts restarts; // its deaths in a row and restart back-off
+};
+
+// An outcome waiting to be written.
+struct Pending {
+  enum class Kind { complete, fail, release } kind = Kind::complete;
+  core::Task task;
+  std::optional<std::string> result;
+  storage::FailRequest fail;
+  std::optional<core::Millis> delay;
+  // Not in the summary: a task leased ahead given back unsent, which the
+  // summary never counted as leased.
+  bool uncounted = false;
+};
+
+class StreamRunner {
+public:
+  StreamRunner(const RunOptions& o, const StreamOptions& s, Host& host)
+      : m_ahead_hold(lease_ahead_hold()), m_o(o), m_s(s), m_host(host),
+        m_store(host.store()), m_feed(m_store.changes()),
+        m_worker(host.worker()) {
+    m_request.queues = o.queues;
+    m_request.match = o.match;
+    m_request.lease_for = o.lease_for;
+    m_request.worker = m_worker;
+    m_heartbeat_every = heartbeat_every(o.lease_for);
+    m_inherited =
+        core::inherited_environment(environ, core::HandlerKind::stream);
+    m_db_path = handler_db_path(host.db_path());
+    m_handlers.resize(static_cast<size_t>(o.concurrency));
+    // Group commit, without --prefetch: a commit no longer waits for the
+    // disk; a task leased in one waits for it before its handler sees it.
+    // (--prefetch commits in batches already; there the waits cost more
+    // than the syncs they save: 10,000 tasks, 500-580 ms synced in the
+    // commit, 530-570 ms deferred, 670-710 ms deferred without blocking.)
+    m_deferred = m_s.prefetch <= 1 && m_store.defer_sync();
+  }
+
+  ~StreamRunner() {
+    for (auto& h : m_handlers) {
+      if (h.running) {
+        h.proc.kill_and_wait();
+      }
+    }
+  }
+  StreamRunner(const StreamRunner&) = delete;
+  StreamRunner& operator=(const StreamRunner&) = delete;
+
+  RunSummary run();
+
+private:
+  void loop();
+
+  // --- state -----------------------------------------------------------
+
+  bool max_reached() const;
+
+  int free_handlers() const;
+
+  // Nothing leased, nothing written to a handler, nothing to record.
+  bool idle() const;
+
+  static bool busy(const Handler& h);
+
+  // How many tasks one handler may have waiting in its stdin behind the
+  // one it works on: the prefetched tasks, shared among the handlers.
+  int lookahead() const;
+
+  int ahead_total() const;
+
+  bool none_running() const;
+
+  bool wants_more() const;
+
+  bool flush_now() const;
+
+  // --- leasing -----------------------------------------------------------
+
+  // Leases what the handlers and the prefetch queue can take, with the
+  // outcomes that wait when there are any (one transaction).
+  void take_work();
+
+  // Lease ahead, without --prefetch: with handlers that answer within
+  // m_ahead_hold, one task more than the free handlers take is leased in
+  // the transaction that writes an outcome, and written to the handler
+  // that answers next the moment it answers, so that the commit of that
+  // answer (its fsync) runs while the handler works. As in per-task `run`
+  // (worker/per_task.cpp): held at most m_ahead_hold (then given back, its
+  // attempt too), checked again before it is written (an operator's kill
+  // or pause in between: not written), given back when run stops. Never
+  // with --max-tasks, nor with TASKQ_LEASE_AHEAD_MS=0; --prefetch has its
+  // own look-ahead.
+  //
+  // With group commit (SQLite), as many as keep the handler from waiting
+  // for a sync (m_ahead_depth): the task written next was leased some
+  // commits ago, and its sync ended while the handler worked on the ones
+  // before it; a sync that takes longer than a task makes the next one
+  // cover the commits made meanwhile, and the depth grow.
+  int ahead_wanted() const;
+
+  // How many tasks to lease now.
+  int wanted() const;
+
+  void wake_when_due(core::Time seen);
+
+  // --- handlers ------------------------------------------------------------
+
+  void start(Handler& h);
+
+  // Hands the leased tasks to the handlers: first one to each that has
+  // none, then, with --prefetch, the rest in turn up to lookahead() each,
+  // written behind the one it works on. One write per handler.
+  void dispatch();
+
+  // Drops from m_queue what lost its lease while it waited there (an
+  // operator's kill or pause, an expiry): it must not reach a handler.
+  // No read when no other connection has committed since the last look.
+  void drop_revoked_ahead();
+
+  // What was leased ahead and waited m_ahead_hold goes back (its attempt
+  // too): the handlers are slower than lease-ahead is for.
+  void give_back_ahead();
+
+  // What is leased and was never written to a handler goes back (its
+  // attempt too), due at once. The summary counts it neither as leased
+  // nor as released, as per-task `run` does what it leased ahead.
+  void give_back_unsent();
+
+  // The commit that leased m_queue's front (group commit); the last one
+  // when it is not on record, which is never too early.
+  uint64_t front_commit() const;
+
+  // m_leased_in's front is about m_queue's front: the same task under the
+  // same lease (a task dropped and leased again by this run is another
+  // entry).
+  bool front_on_record() const;
+
+  // Whether m_queue's front may go to a handler now: its lease is on disk.
+  // A task leased ahead that is not there yet makes lease-ahead deeper (see
+  // ahead_wanted); the poll wakes when the sync ends (durable_fd).
+  bool next_ready();
+
+  // The next leased task, its line added to what `h` is to read.
+  Held hand(Handler& h);
+
+  // m_leased_in's front made to be m_queue's (what was dropped from
+  // m_queue meanwhile goes), and the hold of a task leased ahead, which
+  // runs m_ahead_hold from its lease, made to follow m_queue's front, the
+  // task written next.
+  void hold_front();
+
+  // The task `id` of `h` is over: the next one written to it becomes the
+  // one it works on; its --timeout (and a cancel's grace) starts now.
+  void drop(Handler& h, int64_t id);
+
+  // The task `id` written to `h` and not answered yet, or null.
+  static Held* find_held(Handler& h, int64_t id);
+
+  void send(Handler& h, const std::string& line);
+
+  void write_some(Handler& h);
+
+  void close_stdin(Handler& h);
+
+  void cancel(Handler& h, Held& held, const std::string& reason);
+
+  // Stops the handler's process group; its end is handled when reaped.
+  void kill_handler(Handler& h);
+
+  void reap();
+
+  void ended(Handler& h, int status);
+
+  // --- the handler's lines ---------------------------------------------
+
+  void read_output(Handler& h);
+
+  void on_line(Handler& h, std::string_view text);
+
+  // A line about task `held` of `h` that is no outcome (`why`): the task
+  // fails with the reason, unless it was cancelled.
+  void malformed(Handler& h, Held& held, std::string_view line,
+                 const std::string& why);
+
+  // Task `id` is settled: a later line about it is ignored, not garbage.
+  void settled(int64_t id);
+
+  // The handler ended its task with `p`.
+  void finish(Handler& h, Pending p);
+
+  // A line that is not an outcome of the handler's task: the handler is
+  // stopped, its task fails with the reason, and it is started again.
+  void garbage(Handler& h, std::string_view line, const std::string& why);
+
+  // --- the database ------------------------------------------------------
+
+  void outcome(Pending p);
+
+  // Writes the outcomes that wait, each checked against its lease.
+  void flush();
+
+  // One transaction: the outcomes that wait, then (with `lease`) the next
+  // tasks.
+  void write_batch(bool lease);
+
+  void counted(const Pending& p, const storage::OutcomeResult& r);
+
+  void heartbeat(Handler& h, Held& held,
+                 const std::optional<std::string>& checkpoint);
+
+  // Every lease this worker holds, extended; lost ones are revoked.
+  void heartbeat_all();
+
+  // After a change to the database: has an operator taken a lease?
+  void check_leases(bool force);
+
+  void revoke(Handler& h, Held& held);
+
+  // Everything leased and not recorded goes back, due at once: at the end
+  // of a run that stops, or when it fails.
+  void give_back_all();
+
+  // --- the loop's waits ----------------------------------------------------
+
+  // A signal reached `run` (worker::signal_asks).
+  void on_signal(int sig);
+
+  void begin_stop(bool signalled);
+
+  void wait_and_handle();
+
+  void on_timers(Instant now);
+
+  void say(const std::string& what);
+  void say_task(int64_t id, const std::string& what);
+
+  const core::Millis m_ahead_hold; // how long a task leased ahead is held
+  const RunOptions& m_o;
+  const StreamOptions& m_s;
+  Host& m_host;
+  SignalFeed m_signals; // before the store, as in worker/per_task.cpp
+  storage::TaskStore& m_store;
+  storage::ChangeFeed m_feed;
+  std::string m_worker;
+  std::vector<std::string> m_inherited; // of every handler's environment
+  std::string m_db_path;                // TASKQ_DB
+  storage::LeaseRequest m_request;
+  core::Millis m_heartbeat_every{};
+  std::vector<Handler> m_handlers;
+  std::deque<core::Task> m_queue; // leased, not yet sent
+  // What leased each task of m_queue, in its order (it may hold tasks
+  // since dropped from m_queue): the commit to wait for, the hold's start.
+  struct Queued {
+    int64_t id;
+    std::string token;
+    uint64_t commit;
+    Instant leased;
+  };
+  std::deque<Queued> m_leased_in;
+  bool m_deferred = false;        // group commit (TaskStore::defer_sync)
+  int m_ahead_depth = 2;          // ahead_wanted() with group commit
+  int m_ahead_unwaited = 0;       // tasks handed since the depth last changed
+  int64_t m_waited_for = 0;       // the last task that waited for its sync
+  core::Millis m_answer_took{0};  // how long the last answer took
+  std::vector<Pending> m_pending; // outcomes not yet written
+  std::deque<int64_t> m_finished; // ids lately settled, for late lines
+  std::optional<Instant> m_flush_at; // write m_pending by then
+  Instant m_next_heartbeat;
+  Instant m_last_check;
+  Instant m_last_queue_check;
+  std::optional<Instant> m_check_at;
+  RunSummary m_summary;
+  Looks m_looks; // when to look for tasks to lease
+  bool m_stopping = false;
+  std::optional<Instant> m_stop_kill_at;
+  bool m_quick = false; // the last answer came within m_ahead_hold
+  // Set when a lease ahead was taken; then what m_queue holds goes back.
+  std::optional<Instant> m_ahead_until;
+  bool m_queue_waited = false;      // m_queue was held across a poll
+  std::optional<int64_t> m_version; // changed_by_others' last look
+};
+
+} // namespace taskq::worker::streaming

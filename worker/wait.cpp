@@ -1,0 +1,53 @@
+#include "worker/wait.hpp"
+
+#include "core/error.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <string>
+
+namespace taskq::worker {
+
+Wait::Wait(int signal_fd, const storage::ChangeFeed& feed)
+    : m_feed(feed), m_watch_db(!feed.polling()) {
+  m_fds.push_back({signal_fd, POLLIN, 0});
+  if (m_watch_db) {
+    m_fds.push_back({feed.fd(), POLLIN, 0});
+  }
+}
+
+size_t Wait::add(int fd, short events) {
+  m_fds.push_back({fd, events, 0});
+  return m_fds.size() - 1;
+}
+
+void Wait::until(const std::optional<Instant>& t) {
+  if (t && (!m_until || *t < *m_until)) {
+    m_until = t;
+  }
+}
+
+void Wait::feed_fallback() {
+  if (m_feed.polling()) {
+    until(Clock::now() + storage::ChangeFeed::k_fallback_poll);
+  }
+}
+
+void Wait::poll() {
+  m_rc =
+      ::poll(m_fds.data(), m_fds.size(), poll_timeout(Clock::now(), m_until));
+  if (m_rc < 0 && errno != EINTR) {
+    throw Error(ErrorKind::internal,
+                std::string("poll: ") + std::strerror(errno));
+  }
+}
+
+bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
+  bool changed = feed.polling() ? (m_until && now >= *m_until) : false;
+  if (m_watch_db && (revents(1) & POLLIN) != 0) {
+    changed = feed.drain();
+  }
+  return changed;
+}
+
+} // namespace taskq::worker

@@ -1,0 +1,48 @@
+// One wait of the engine's loop, in both modes of `run`: poll(2) on the
+// signals that reach `run`, the database's change feed (unless it polls),
+// and the descriptors of the handlers, until the earliest deadline given.
+#pragma once
+
+#include "storage/change_feed.hpp"
+#include "worker/policy.hpp"
+
+#include <cstddef>
+#include <optional>
+#include <poll.h>
+#include <vector>
+
+namespace taskq::worker {
+
+class Wait {
+public:
+  // Watches `signal_fd` (a SignalFeed's) and `feed`'s descriptor.
+  Wait(int signal_fd, const storage::ChangeFeed& feed);
+
+  // Adds a descriptor to watch for `events`; returns its index.
+  size_t add(int fd, short events);
+  size_t size() const { return m_fds.size(); }
+  // The wait ends by `t` at the latest (nothing when none).
+  void until(const std::optional<Instant>& t);
+  // A feed that cannot wake the wait is looked at after its fallback
+  // period (storage::ChangeFeed::k_fallback_poll).
+  void feed_fallback();
+
+  // Waits. Throws Error(internal) when poll fails other than by a signal.
+  void poll();
+  // What happened to the descriptor of index `i`.
+  short revents(size_t i) const { return m_rc > 0 ? m_fds[i].revents : 0; }
+  // Signals arrived.
+  bool signalled() const { return (revents(0) & POLLIN) != 0; }
+  // Whether the database may have changed: the feed woke the wait (it is
+  // drained), or, for a feed that polls, its period ended by `now`.
+  bool db_changed(storage::ChangeFeed& feed, Instant now) const;
+
+private:
+  const storage::ChangeFeed& m_feed;
+  bool m_watch_db = false;
+  std::vector<pollfd> m_fds;
+  std::optional<Instant> m_until;
+  int m_rc = 0;
+};
+
+} // namespace taskq::worker
