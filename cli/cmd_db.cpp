@@ -14,7 +14,8 @@ void register_db(CLI::App& app, Context& ctx) {
 
   add_command(*db, "path", "Print the database file's path", "taskq db path")
       ->callback([&ctx] {
-        // A URL's password is never printed (SPEC §5).
+        // A URL's password is never printed
+        // (doc/reference/postgresql.md#behaviour-on-postgresql).
         const Format format =
             ctx.format(Format::table, {Format::table, Format::json});
         const std::string path = storage::redact_url(ctx.db_path());

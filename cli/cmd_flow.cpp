@@ -1,4 +1,5 @@
-// Flows (SPEC §3): flow submit|list|show|wait|suspend|resume|rerun.
+// Flows: flow submit|list|show|wait|suspend|resume|rerun
+// (doc/flows.md#commands).
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/duration.hpp"

@@ -60,7 +60,8 @@ core::Time Context::now() {
       }
       m_now = *t;
     } else if (storage::is_postgres_url(db_path())) {
-      // Hosts share the server's clock (SPEC §5).
+      // Hosts share the server's clock
+      // (doc/reference/postgresql.md#time).
       m_now = store(storage::OpenMode::clock).server_now();
     }
     if (!m_now) {
@@ -146,7 +147,8 @@ storage::TaskStore& Context::store(storage::OpenMode mode) {
     if (given && mode == storage::OpenMode::write
         && !storage::is_postgres_url(path)) {
       // The store creates the default location's folders (mode 0700); a
-      // missing folder of a path the user gave is a typo (SPEC §1).
+      // missing folder of a path the user gave is a typo
+      // (doc/reference/invocation.md#database).
       const std::filesystem::path folder =
           std::filesystem::path(path).parent_path();
       std::error_code ec;

@@ -14,7 +14,8 @@
 
 namespace taskq::cli {
 
-// Exit codes of SPEC §1 that are outcomes, not errors.
+// Exit codes (doc/reference/invocation.md#exit-codes) that are outcomes,
+// not errors.
 inline constexpr int k_exit_ok = 0;
 inline constexpr int k_exit_failure = 1;
 inline constexpr int k_exit_task_failed = 6;

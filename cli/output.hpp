@@ -53,9 +53,10 @@ private:
   std::string m_out;
 };
 
-// The task's JSON form of SPEC §2 as one line of text (`lease` is null
-// unless live at `now`), with `events` appended when given. The payload,
-// checkpoint and result are embedded as stored, so numbers keep every digit.
+// The task's JSON form (doc/reference/task.md#json-form) as one line of text
+// (`lease` is null unless live at `now`), with `events` appended when given.
+// The payload, checkpoint and result are embedded as stored, so numbers keep
+// every digit.
 std::string task_json(const core::Task& task, core::Time now,
                       const std::vector<core::Event>* events = nullptr);
 void print_task_json(const core::Task& task, core::Time now,

@@ -5,7 +5,8 @@
 
 namespace taskq {
 
-// What went wrong, in the terms of SPEC.md's exit codes.
+// What went wrong, in the terms of the exit codes
+// (doc/reference/invocation.md#exit-codes).
 enum class ErrorKind {
   usage,       // 2: malformed input
   not_found,   // 3: no such task, queue, schedule

@@ -1,7 +1,7 @@
 #pragma once
-// Flows (SPEC §3 "Flows (TaskFlow)"; SEMANTICS §2): TaskFlow's graphs of
-// atoms, its state tables, its resolution of failures by retry controllers,
-// and the one function that decides what happens next (advance). Pure:
+// Flows (doc/flows.md): TaskFlow's graphs of atoms, its state tables, its
+// resolution of failures by retry controllers, and the one function that
+// decides what happens next (advance). Pure:
 // storage loads a flow's runtime, calls advance with what happened, and
 // writes back what changed and the tasks to create, in the transaction of
 // the command that made it happen.
@@ -21,7 +21,7 @@
 
 namespace taskq::core::flow {
 
-// ---- States and TaskFlow's transition tables (SEMANTICS 2.1-2.4) --------
+// ---- States and TaskFlow's transition tables (doc/flows.md#states) ------
 
 enum class FlowState {
   pending,
@@ -85,7 +85,7 @@ bool check_retry_transition(AtomState from, AtomState to);
 // A finished flow: SUCCESS, FAILURE or REVERTED.
 bool is_final(FlowState s);
 
-// ---- The flow document, compiled (SPEC §3) ------------------------------
+// ---- The flow document, compiled (doc/flows.md#the-document) ------------
 
 enum class Pattern { linear, unordered, graph };
 
@@ -161,9 +161,10 @@ struct FlowModel {
   const std::vector<int>& controlled(int retry) const;
 };
 
-// Parses, validates and compiles a flow document (SPEC §3): either the
-// model or a one-line reason (exit 2 at the CLI) for unknown fields, wrong
-// types, duplicate names, a cycle, a required symbol nothing provides, ...
+// Parses, validates and compiles a flow document
+// (doc/flows.md#the-document): either the model or a one-line reason (exit 2
+// at the CLI) for unknown fields, wrong types, duplicate names, a cycle, a
+// required symbol nothing provides, ...
 struct Compiled {
   std::optional<FlowModel> model;
   std::string error; // set when !model
@@ -272,11 +273,11 @@ struct Step {
 };
 
 // The one place that decides what happens next. Applies `in` to `rt` (as
-// TaskFlow's engine would), then runs the scheduling cycle (SEMANTICS 2.6):
-// reverts and executes what is ready (retry controllers at once, task atoms
-// as NewAtomTask), and ends the run (SUCCESS, FAILURE, REVERTED or
-// SUSPENDED) when nothing is left in flight. On a refused or ignored
-// request `rt` is unchanged.
+// TaskFlow's engine would), then runs the scheduling cycle
+// (doc/flows.md#the-cycle): reverts and executes what is ready (retry
+// controllers at once, task atoms as NewAtomTask), and ends the run (SUCCESS,
+// FAILURE, REVERTED or SUSPENDED) when nothing is left in flight. On a refused
+// or ignored request `rt` is unchanged.
 Step advance(const FlowModel& model, FlowRuntime& rt, const Input& in);
 
 } // namespace taskq::core::flow

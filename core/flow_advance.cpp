@@ -10,8 +10,8 @@ namespace taskq::core::flow {
 namespace engine {
 
 // The flow (re)starts: TaskFlow's engine run after prepare, and its
-// completer's resume (SEMANTICS 2.9): unresolved failures are resolved,
-// controllers left RETRYING retried, then the cycle.
+// completer's resume (doc/flows.md#suspend-and-resume): unresolved failures are
+// resolved, controllers left RETRYING retried, then the cycle.
 void Engine::run() {
   m_rt.failed = false;
   set_flow(FlowState::running);

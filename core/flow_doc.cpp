@@ -1,5 +1,5 @@
-// compile_flow: a flow document (SPEC §3 "Flows (TaskFlow)") read, checked
-// and compiled into the graph the engine runs (flow_design.md, "Graph").
+// compile_flow: a flow document (doc/flows.md#the-document) read, checked
+// and compiled into the graph the engine runs (doc/flows.md#graph).
 //
 // The document is walked over its own text (core/json_text.hpp) rather than
 // through a parsed tree, so that payloads keep their exact bytes (every

@@ -1,7 +1,8 @@
-// advance(): TaskFlow's action engine (SEMANTICS 2.6-2.9) over a FlowModel
-// and a FlowRuntime, one input at a time. Where the design note
-// (notes/flow_design.md, "Engine (advance)") is silent, TaskFlow decides;
-// those choices are marked "TaskFlow:" or "Choice:" below.
+// advance(): TaskFlow's action engine over a FlowModel and a FlowRuntime, one
+// input at a time (doc/flows.md#engine-advance). Where the design is silent,
+// TaskFlow decides; those choices
+// (doc/flows.md#choices-where-taskflow-is-silent) are marked "TaskFlow:" or
+// "Choice:" below.
 #include "core/flow_engine.hpp"
 
 #include <algorithm>
@@ -223,8 +224,8 @@ bool Engine::any_ready() const {
   return false;
 }
 
-// The ready nodes, higher priority first (SEMANTICS 2.6); then, Choice,
-// executes in node order and reverts in reverse node order.
+// The ready nodes, higher priority first (doc/flows.md#the-cycle); then,
+// Choice, executes in node order and reverts in reverse node order.
 std::vector<int> Engine::ready(bool revert) const {
   std::vector<int> out;
   for (std::size_t i = 0; i < m_model.nodes.size(); ++i) {
@@ -272,7 +273,7 @@ void Engine::schedule(int n, Action action, json args) {
 }
 
 // PENDING/EXECUTE, nothing remembered (TaskFlow's reset_atoms; a retry's
-// history is cleared on reset too, SEMANTICS 2.8).
+// history is cleared on reset too, doc/flows.md#retry-controllers).
 void Engine::reset_node(int n) {
   AtomRuntime& a = atom(n);
   move(n, AtomState::pending);
@@ -311,13 +312,14 @@ void Engine::revert_node(int n) {
   // reverts as a no-op: both at once.
   move(n, AtomState::reverting);
   a.result.reset();
-  a.history.clear(); // SEMANTICS 2.7: REVERTED clears a retry's history
+  // REVERTED clears a retry's history (doc/flows.md#retry-controllers).
+  a.history.clear();
   unprovide(n);
   move(n, AtomState::reverted);
 }
 
-// SEMANTICS 2.8 "Performing RETRY": RETRYING, the subflow reset, then the
-// controller executed again with its updated history.
+// RETRY (doc/flows.md#failure-resolution): RETRYING, the subflow reset, then
+// the controller executed again with its updated history.
 void Engine::retry_again(int r) {
   move(r, AtomState::retrying);
   atom(r).intention = Intention::execute;
@@ -381,7 +383,7 @@ void Engine::cycle() {
   }
 }
 
-// GAME_OVER (SEMANTICS 2.6 step 3, 2.9), once nothing is in flight.
+// GAME_OVER (doc/flows.md#the-cycle, Game over), once nothing is in flight.
 void Engine::game_over() {
   if (m_rt.state != FlowState::running && m_rt.state != FlowState::suspending) {
     return;

@@ -47,25 +47,25 @@ private:
   }
 
   // State changes, each one line of the event history unless identical to
-  // the current state (SEMANTICS 2.7).
+  // the current state (doc/flows.md#event-history).
   void set_flow(FlowState s);
   void move(int n, AtomState s);
 
-  // The store (SPEC §3): a provided symbol leaves it on revert/reset;
-  // Choice: an injected value under the same name comes back then, so a
-  // REVERTED flow's store holds exactly what was injected.
+  // The store (doc/flows.md#data-flow): a provided symbol leaves it on
+  // revert/reset; Choice: an injected value under the same name comes back
+  // then, so a REVERTED flow's store holds exactly what was injected.
   void provide(int n, const json& value);
   void unprovide(int n);
 
-  // Failure resolution (SEMANTICS 2.8).
+  // Failure resolution (doc/flows.md#failure-resolution).
   void record_failure(int retry, const std::string& who,
                       const std::string& failure);
   Resolution resolve(int n, const std::string& failure);
   void apply(const Resolution& r);
   void process_failure(int n);
 
-  // Readiness (SEMANTICS 2.6). An atom left RUNNING or REVERTING with no
-  // task (its task was cancelled by a suspend) is ready as well, by its
+  // Readiness (doc/flows.md#the-cycle). An atom left RUNNING or REVERTING with
+  // no task (its task was cancelled by a suspend) is ready as well, by its
   // intention, as TaskFlow's resume re-schedules unfinished atoms.
   bool has_task(int n) const {
     return atom(n).task.has_value() || m_scheduled.count(n) != 0;

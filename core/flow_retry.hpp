@@ -26,9 +26,9 @@ struct NextValue {
 
 NextValue next_value(const Node& r, const AtomRuntime& a, const json& store);
 
-// A resolution (SEMANTICS 2.8): the strategy and the controller it applies
-// to; `undefined` is TaskFlow's undefined resolver (no controller at all),
-// a REVERT_ALL that a REVERT below it does not defer to.
+// A resolution (doc/flows.md#failure-resolution): the strategy and the
+// controller it applies to; `undefined` is TaskFlow's undefined resolver (no
+// controller at all), a REVERT_ALL that a REVERT below it does not defer to.
 struct Resolution {
   Strategy strategy = Strategy::revert_all;
   int retry = -1;

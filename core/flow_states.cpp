@@ -31,9 +31,9 @@ constexpr Verdict A = Verdict::allowed;
 constexpr Verdict I = Verdict::ignored;
 constexpr Verdict R = Verdict::refused;
 
-// SEMANTICS 2.2 (TaskFlow's check_flow_transition), row = from, column = to,
-// both in k_flow_states order. The diagonal is ignored (old == new is
-// checked first); A: the 17 ALLOWED pairs; I: the IGNORED pairs (from
+// doc/flows.md#flow-transitions (TaskFlow's check_flow_transition), row = from,
+// column = to, both in k_flow_states order. The diagonal is ignored (old == new
+// is checked first); A: the 17 ALLOWED pairs; I: the IGNORED pairs (from
 // PENDING/SUCCESS/FAILURE/REVERTED/SUSPENDED to SUSPENDING/SUSPENDED/
 // RESUMING); R: everything else raises InvalidState.
 // clang-format off
@@ -53,9 +53,9 @@ constexpr std::array<std::array<Verdict, 8>, 8> k_flow_table{{
 constexpr bool T = true;
 constexpr bool F = false;
 
-// SEMANTICS 2.3 (check_task_transition): the 10 allowed pairs, row = from,
-// column = to, in k_atom_states order. Identity is false; RETRYING is not a
-// task state, so its row and column are false.
+// doc/flows.md#atom-transitions (check_task_transition): the 10 allowed pairs,
+// row = from, column = to, in k_atom_states order. Identity is false; RETRYING
+// is not a task state, so its row and column are false.
 // clang-format off
 constexpr std::array<std::array<bool, 9>, 9> k_task_table{{
   // PENDING RUNNING SUCCESS FAILURE REVERTING REVERTED REVERT_F IGNORE RETRYING
@@ -126,7 +126,8 @@ bool check_task_transition(AtomState from, AtomState to) {
 }
 
 bool check_retry_transition(AtomState from, AtomState to) {
-  // SEMANTICS 2.4: the task pairs plus SUCCESS->RETRYING, RETRYING->RUNNING.
+  // doc/flows.md#atom-transitions, retry: the task pairs plus
+  // SUCCESS->RETRYING, RETRYING->RUNNING.
   if ((from == AtomState::success && to == AtomState::retrying)
       || (from == AtomState::retrying && to == AtomState::running)) {
     return true;

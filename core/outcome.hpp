@@ -34,11 +34,11 @@ struct Outcome {
   std::string error; // with Verdict::fail
 };
 
-// SPEC §3's rule for a handler's end: exit 0 completes, 75 releases, any
-// other exit or a signal fails with the status and the tail of its stderr.
-// A handler stopped at --timeout fails with `timed out after DUR`; one
-// stopped by a shutdown of `run` is released unless it still exited 0; one
-// whose lease an operator revoked gets nothing written, since the task is
+// A handler's end (doc/reference/commands.md#run): exit 0 completes, 75
+// releases, any other exit or a signal fails with the status and the tail of
+// its stderr. A handler stopped at --timeout fails with `timed out after DUR`;
+// one stopped by a shutdown of `run` is released unless it still exited 0;
+// one whose lease an operator revoked gets nothing written, since the task is
 // already in the state the operator asked for.
 Outcome judge(const ChildExit& exit, StopCause cause,
               std::optional<Millis> timeout, std::string_view stderr_tail);

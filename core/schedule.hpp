@@ -11,7 +11,7 @@
 
 namespace taskq::core {
 
-// An `--every` schedule: rescue's interval DSL plus SPEC's time and day forms.
+// An `--every` schedule: rescue's interval DSL plus taskq's time and day forms.
 // Words are split on whitespace (any amount, leading and trailing ignored):
 //
 //   every  := unit | "1" unit | Q units              (Q >= 2, decimal digits)
@@ -95,13 +95,13 @@ struct Ticks {
 // year); days count from 1970-01-01 and weeks from Monday 1970-01-05, without
 // restarting. The time and day forms shift every grid point by the same
 // offset within its period (`2 days at 08:00` = 08:00 on the 2-day grid).
-// prev is the last grid point strictly before now. next is, as SPEC and
-// rescue say, one period after prev, and one more if that equals now: so at
-// exactly 14:23:00.000 `minute` gives 14:22 and 14:24, and `7 minutes` at
-// :58 gives :56 and :03 of the next hour. Where the grid restarts, next is
-// therefore not always a grid point (`5 hours` at 23:00 gives 20:00 and
-// 01:00; `5 months` in December gives Nov and April); once now passes it,
-// prev is the restarted grid's point again.
+// prev is the last grid point strictly before now. next is, as rescue does
+// (doc/reference/schedules.md#ticks), one period after prev, and one more if
+// that equals now: so at exactly 14:23:00.000 `minute` gives 14:22 and 14:24,
+// and `7 minutes` at :58 gives :56 and :03 of the next hour. Where the grid
+// restarts, next is therefore not always a grid point (`5 hours` at 23:00 gives
+// 20:00 and 01:00; `5 months` in December gives Nov and April); once now passes
+// it, prev is the restarted grid's point again.
 //
 // Cron: prev is the last matching whole minute strictly before now, next the
 // first strictly after. The search skips whole months, days and hours, and

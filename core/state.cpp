@@ -16,7 +16,8 @@ constexpr std::array<std::string_view, 8> k_message_names{
 using S = TaskState;
 constexpr std::optional<TaskState> no;
 
-// SPEC §2, row by row in k_all_states order; "no" is the table's "—".
+// doc/reference/task.md#transition-table, row by row in k_all_states order;
+// "no" is the table's "—".
 // clang-format off
 constexpr std::array<std::array<std::optional<TaskState>, 8>, 7> k_table{{
   //  run          pause      sleep        error      release      checkpoint   kill       complete

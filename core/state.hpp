@@ -7,7 +7,7 @@
 
 namespace taskq::core {
 
-// Metafora's task states (SPEC §2).
+// Metafora's task states (doc/reference/task.md#states).
 enum class TaskState {
   runnable,
   sleeping,
@@ -18,7 +18,7 @@ enum class TaskState {
   killed,
 };
 
-// Metafora's messages (SPEC §2).
+// Metafora's messages (doc/reference/task.md#messages).
 enum class Message {
   run,
   pause,
@@ -47,8 +47,9 @@ std::optional<Message> parse_message(std::string_view text);
 // completed, failed and killed: no message moves a task out of them.
 bool is_terminal(TaskState s);
 
-// The transition table of SPEC §2, exactly: the state `msg` moves `from` to,
-// or std::nullopt where the table has "—" (the caller refuses with exit 4).
+// The transition table of doc/reference/task.md#transition-table, exactly: the
+// state `msg` moves `from` to, or std::nullopt where the table has "—" (the
+// caller refuses with exit 4).
 std::optional<TaskState> transition(TaskState from, Message msg);
 
 // The states a task rests in (never `fault`) in which `msg` is accepted and

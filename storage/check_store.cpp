@@ -213,8 +213,8 @@ std::vector<Rule> make_rules() {
        "AND t.state NOT IN ('completed', 'failed', 'killed') "
        "AND NOT EXISTS (SELECT 1 FROM task_labels l WHERE l.key = j.key "
        "AND l.value = j.value AND l.task_id = t.id)"},
-      // Flows (SPEC §3): an atom's task and the task's `flow` link name
-      // each other while the task is unfinished; only that task's end
+      // Flows (doc/flows.md#storage): an atom's task and the task's `flow` link
+      // name each other while the task is unfinished; only that task's end
       // moves the atom, and a flow that has stopped waits for none.
       {{"unfinished task(s) of a flow's atom that no atom waits for",
         "its 'flow' names an atom, but no atom waits for it"},

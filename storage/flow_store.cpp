@@ -1,8 +1,8 @@
-// Flows (SPEC §3): a flow's rows, and its steps. core::flow::advance
-// decides every step; this file loads what it decides on, writes back what
-// it changed and creates the tasks it asks for, in the transaction of the
-// command that made the step happen (flow submit|suspend|resume|rerun, or
-// the end of an atom's task, through Db::defer).
+// Flows (doc/flows.md#storage): a flow's rows, and its steps.
+// core::flow::advance decides every step; this file loads what it decides on,
+// writes back what it changed and creates the tasks it asks for, in the
+// transaction of the command that made the step happen (flow submit, suspend,
+// resume or rerun, or the end of an atom's task, through Db::defer).
 #include "core/error.hpp"
 #include "core/flow.hpp"
 #include "storage/db.hpp"
@@ -197,7 +197,7 @@ NewTask atom_task(const Loaded& f, const flow::NewAtomTask& n) {
   t.priority = node.priority;
   t.max_attempts = node.max_attempts;
   t.policy = node.policy;
-  // In SPEC's order: id, atom, action, args.
+  // In the order doc/flows.md#workers gives: id, atom, action, args.
   t.flow = nlohmann::ordered_json{
       {"id", f.id},
       {"atom", node.name},

@@ -333,7 +333,7 @@ struct TaskImage {
   std::optional<Flow> flow;
 };
 
-// Flows (SPEC §3). Times as stored; JSON values as their text.
+// Flows (doc/flows.md). Times as stored; JSON values as their text.
 struct FlowSummary {
   int64_t id = 0;
   std::string name;
@@ -477,13 +477,14 @@ public:
                    const std::function<void(int64_t)>& on_id, core::Time now,
                    const std::string& actor);
 
-  // Leases up to req.count eligible tasks (SPEC §2 order), each until
-  // now + lease_for with a fresh token, incrementing attempts. A task that
-  // would pass its max_attempts is paused instead, and an obsolete one
-  // (root) killed. First emits the due schedules of req.queues, and hands
-  // out the broadcasts req.worker has not had: a broadcast comes with a
-  // token of its own that heartbeat/done/fail/release accept without
-  // changing the task. Empty when none.
+  // Leases up to req.count eligible tasks (in the order of
+  // doc/reference/task.md#leases), each until now + lease_for with a fresh
+  // token, incrementing attempts. A task that would pass its max_attempts is
+  // paused instead, and an obsolete one (root) killed. First emits the due
+  // schedules of req.queues, and hands out the broadcasts req.worker has not
+  // had: a broadcast comes with a token of its own that
+  // heartbeat/done/fail/release accept without changing the task. Empty when
+  // none.
   std::vector<core::Task> lease(const LeaseRequest& req, core::Time now);
 
   // Worker writes: each needs the current live lease token, else conflict

@@ -1,6 +1,8 @@
 // TaskStore::apply_tx: MassTasker's atomic Update (`taskq tx`). Predicates,
 // deletes, updates, completes and creates of one document in one write
-// transaction, checked in the order SPEC §3 gives before anything changes.
+// transaction, checked in the order
+// doc/reference/commands.md#tx-atomic-multi-task-updates gives before anything
+// changes.
 #include "core/error.hpp"
 #include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"

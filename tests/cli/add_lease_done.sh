@@ -1,5 +1,6 @@
 # The happy path: add a task, lease it, finish it; payload forms, the task's
-# JSON shape (SPEC §2) and global options anywhere on the command line.
+# JSON shape (doc/reference/task.md#json-form) and global options anywhere on
+# the command line.
 
 set_now 2026-11-21T08:00:00Z
 
@@ -31,7 +32,8 @@ expect_json "$lease" .max_attempts null
 expect_time "$(jq -r .run_at <<<"$lease")" 2026-11-21T08:00:00Z run_at
 expect_time "$(jq -r .created_at <<<"$lease")" 2026-11-21T08:00:00Z created_at
 expect_time "$(jq -r .updated_at <<<"$lease")" 2026-11-21T08:00:00Z updated_at
-# SPEC's three fields, and when the lease began (list/show's STARTED).
+# The three lease fields of doc/reference/task.md#json-form, and when the lease
+# began (list/show's STARTED).
 expect_json "$lease" '.lease | keys | sort' '["expires_at","started_at","token","worker"]'
 expect_time "$(jq -r .lease.started_at <<<"$lease")" 2026-11-21T08:00:00Z lease.started_at
 expect_json "$lease" '.lease.token | type == "string" and length > 0' true \

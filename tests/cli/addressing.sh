@@ -1,9 +1,9 @@
-# Addressing (SPEC §3 "Producing work", rescue): `add --to WORKER` is leased
-# by that worker only (--worker or TASKQ_WORKER); `add --broadcast` reaches
-# every worker that leases from the queue exactly once, each with a token of
-# its own, needs no `done`, and ends completed after its --ttl (default 7d).
-# Also: `add --trigger K` and `done --sync K=V` with TASKQ_SYNC, the two other
-# fields a task carries for gates and schedules.
+# Addressing (doc/reference/commands.md#addressing, rescue): `add --to WORKER`
+# is leased by that worker only (--worker or TASKQ_WORKER); `add --broadcast`
+# reaches every worker that leases from the queue exactly once, each with a
+# token of its own, needs no `done`, and ends completed after its --ttl
+# (default 7d). Also: `add --trigger K` and `done --sync K=V` with TASKQ_SYNC,
+# the two other fields a task carries for gates and schedules.
 
 set_now 2026-11-21T08:00:00Z
 

@@ -1,6 +1,7 @@
-# The attempt limit (rescue's circuit breaker, SPEC §2 "Leases"): attempts
-# count leases; the lease that would exceed max_attempts pauses the task
-# instead, with the reason recorded; resume resets the count.
+# The attempt limit (rescue's circuit breaker,
+# doc/reference/task.md#attempt-limit): attempts count leases; the lease that
+# would exceed max_attempts pauses the task instead, with the reason recorded;
+# resume resets the count.
 
 T0=2026-11-21T08:00:00Z
 set_now $T0

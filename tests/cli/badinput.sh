@@ -1,5 +1,6 @@
-# Bad input of every kind, on every command (SPEC §4: "Bad input of any kind
-# gets a clear message and the documented exit code, and changes nothing").
+# Bad input of every kind, on every command
+# (doc/reference/guarantees.md#bad-input: "Bad input of any kind gets a clear
+# message and the documented exit code, and changes nothing").
 #
 # Table-driven: one case per line,
 #

@@ -252,7 +252,7 @@ expect_exit 0 bash complete.bash '' "$TASKQ" --db q.db queue redrive a b ''
 expect_exit 0 bash complete.bash vacuum "$TASKQ" db ''
 expect_exit 0 bash complete.bash '' "$TASKQ" db vacuum ''
 
-# Operating many at once (issue 14): retry's ids and bulk options, list
+# Operating many at once: retry's ids and bulk options, list
 # --state S,... and --newest, workers, queue show.
 section "bash: retry, list --state S,..., workers, queue show"
 expect_exit 0 bash complete.bash workers "$TASKQ" wor

@@ -1,6 +1,7 @@
-# Concurrency acceptance (SPEC §4): "8 processes lease and complete 2,000
-# tasks on one database; every task is completed exactly once, none is lost,
-# and no `database is locked` error reaches the user."
+# Concurrency acceptance (doc/reference/guarantees.md#acceptance-checks,
+# Concurrency): "8 processes lease and complete 2,000 tasks on one database;
+# every task is completed exactly once, none is lost, and no `database is
+# locked` error reaches the user."
 #
 # The workers are plain shell loops (`lease -o env` → `done`) run as
 # background processes; the only synchronisation is `wait` on their pids.
@@ -9,9 +10,10 @@
 # background processes, which would race on the harness's output files).
 
 conc_workers=8
-# SPEC §4's 2,000 on SQLite. On PostgreSQL, where each invocation opens a
-# server connection (~50 ms here), 500: multihost drains 20,000 tasks there
-# from three hosts under SIGKILLs, and this run took a tenth of CI's time.
+# The 2,000 of doc/reference/guarantees.md#acceptance-checks on SQLite. On
+# PostgreSQL, where each invocation opens a server connection (~50 ms here),
+# 500: multihost drains 20,000 tasks there from three hosts under SIGKILLs, and
+# this run took a tenth of CI's time.
 if sqlite_only; then
   conc_tasks=2000
 else
@@ -182,12 +184,12 @@ for round in 1 2 3 4 5 6 7 8 9 10; do
 done
 
 section "workers and an operator pausing and resuming the queue at once"
-# SPEC §4: "a task is completed at most once, by the holder of its current
-# lease", also while operators revoke leases. Four workers drain queue r
-# while an operator pauses and resumes the whole queue ten times. A done
-# whose lease was revoked must fail with exit 4 and change nothing; the
-# task is leased again after the resume. When the operator has finished, a
-# second round of workers drains what is left.
+# doc/reference/guarantees.md#completed-at-most-once: "a task is completed at
+# most once, by the holder of its current lease", also while operators revoke
+# leases. Four workers drain queue r while an operator pauses and resumes the
+# whole queue ten times. A done whose lease was revoked must fail with exit 4
+# and change nothing; the task is leased again after the resume. When the
+# operator has finished, a second round of workers drains what is left.
 conc_op_tasks=400
 fresh_db conc-op
 awk -v n="$conc_op_tasks" 'BEGIN { for (i = 1; i <= n; i++) printf "{\"r\":%d}\n", i }' \

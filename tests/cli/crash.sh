@@ -1,16 +1,17 @@
-# Crash acceptance (SPEC §4, "every command is one transaction ... also when
-# the process is killed at any instant"): "a bulk `add --jsonl` of 1,000,000
-# lines killed with SIGKILL part-way leaves the database with either none or
-# all of them, and `taskq db check` reports it healthy."
+# Crash acceptance (doc/reference/guarantees.md#one-transaction-per-command,
+# "every command is one transaction ... also when the process is killed at any
+# instant"): "a bulk `add --jsonl` of 1,000,000 lines killed with SIGKILL
+# part-way leaves the database with either none or all of them, and `taskq db
+# check` reports it healthy."
 #
 # The add is killed once it is provably part-way: it is still running and
 # has either read a quarter of its input (its file offset, from
 # /proc/PID/fdinfo) or spilled more than 8 MB into the -wal file. No fixed
 # sleeps: a short bounded loop polls for that condition.
 
-# SPEC §4's 1,000,000 on SQLite; 200,000 on PostgreSQL, where the add is
-# one server transaction whatever its size and the million took a tenth of
-# CI's time.
+# The 1,000,000 of doc/reference/guarantees.md#acceptance-checks on SQLite;
+# 200,000 on PostgreSQL, where the add is one server transaction whatever its
+# size and the million took a tenth of CI's time.
 if sqlite_only; then
   crash_lines=1000000
 else

@@ -1,4 +1,4 @@
-# Honest outcomes for cron (issue 14, README "run"): run's summary tells
+# Honest outcomes for cron (README "run"): run's summary tells
 # apart completed, failed for good, will retry at TIME, released and
 # revoked; -v lines carry a timestamp and the same words; run exits 6 when a
 # task it ran failed for good (--fail-on failed|retry|never chooses which

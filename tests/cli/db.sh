@@ -1,5 +1,6 @@
-# The database file (SPEC §1 "Database", exit code 5, `taskq db ...`):
-# where it lives, how it is created, and what happens when it is not ours.
+# The database file (doc/reference/invocation.md#database, exit code 5, `taskq
+# db ...`): where it lives, how it is created, and what happens when it is not
+# ours.
 
 set_now 2026-11-21T08:00:00Z
 
@@ -34,7 +35,8 @@ fi
 # Files, their modes and folders: SQLite only.
 if sqlite_only; then
   section "the first write creates the file, mode 0600, and the default folders"
-  # SPEC §1: an explicit path's folder is never created.
+  # doc/reference/invocation.md#database: an explicit path's folder is never
+  # created.
   expect_exit 5 "$TASKQ" --db "$scratch/deep/er/new.db" add q
   expect_err_contains "$scratch/deep/er"
   check "no folder created" test ! -e "$scratch/deep"

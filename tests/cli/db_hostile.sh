@@ -1,4 +1,4 @@
-# The database file under hostile conditions (issue 11): the clock of a write
+# The database file under hostile conditions: the clock of a write
 # that waited for the lock, other programs' files, a damaged schema, a
 # killed backup, folder modes, paths that are not files, read-only files.
 

@@ -1,7 +1,8 @@
-# Dependencies, `add --after ID,...` (SPEC §3 "Producing work"): a task waits
-# (runnable, "waiting": true, never leased) until every listed task is
-# completed. When one ends failed or killed, the waiting task is paused with
-# that reason, so an operator decides: resume runs it anyway, kill drops it.
+# Dependencies, `add --after ID,...` (doc/reference/commands.md#dependencies):
+# a task waits (runnable, "waiting": true, never leased) until every listed
+# task is completed. When one ends failed or killed, the waiting task is paused
+# with that reason, so an operator decides: resume runs it anyway, kill drops
+# it.
 
 set_now 2026-11-21T08:00:00Z
 

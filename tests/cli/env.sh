@@ -1,6 +1,6 @@
 # The environment: `lease -o env` for shell workers (README "lease"), the
 # TASKQ_ID/TASKQ_LEASE defaults of the worker commands, TASKQ_WORKER, and
-# the default database path (SPEC §1).
+# the default database path (doc/reference/invocation.md#database).
 
 set_now 2026-11-21T08:00:00Z
 

@@ -1,6 +1,7 @@
-# The error policy (SPEC §2 "Error policy", Metafora's DefaultErrHandler):
-# fail records the error, then the task sleeps for the retry delay or, once
-# the errors inside the window reach the maximum, fails for good.
+# The error policy (doc/reference/task.md#error-policy, Metafora's
+# DefaultErrHandler): fail records the error, then the task sleeps for the
+# retry delay or, once the errors inside the window reach the maximum, fails
+# for good.
 
 T0=2026-11-21T08:00:00Z
 set_now $T0

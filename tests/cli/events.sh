@@ -1,5 +1,5 @@
-# taskq events (SPEC §3 "Operating"): the event log as a stream, oldest
-# first; --queue, --since, -o json; --follow waits for new events.
+# taskq events (doc/reference/commands.md#events): the event log as a stream,
+# oldest first; --queue, --since, -o json; --follow waits for new events.
 
 section "the log, oldest first, with creations as add events"
 fresh_db

@@ -1,4 +1,4 @@
-# Flows end to end (SPEC §3 "Flows (TaskFlow)", issue 13 acceptance 2):
+# Flows end to end (doc/flows.md):
 # real `taskq run` workers drain flows whose atoms are small shell handlers
 # that look at TASKQ_ACTION and TASKQ_ARGS and append what they did to a
 # log. Linear success and the store, revert in reverse order, a revert that

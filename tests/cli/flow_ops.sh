@@ -1,6 +1,7 @@
-# Flows from the operator's side (SPEC §3, issue 13): what lease, show, why,
-# stats, metrics and events say of flows and atoms' tasks, and operator
-# commands on an atom's task (kill fails its atom; retry is refused).
+# Flows from the operator's side (doc/flows.md#workers, doc/flows.md#commands):
+# what lease, show, why, stats, metrics and events say of flows and atoms'
+# tasks, and operator commands on an atom's task (kill fails its atom; retry is
+# refused).
 
 doc=$scratch/ci.json
 cat >"$doc" <<'EOF'

@@ -1,7 +1,7 @@
-# Refused and ignored flow requests (SPEC §3 "Flows (TaskFlow)", issue 13
-# acceptance 4): each gets its documented exit code and changes nothing,
-# proved by hashing a dump of the whole database (db_dump: `sqlite3 .dump`,
-# or on PostgreSQL every row of every table) before and after.
+# Refused and ignored flow requests (doc/flows.md#commands,
+# doc/flows.md#flow-transitions): each gets its documented exit code and
+# changes nothing, proved by hashing a dump of the whole database (db_dump:
+# `sqlite3 .dump`, or on PostgreSQL every row of every table) before and after.
 #   - a bad document of each kind: exit 2, one line on stderr, no flow;
 #   - an unknown flow: exit 3;
 #   - a request TaskFlow refuses (rerun --reset of a RUNNING flow, resume of

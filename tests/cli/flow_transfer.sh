@@ -1,4 +1,4 @@
-# Flows in export and import (issue 13, "Storage"): a flow travels as one
+# Flows in export and import (doc/flows.md#storage): a flow travels as one
 # line after the tasks (its row, its atoms, its event history); export ->
 # import into an empty database -> export gives the same bytes, on each
 # backend and (with TASKQ_TEST_BACKEND=postgresql) from SQLite to

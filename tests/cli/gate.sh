@@ -1,6 +1,6 @@
-# Gates (SPEC §3 "Gates", rescue Gate): a task added with `--trigger K`
-# covers key K of every gate that has it when it completes; once each key is
-# covered, the gate emits its task into its queue and re-arms. gate
+# Gates (doc/reference/schedules.md#gates, rescue Gate): a task added with
+# `--trigger K` covers key K of every gate that has it when it completes; once
+# each key is covered, the gate emits its task into its queue and re-arms. gate
 # add|list|show|rm.
 
 set_now 2026-11-21T08:00:00Z

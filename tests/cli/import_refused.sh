@@ -1,4 +1,4 @@
-# Issue 11, defects 4-6: every time that enters the database is within
+# Times and imports from outside: every time that enters the database is within
 # years 0000-9999, and `import` takes only rows add/tx could have written
 # and db check accepts. A refused import names the line and changes nothing.
 

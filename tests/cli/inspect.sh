@@ -1,5 +1,6 @@
-# Looking at tasks (SPEC §3 "Operating"): show with its error history and
-# event log, list and its state filters, stats per queue, why, and retry.
+# Looking at tasks (doc/reference/commands.md#show): show with its error
+# history and event log, list and its state filters, stats per queue, why, and
+# retry.
 
 T0=2026-11-21T08:00:00Z
 set_now $T0
@@ -150,8 +151,9 @@ expect_json "$other_stats" .ready 1 "otherq ready"
 expect_json "$other_stats" .running 0 "otherq running"
 
 section "stats: oldest ready age and recent completions follow the clock"
-# SPEC names these figures but not their JSON keys; the keys are the binary's.
-# The ready task and the completion are both from T0.
+# doc/reference/commands.md#stats names these figures but not their JSON keys;
+# the keys are the binary's. The ready task and the completion are both from
+# T0.
 lq_at() {
   env TASKQ_NOW="$1" "$TASKQ" stats --queue lq -o json |
     jq -c '[.oldest_ready_seconds, .completed_last_minute, .completed_last_hour]'

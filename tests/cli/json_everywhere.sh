@@ -1,8 +1,8 @@
-# -o json everywhere (issue 14, acceptance 3): every command runs once with
-# -o json (a representative invocation, after setting up tasks, flows,
-# schedules and gates) and every line it prints must parse as JSON (lists
-# are JSON Lines); its exit code is checked too. The commands come from the
-# help texts, so a new command without a case here fails the suite.
+# -o json everywhere (doc/reference/invocation.md#output-formats): every
+# command runs once with -o json (a representative invocation, after setting up
+# tasks, flows, schedules and gates) and every line it prints must parse as
+# JSON (lists are JSON Lines); its exit code is checked too. The commands come
+# from the help texts, so a new command without a case here fails the suite.
 
 set_now 2026-11-24T09:00:00Z
 

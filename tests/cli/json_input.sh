@@ -1,4 +1,4 @@
-# Issue 11, defects 1, 2, 10 and 11: JSON text from outside taskq is
+# JSON and text from outside taskq: JSON text from outside taskq is
 # checked by one RFC 8259 validator (core::json_error) wherever it enters,
 # a byte-order mark is refused there, numbers of any size keep every digit
 # end to end, `lease -o env` is eval-safe for every payload (a NUL inside a

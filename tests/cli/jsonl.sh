@@ -1,5 +1,5 @@
-# Bulk add (SPEC §3 "Producing work", README "add --jsonl"): one payload per
-# line from a file or stdin, one transaction, all or nothing.
+# Bulk add (doc/reference/commands.md#bulk-add, README "add --jsonl"): one
+# payload per line from a file or stdin, one transaction, all or nothing.
 
 set_now 2026-11-21T08:00:00Z
 

@@ -1,4 +1,5 @@
-# Label matching (rescue's matcher, SPEC §3): `--match K=V` with an exact
+# Label matching (rescue's matcher,
+# doc/reference/commands.md#labels-and-matching): `--match K=V` with an exact
 # key, `*` for any value, `*` alone for any key, and `*` as a key prefix or
 # suffix wildcard; the same patterns in lease, list and the bulk operator
 # commands.

@@ -1,5 +1,5 @@
-# Leases (SPEC §2 "Leases"): who gets which task, in what order, for how
-# long, and how a stale token is fenced out.
+# Leases (doc/reference/task.md#leases): who gets which task, in what order,
+# for how long, and how a stale token is fenced out.
 
 T0=2026-11-21T08:00:00Z
 set_now $T0

@@ -1,6 +1,6 @@
-# taskq metrics (SPEC §3 "Operating"): Prometheus text exposition, valid
-# for promtool (Debian package prometheus, which scripts/setup test
-# installs).
+# taskq metrics (doc/reference/commands.md#metrics): Prometheus text
+# exposition, valid for promtool (Debian package prometheus, which
+# scripts/setup test installs).
 
 set_now 2026-11-21T08:00:00Z
 fresh_db

@@ -1,9 +1,9 @@
-# No silent new databases (issue 14): a command that only reads or works on
-# a SQLite file that does not exist exits 5, says so, and creates nothing
-# (the folder's listing is the same before and after); the commands that
-# add something create it; an explicit --db whose folder does not exist is
-# refused by every command, never a created folder tree. PostgreSQL URLs
-# name a server's database: these are about SQLite files.
+# No silent new databases (doc/reference/invocation.md#database): a command
+# that only reads or works on a SQLite file that does not exist exits 5, says
+# so, and creates nothing (the folder's listing is the same before and after);
+# the commands that add something create it; an explicit --db whose folder does
+# not exist is refused by every command, never a created folder tree.
+# PostgreSQL URLs name a server's database: these are about SQLite files.
 
 set_now 2026-11-24T09:00:00Z
 

@@ -1,10 +1,11 @@
-# Operating many at once and seeing queues (issue 14): retry of several
-# ids (all or nothing) and in bulk (--queue/--state/--match), a live retry
-# refused (exit 4, naming it, the database unchanged) or skipped in bulk
-# unless --again; list --state a,b, --newest, --limit, the last error of
-# failed tasks and the worker, start and elapsed time of running ones;
-# relative times on a terminal, RFC 3339 when piped and in -o json;
-# `taskq workers`; `queue list` and `queue show` with their settings.
+# Operating many at once and seeing queues
+# (doc/reference/commands.md#messages-to-tasks): retry of several ids (all or
+# nothing) and in bulk (--queue/--state/--match), a live retry refused (exit 4,
+# naming it, the database unchanged) or skipped in bulk unless --again; list
+# --state a,b, --newest, --limit, the last error of failed tasks and the
+# worker, start and elapsed time of running ones; relative times on a terminal,
+# RFC 3339 when piped and in -o json; `taskq workers`; `queue list` and `queue
+# show` with their settings.
 
 set_now 2026-11-21T08:00:00Z
 

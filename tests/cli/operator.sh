@@ -1,7 +1,8 @@
-# Operators and leased tasks (SPEC §3 "Operating"): pause, sleep, kill and
-# release revoke a live lease, so the worker learns it at its next heartbeat
-# and can no longer finish; run and checkpoint leave the lease alone. With ids
-# the commands are all or nothing; the bulk forms count what they changed.
+# Operators and leased tasks (doc/reference/commands.md#messages-to-tasks):
+# pause, sleep, kill and release revoke a live lease, so the worker learns it
+# at its next heartbeat and can no longer finish; run and checkpoint leave the
+# lease alone. With ids the commands are all or nothing; the bulk forms count
+# what they changed.
 
 set_now 2026-11-21T08:00:00Z
 

@@ -1,7 +1,8 @@
-# Job output (issue 14): `run` keeps each attempt's stdout and stderr in the
-# database, bounded to their last part (--keep-output), flushed while the
-# handler runs; `logs` prints it (--follow live); show, purge, export/import,
-# db check and done/fail --output-file know of it; run --tag prefixes lines.
+# Job output (the README's "Job output"): `run` keeps each attempt's stdout and
+# stderr in the database, bounded to their last part (--keep-output), flushed
+# while the handler runs; `logs` prints it (--follow live); show, purge,
+# export/import, db check and done/fail --output-file know of it; run --tag
+# prefixes lines.
 
 # now_ms, wait_until, alive and gone come from tests/cli/run.
 

@@ -1,9 +1,9 @@
-# `taskq db ...` and connection failures on PostgreSQL (issue 12, SPEC §1
-# exit 5, §5 "Scale-out"): check, migrate, path (never a password), vacuum
-# and backup (exit 2, pointing to pg_dump); an unreachable server, a
-# missing database or role, a refused password and a server that goes away
-# are exit 5 with one line that holds no password; so is a schema newer
-# than the binary.
+# `taskq db ...` and connection failures on PostgreSQL (exit 5 of
+# doc/reference/invocation.md#exit-codes; doc/reference/postgresql.md): check,
+# migrate, path (never a password), vacuum and backup (exit 2, pointing to
+# pg_dump); an unreachable server, a missing database or role, a refused
+# password and a server that goes away are exit 5 with one line that holds no
+# password; so is a schema newer than the binary.
 #
 # Runs only with TASKQ_TEST_BACKEND=postgresql (uses psql on the server the
 # PG* variables name).

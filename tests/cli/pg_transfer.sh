@@ -1,7 +1,8 @@
-# Moving a queue between the backends (issue 12, SPEC §5): `export` from
-# SQLite and `import` into PostgreSQL, and back, keeps every task and its
-# history byte for byte, and the ids taskq gives out next continue after
-# the imported ones on both.
+# Moving a queue between the backends
+# (doc/reference/postgresql.md#moving-between-backends): `export` from SQLite
+# and `import` into PostgreSQL, and back, keeps every task and its history byte
+# for byte, and the ids taskq gives out next continue after the imported ones
+# on both.
 #
 # Needs both backends: it runs only with TASKQ_TEST_BACKEND=postgresql
 # (the PostgreSQL databases come from fresh_db; the SQLite ones are files

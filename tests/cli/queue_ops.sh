@@ -1,5 +1,5 @@
-# Operating queues as a whole (SPEC §3 "Operating"): queue pause/resume,
-# queue redrive from a dead-letter queue, purge, db vacuum.
+# Operating queues as a whole (doc/reference/commands.md#queue): queue
+# pause/resume, queue redrive from a dead-letter queue, purge, db vacuum.
 
 set_now 2026-11-21T08:00:00Z
 

@@ -1,6 +1,6 @@
-# taskq requeue QUEUE (SPEC §3 "Operating", MassTasker's bulk not_before
-# reset): every delayed or sleeping task of the queue is due now; nothing
-# else changes.
+# taskq requeue QUEUE (doc/reference/commands.md#requeue, MassTasker's bulk
+# not_before reset): every delayed or sleeping task of the queue is due now;
+# nothing else changes.
 
 set_now 2026-11-21T08:00:00Z
 

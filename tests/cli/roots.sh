@@ -1,7 +1,7 @@
-# Root tasks, `add --root K=V,...` (SPEC §3 "Producing work", rescue Root):
-# while another unfinished task has all these labels, the task is obsolete.
-# `add` discards it (exit 0, nothing on stdout, a note on stderr); a task
-# that becomes obsolete after it was added is never leased: the lease that
+# Root tasks, `add --root K=V,...` (doc/reference/commands.md#root-tasks,
+# rescue Root): while another unfinished task has all these labels, the task is
+# obsolete. `add` discards it (exit 0, nothing on stdout, a note on stderr); a
+# task that becomes obsolete after it was added is never leased: the lease that
 # meets it kills it, with the reason.
 
 set_now 2026-11-21T08:00:00Z

@@ -1,11 +1,11 @@
-# Recurring schedules (SPEC §3 "Recurring schedules", rescue Cron): schedule
+# Recurring schedules (doc/reference/schedules.md, rescue Cron): schedule
 # add|list|show|pause|resume|rm and tick. Ticks sit on a UTC grid; a due
 # tick is emitted lazily by lease, run or tick, once however many workers
 # look, never before its time, never while the last emitted task is
 # unfinished, and missed ticks are not back-filled. `done --sync K=V`
 # carries state to the next emitted task.
 
-# ticks SPEC-OPTION SPEC NOW PREV NEXT: `schedule show` at NOW prints PREV
+# ticks EVERY-OR-CRON SCHEDULE NOW PREV NEXT: `schedule show` at NOW prints PREV
 # and NEXT, in JSON and in the table, and `schedule list` has them too.
 ticks() {
   local opt=$1 spec=$2 now=$3 prev=$4 next=$5 name
@@ -59,7 +59,7 @@ for sub in schedule gate tick; do
   expect_word "$out" "$sub" "taskq --help"
 done
 
-section "previous and next ticks (SPEC's examples), table and JSON"
+section "previous and next ticks (the examples of doc/reference/schedules.md#ticks), table and JSON"
 fresh_db
 ticks --every minute 2026-11-21T14:23:00Z \
   2026-11-21T14:22:00Z 2026-11-21T14:24:00Z

@@ -1,8 +1,8 @@
-# taskq top in a real terminal (issue 14, acceptance 2). tmux runs a shell
-# in a detached 120x40 window; the suite types `taskq top` and keys into it
-# (send-keys) and reads the screen (capture-pane). Every wait is for a
-# condition on the screen or in the database, with a generous deadline for
-# the setup; the one measured figure is how soon a new task shows.
+# taskq top in a real terminal (the README's "A live view: taskq top"). tmux
+# runs a shell in a detached 120x40 window; the suite types `taskq top` and
+# keys into it (send-keys) and reads the screen (capture-pane). Every wait is
+# for a condition on the screen or in the database, with a generous deadline
+# for the setup; the one measured figure is how soon a new task shows.
 
 if ! command -v tmux >/dev/null; then
   _ko "tmux is required for this suite (scripts/setup test installs it)"

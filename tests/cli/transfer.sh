@@ -1,6 +1,6 @@
-# taskq export / import (SPEC §3 "Operating"): JSON Lines of whole tasks
-# with their history; export -> import into an empty database -> export
-# gives the same bytes.
+# taskq export / import (doc/reference/commands.md#export-and-import): JSON
+# Lines of whole tasks with their history; export -> import into an empty
+# database -> export gives the same bytes.
 
 # db_digest: the whole database as SQL text, hashed.
 db_digest() { db_dump | sha256sum; }

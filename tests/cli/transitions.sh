@@ -1,6 +1,7 @@
-# The transition table (SPEC §2, Metafora's, exactly) for the six operator
-# messages, from every state a task can be seen in. A refused message exits 4,
-# names the message and the state, and changes nothing.
+# The transition table (doc/reference/task.md#transition-table, Metafora's,
+# exactly) for the six operator messages, from every state a task can be seen
+# in. A refused message exits 4, names the message and the state, and changes
+# nothing.
 
 set_now 2026-11-21T08:00:00Z
 

@@ -1,6 +1,6 @@
-# taskq tx (SPEC §3 "Atomic multi-task updates"): require, delete, update,
-# create and complete in one transaction; predicates first (4), then
-# existence (3), then revs and leases (4); all or nothing.
+# taskq tx (doc/reference/commands.md#tx-atomic-multi-task-updates): require,
+# delete, update, create and complete in one transaction; predicates first (4),
+# then existence (3), then revs and leases (4); all or nothing.
 
 # db_digest: the whole database as SQL text, hashed, to prove a refused
 # document changed nothing at all.

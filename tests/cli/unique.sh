@@ -1,6 +1,6 @@
-# taskq add --unique KEY (SPEC §3 "Producing work"): while an unfinished task
-# of the same queue has the key, add creates nothing, prints the existing id
-# and says so on stderr; race-free under concurrent adds.
+# taskq add --unique KEY (doc/reference/commands.md#unique-tasks): while an
+# unfinished task of the same queue has the key, add creates nothing, prints
+# the existing id and says so on stderr; race-free under concurrent adds.
 
 section "a second add with the key prints the first task's id"
 fresh_db

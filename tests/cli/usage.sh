@@ -1,4 +1,5 @@
-# Bad input (SPEC §1 exit codes, §4 "bad input of any kind gets a clear
+# Bad input (doc/reference/invocation.md#exit-codes,
+# doc/reference/guarantees.md#bad-input: "bad input of any kind gets a clear
 # message and the documented exit code, and changes nothing"): usage errors
 # exit 2, unknown ids exit 3, and the database is left as it was.
 
@@ -29,7 +30,7 @@ unchanged() {
 section "help"
 expect_exit 0 "$TASKQ" --help
 expect_contains "$out" lease "taskq --help"
-# SPEC §3: each command explains itself with an example.
+# doc/reference/commands.md: each command explains itself with an example.
 for sub in add lease heartbeat done fail release sleep pause resume kill \
   checkpoint send retry show list stats why queue db "queue set" \
   "queue list" "db check" "db path" "db migrate" "db backup"; do
@@ -48,7 +49,7 @@ expect_exit 2 "$TASKQ" add
 unchanged
 
 section "an unknown command or option suggests the nearest"
-# Each case: the command line, then the exact message (issue 14).
+# Each case: the command line, then the exact message.
 while IFS='|' read -r line message; do
   read -ra words <<<"$line"
   expect_exit 2 "$TASKQ" "${words[@]}"

@@ -1,6 +1,6 @@
-# Waiting (SPEC §3 "Working", README "Workers"): `taskq wait ID...`,
-# `lease --wait`, and `taskq progress` with stdout not on a terminal. Each
-# must wake on another process's commit at once, without polling, and give
+# Waiting (doc/reference/commands.md#wait, README "Workers"): `taskq wait
+# ID...`, `lease --wait`, and `taskq progress` with stdout not on a terminal.
+# Each must wake on another process's commit at once, without polling, and give
 # up on time.
 #
 # Waits for other processes are bounded polls, never a bare sleep; the

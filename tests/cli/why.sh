@@ -1,7 +1,7 @@
-# taskq why ID (SPEC §3 "Operating"): one line per reason a task is not
-# running now, naming what it waits for (a time, a task, a worker, a queue
-# limit), and a line saying it is eligible when nothing stands in its way.
-# Each scene below has exactly one reason unless it says otherwise.
+# taskq why ID (doc/reference/commands.md#why): one line per reason a task is
+# not running now, naming what it waits for (a time, a task, a worker, a queue
+# limit), and a line saying it is eligible when nothing stands in its way. Each
+# scene below has exactly one reason unless it says otherwise.
 
 set_now 2026-11-21T08:00:00Z
 

@@ -1,7 +1,7 @@
-# The worker loop, `taskq run` (SPEC §3 "Working", README "Workers"): how a
-# handler's end becomes the task's state, what the handler gets (argv,
-# stdin, environment), stopping handlers for operators, timeouts and
-# shutdown, crash recovery, and concurrency.
+# The worker loop, `taskq run` (doc/reference/commands.md#run, README
+# "Workers"): how a handler's end becomes the task's state, what the handler
+# gets (argv, stdin, environment), stopping handlers for operators, timeouts
+# and shutdown, crash recovery, and concurrency.
 #
 # Background workers are started through perl so that SIGINT is not ignored
 # (a non-interactive shell's background jobs inherit SIGINT ignored). Every

@@ -110,7 +110,8 @@ const char* const k_spec_example = R"json(
 
 } // namespace
 
-TEST_CASE("the SPEC example compiles to its nodes, flows and edges") {
+TEST_CASE(
+    "the example of doc/flows.md compiles to its nodes, flows and edges") {
   const auto m = compiled(k_spec_example);
   check_consistent(m);
   CHECK(m.name == "deploy");

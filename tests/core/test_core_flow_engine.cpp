@@ -982,7 +982,8 @@ TEST_CASE("flow engine: a flow with no atoms succeeds at once") {
 
 TEST_CASE("flow engine: resume resolves a failure left unresolved and "
           "retries a controller left RETRYING") {
-  // Runtimes as a crash could leave them (SEMANTICS 2.9), written by hand.
+  // Runtimes as a crash could leave them
+  // (doc/flows.md#runtimes-left-unfinished), written by hand.
   const FlowModel model = pre_then_retried(times(3));
   Sim sim(model);
   sim.rt.state = FlowState::suspended;

@@ -13,8 +13,9 @@ using flow::Verdict;
 
 namespace {
 
-// SEMANTICS 2.2, 2.3 and 2.4 copied by hand as data (not computed): row =
-// from, column = to, both in the order of the column headers below.
+// doc/flows.md#flow-transitions and doc/flows.md#atom-transitions copied by
+// hand as data (not computed): row = from, column = to, both in the order of
+// the column headers below.
 
 constexpr std::array<std::string_view, 8> k_flow_columns{
     "PENDING",  "RUNNING",    "SUCCESS",   "FAILURE",
@@ -106,8 +107,8 @@ int count_atom_cells(const std::array<AtomRow, 9>& rows, Check check) {
 
 } // namespace
 
-TEST_CASE("flow: every cell of the flow transition table is as SEMANTICS 2.2 "
-          "says") {
+TEST_CASE("flow: every cell of the flow transition table is as "
+          "doc/flows.md, Flow transitions, says") {
   int allowed = 0;
   int ignored = 0;
   int refused = 0;
@@ -149,13 +150,13 @@ TEST_CASE("flow: the transitions TaskFlow's tests name as raising are "
         == Verdict::refused);
 }
 
-TEST_CASE("flow: every cell of the task transition table is as SEMANTICS 2.3 "
-          "says") {
+TEST_CASE("flow: every cell of the task transition table is as "
+          "doc/flows.md, Atom transitions, says") {
   CHECK(count_atom_cells(k_task_expected, flow::check_task_transition) == 10);
 }
 
-TEST_CASE("flow: every cell of the retry transition table is as SEMANTICS "
-          "2.4 says") {
+TEST_CASE("flow: every cell of the retry transition table is as "
+          "doc/flows.md, Atom transitions (retry), says") {
   CHECK(count_atom_cells(k_retry_expected, flow::check_retry_transition) == 12);
 }
 

@@ -94,7 +94,7 @@ TEST_CASE("every unit parses alone, with 1, and plural with 2 or more") {
   }
 }
 
-TEST_CASE("the DSL examples from SPEC and rescue parse") {
+TEST_CASE("the DSL examples of doc/reference/schedules.md parse") {
   CHECK(every_of("15 minutes").quantity == 15);
   CHECK(every_of("6 hours").unit == core::Every::Unit::hour);
   CHECK(every_of("3 days").quantity == 3);
@@ -288,7 +288,8 @@ TEST_CASE("minute: exactly on a tick gives the ticks either side") {
 }
 
 TEST_CASE("minutes restart every hour") {
-  // SPEC: `7 minutes` at :58 gives :56 and then :03.
+  // `7 minutes` at :58 gives :56 and then :03
+  // (doc/reference/schedules.md#ticks).
   check_every("7 minutes", "2026-11-21T14:58:00Z", "2026-11-21T14:56:00Z",
               "2026-11-21T15:03:00Z");
   check_every("7 minutes", "2026-11-21T14:57:00Z", "2026-11-21T14:56:00Z",
@@ -324,7 +325,7 @@ TEST_CASE("hours restart every day") {
               "2026-11-21T15:00:00Z");
   check_every("1 hour", "2026-11-21T00:00:00Z", "2026-11-20T23:00:00Z",
               "2026-11-21T01:00:00Z");
-  // SPEC: `6 hours` = 00:00, 06:00, 12:00, 18:00.
+  // doc/reference/schedules.md#ticks: `6 hours` = 00:00, 06:00, 12:00, 18:00.
   check_every("6 hours", "2026-11-21T13:00:00Z", "2026-11-21T12:00:00Z",
               "2026-11-21T18:00:00Z");
   check_every("6 hours", "2026-11-21T18:00:00Z", "2026-11-21T12:00:00Z",
@@ -353,7 +354,8 @@ TEST_CASE("days count from 1970-01-01 across years") {
               "2027-01-01T00:00:00Z");
   check_every("1 day", "2027-01-01T00:00:00.001Z", "2027-01-01T00:00:00Z",
               "2027-01-02T00:00:00Z");
-  // SEMANTICS: `3 days` created 2022-12-31 has tick+1 2023-01-02.
+  // doc/reference/schedules.md#ticks (the day row): `3 days` created 2022-12-31
+  // has tick+1 2023-01-02.
   check_every("3 days", "2022-12-31T12:00:00Z", "2022-12-30T00:00:00Z",
               "2023-01-02T00:00:00Z");
   check_every("3 days", "2023-01-02T00:00:00Z", "2022-12-30T00:00:00Z",
@@ -418,8 +420,8 @@ TEST_CASE("months restart every year") {
               "2024-03-01T00:00:00Z");
   check_every("month", "2026-01-01T00:00:00Z", "2025-12-01T00:00:00Z",
               "2026-02-01T00:00:00Z");
-  // SPEC: `5 months` = Jan, Jun, Nov, then Jan; the tick after Nov is one
-  // period on, and once past it prev is January's again.
+  // doc/reference/schedules.md#ticks: `5 months` = Jan, Jun, Nov, then Jan; the
+  // tick after Nov is one period on, and once past it prev is January's again.
   check_every("5 months", "2026-03-10T00:00:00Z", "2026-01-01T00:00:00Z",
               "2026-06-01T00:00:00Z");
   check_every("5 months", "2026-06-01T00:00:00Z", "2026-01-01T00:00:00Z",

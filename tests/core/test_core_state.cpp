@@ -13,8 +13,9 @@ namespace core = taskq::core;
 
 namespace {
 
-// SPEC §2's table, copied by hand; "-" is a refusal. Rows follow
-// k_all_states, columns k_all_messages, and both orders are checked below.
+// doc/reference/task.md#transition-table, copied by hand; "-" is a refusal.
+// Rows follow k_all_states, columns k_all_messages, and both orders are checked
+// below.
 constexpr std::array<std::string_view, 8> k_columns{
     "run",     "pause",      "sleep", "error",
     "release", "checkpoint", "kill",  "complete"};
@@ -39,7 +40,8 @@ constexpr std::array<Row, 7> k_expected{{
 
 } // namespace
 
-TEST_CASE("every cell of the transition table is as SPEC §2 says") {
+TEST_CASE(
+    "every cell of the transition table is as doc/reference/task.md says") {
   int allowed = 0;
   int refused = 0;
   for (const auto& row : k_expected) {
