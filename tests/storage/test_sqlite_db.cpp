@@ -1,4 +1,4 @@
-// The connection under every store (storage/db.cpp): the time a write
+// The connection under every store (storage/sqlite_db.cpp): the time a write
 // decides with, read once it holds the write lock; several stores on one
 // file, no task leased twice and none lost; the WAL kept short; group
 // commit; the statement cache; others_version.
