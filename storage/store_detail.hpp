@@ -192,7 +192,7 @@ core::Task complete_leased(Db& db, int64_t id, const std::string& token,
 std::vector<core::Task> lease_in_tx(Db& db, const LeaseRequest& req,
                                     core::Time now);
 
-// The SQLite file's own part of `db check` (sqlite_file.cpp):
+// The backend's own part of `db check` (open_store.cpp): on SQLite,
 // integrity_check's problems and how the schema differs from the
 // migrations' go to `report`, with the schema version. False when the
 // schema is not taskq's: the tables are not to be read then.

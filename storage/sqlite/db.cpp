@@ -1,7 +1,8 @@
 // SqliteDb: a connection to a SQLite file: its busy handler, group commit,
 // the checkpoints that keep its WAL short, and its transactions.
+#include "storage/sqlite/db.hpp"
+
 #include "core/error.hpp"
-#include "storage/db.hpp"
 
 #include <sqlite3.h>
 

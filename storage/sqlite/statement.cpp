@@ -1,7 +1,7 @@
 // SqliteDb's statements: preparing them, the cache of prepared ones, and
 // SqliteStatement, what a Statement runs on a SQLite file.
 #include "core/error.hpp"
-#include "storage/db.hpp"
+#include "storage/sqlite/db.hpp"
 
 #include <sqlite3.h>
 
