@@ -486,7 +486,7 @@ Leased leased(const Result& r, const char* token_key,
 
 // Truncates `db`'s WAL, outside any timed interval, once it is longer than
 // 256 frames: a looser bound than taskq's own commands keep (a connection's
-// first 8 commits truncate past 64 frames, storage/db.cpp).
+// first 8 commits truncate past 64 frames, storage/sqlite/db.cpp).
 void keep_wal_short(const std::string& sqlite3, const std::string& db) {
   constexpr std::uintmax_t k_frames = 256;
   constexpr std::uintmax_t k_limit = 32 + k_frames * (24 + 4096);
@@ -551,9 +551,9 @@ int cmd_single(const Options& o) {
          lt.token},
         [&] { return shell(sqlite3, bdb, sql_done(lb.id, lb.token)); }, td, bd);
     // taskq's commands truncate their WAL once a commit leaves more than
-    // 64 frames (storage/db.cpp), paying for that inside their timed runs.
-    // The shell cannot hook commits, so its WAL is given a bound here, 256
-    // frames, untimed: otherwise it grows without limit and slows every
+    // 64 frames (storage/sqlite/db.cpp), paying for that inside their timed
+    // runs. The shell cannot hook commits, so its WAL is given a bound here,
+    // 256 frames, untimed: otherwise it grows without limit and slows every
     // baseline run, which would flatter taskq.
     keep_wal_short(sqlite3, bdb);
     if (json_int(bd.out, "id") != lb.id) {

@@ -25,7 +25,7 @@ namespace taskq::storage {
 // never "something is there". Where inotify is unavailable it degrades to
 // waking every k_fallback_poll.
 // A PostgreSQL connection that LISTENs for taskq's NOTIFY
-// (storage/pg_libpq.cpp).
+// (storage/pg/libpq.cpp).
 class PgListener {
 public:
   // Notifications sent by server process `own_pid` (the writing connection

@@ -2,7 +2,7 @@
 // release and kill do to a task and its lease, the transition table they
 // follow, and sends to several ids, to a queue or to a filter (all or
 // nothing, the same end as one message per task). Reads of tasks (find,
-// show, list, why) are in test_operator_store_read.cpp.
+// show, list, why) are in test_read_store.cpp.
 #include "core/error.hpp"
 #include "storage/task_store.hpp"
 

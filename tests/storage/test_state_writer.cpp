@@ -3,6 +3,8 @@
 // one UPDATE and logs one event; a passing state is only logged.
 #include "core/error.hpp"
 #include "storage/db.hpp"
+#include "storage/pg/db.hpp"
+#include "storage/sqlite/db.hpp"
 #include "storage/state_writer.hpp"
 #include "storage/task_store.hpp"
 

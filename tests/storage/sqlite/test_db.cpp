@@ -1,8 +1,9 @@
-// The connection under every store (storage/db.cpp): the time a write
+// The connection under every store (storage/sqlite/db.cpp): the time a write
 // decides with, read once it holds the write lock; several stores on one
 // file, no task leased twice and none lost; the WAL kept short; group
 // commit; the statement cache; others_version.
 #include "storage/db.hpp"
+#include "storage/sqlite/db.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>

@@ -2,7 +2,7 @@
 
 // Internal to storage/: libpq as the PostgreSQL backend uses it. The
 // library is loaded on first use (pq()), and its messages are said on one
-// line, without passwords (storage/pg_libpq.cpp).
+// line, without passwords (storage/pg/libpq.cpp).
 
 #include <libpq-fe.h>
 #include <memory>

@@ -1,7 +1,7 @@
 #pragma once
 
 // Internal to storage/: how the shared SQL, written as SQLite reads it, is
-// spelled for PostgreSQL (storage/pg_sql.cpp).
+// spelled for PostgreSQL (storage/pg/sql.cpp).
 
 #include <string>
 #include <string_view>
@@ -41,3 +41,11 @@ Translation translate(std::string_view sql);
 std::string translate_schema(std::string_view sqlite_ddl);
 
 } // namespace taskq::storage::pg
+
+namespace taskq::storage {
+
+// The text PostgreSQL is sent for a statement written as SQLite reads it
+// (see pg::translate()), for tests and TASKQ_DEBUG_SQL.
+std::string pg_sql(std::string_view sqlite_sql);
+
+} // namespace taskq::storage

@@ -1,4 +1,4 @@
-// A SQLite file (storage/sqlite_file.cpp): creating it (mode 0600),
+// A SQLite file (storage/sqlite/file.cpp): creating it (mode 0600),
 // opening and migrating it, refusing files it cannot use (not a database,
 // another program's, a newer schema, a missing one), and backup.
 #include "storage/migrations.hpp"

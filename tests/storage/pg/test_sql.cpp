@@ -2,7 +2,7 @@
 // No server needed: these are the pure parts of the PostgreSQL backend.
 #include "storage/db.hpp"
 #include "storage/migrations.hpp"
-#include "storage/pg_sql.hpp"
+#include "storage/pg/sql.hpp"
 
 #include <doctest/doctest.h>
 

@@ -1,12 +1,14 @@
 // The PostgreSQL backend's connection: statements, transactions and their
 // locking, the server's clock, and error messages (libpq itself, loaded on
-// first use, and the change feed's connection: pg_libpq.cpp).
+// first use, and the change feed's connection: libpq.cpp).
+
+#include "storage/db.hpp"
 
 #include "core/error.hpp"
 #include "storage/change_feed.hpp"
-#include "storage/db.hpp"
-#include "storage/pg_libpq.hpp"
-#include "storage/pg_sql.hpp"
+#include "storage/pg/db.hpp"
+#include "storage/pg/libpq.hpp"
+#include "storage/pg/sql.hpp"
 
 #include <algorithm>
 #include <cctype>

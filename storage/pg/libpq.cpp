@@ -2,7 +2,7 @@
 // on one line and without passwords, and the change feed's connection that
 // LISTENs for taskq's NOTIFY.
 
-#include "storage/pg_libpq.hpp"
+#include "storage/pg/libpq.hpp"
 
 #include "core/error.hpp"
 #include "storage/change_feed.hpp"

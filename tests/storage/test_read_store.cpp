@@ -1,4 +1,4 @@
-// What an operator reads of tasks (storage/operator_store.cpp): find,
+// What an operator reads of tasks (storage/read_store.cpp): find,
 // show with its events and actors, why a task is not leased, and list with
 // its filters (reading partial indexes, no finished task).
 #include "core/error.hpp"

@@ -1,7 +1,7 @@
 // How the shared SQL, written as SQLite reads it, is spelled for
-// PostgreSQL (see storage/pg_sql.hpp).
+// PostgreSQL (see storage/pg/sql.hpp).
 
-#include "storage/pg_sql.hpp"
+#include "storage/pg/sql.hpp"
 
 #include "storage/db.hpp"
 

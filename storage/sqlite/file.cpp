@@ -1,9 +1,12 @@
-// TaskStore: everything specific to a SQLite file. Creating it (private
-// folders, mode 0600), recognising taskq's own, migrating it, opening it;
-// the integrity and schema part of `db check`; backup and vacuum.
+// Everything specific to a SQLite file: creating it (private folders, mode
+// 0600), recognising taskq's own, migrating and opening it, the integrity
+// and schema part of `db check`, and backup.
+#include "storage/sqlite/file.hpp"
+
 #include "core/error.hpp"
 #include "storage/db.hpp"
 #include "storage/migrations.hpp"
+#include "storage/sqlite/db.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
@@ -87,14 +90,6 @@ std::string not_a_file(const struct stat& st) {
   }
   return "not a regular file";
 }
-
-} // namespace detail
-
-int latest_schema_version() {
-  return migrations().back().version;
-}
-
-namespace detail {
 
 int read_user_version(Db& db) {
   Statement st(db, "PRAGMA user_version");
@@ -230,20 +225,12 @@ std::unique_ptr<Db> open_file(const std::string& path) {
 
 } // namespace
 
-TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
-    : m_clock(std::move(clock)) {
-  if (is_postgres_url(path)) {
-    // A server's database always exists: reads and writes bring its
-    // schema up to date (a read of a new database then reads an empty
-    // queue); OpenMode::clock leaves that to open_for().
-    m_db = connect_postgres(path);
-    if (mode == OpenMode::clock) {
-      m_schema_pending = pg_recorded_version(*m_db) != latest_schema_version();
-    } else {
-      pg_migrate(*m_db);
-    }
-    return;
-  }
+namespace detail {
+
+// Opens (creating it for OpenMode::write) and migrates the SQLite file at
+// `path`: what TaskStore's constructor does for a path that is no URL.
+std::unique_ptr<Db> open_sqlite_file(const std::string& path, OpenMode mode) {
+  std::unique_ptr<Db> db;
   if (mode == OpenMode::clock) {
     mode = OpenMode::read; // SQLite's clock is the local one
   }
@@ -267,12 +254,12 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
   if (!exists) {
     const bool created = create_private_file(path);
     try {
-      m_db = open_file(path);
+      db = open_file(path);
     } catch (...) {
       // Initialising the file this process made failed (a full disk): take
       // it back, unless another process has begun writing to it (its
       // journal or WAL is there, or the file has grown).
-      m_db.reset();
+      db.reset();
       struct stat now {};
       if (created && ::stat(path.c_str(), &now) == 0 && now.st_size == 0
           && !file_exists(path + "-journal") && !file_exists(path + "-wal")) {
@@ -280,34 +267,13 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
       }
       throw;
     }
-    return;
+    return db;
   }
-  m_db = open_file(path);
+  db = open_file(path);
+  return db;
 }
 
-TaskStore::~TaskStore() = default;
-
-int TaskStore::schema_version() {
-  if (m_db->backend() == Backend::postgresql) {
-    return pg_schema_version(*m_db);
-  }
-  return read_user_version(*m_db);
-}
-
-void TaskStore::open_for(OpenMode mode) {
-  if (m_schema_pending && mode != OpenMode::clock) {
-    pg_migrate(*m_db);
-    m_schema_pending = false;
-  }
-}
-
-int TaskStore::migrate() {
-  if (m_db->backend() == Backend::postgresql) {
-    return pg_migrate(*m_db);
-  }
-  apply_migrations(*m_db);
-  return read_user_version(*m_db);
-}
+} // namespace detail
 
 namespace {
 
@@ -339,15 +305,7 @@ std::vector<std::string> schema_problems(Db& db) {
 namespace detail {
 
 // The SQLite file's own part of `db check`: integrity_check and the schema.
-bool check_file(Db& db, CheckReport& report) {
-  if (db.backend() == Backend::postgresql) {
-    // The server keeps its own pages consistent; the schema is compared
-    // with what the migrations make, applied in a scratch schema.
-    report.schema_version = pg_schema_version(db);
-    const auto schema = pg_schema_problems(db);
-    report.problems.insert(report.problems.end(), schema.begin(), schema.end());
-    return schema.empty();
-  }
+bool check_sqlite_file(Db& db, CheckReport& report) {
   {
     Statement st(db, "PRAGMA integrity_check");
     while (st.step()) {
@@ -395,14 +353,11 @@ void sync_path(const std::string& path, int flags, const std::string& what) {
 
 } // namespace
 
-void TaskStore::backup(const std::string& dest_path) {
-  if (m_db->backend() == Backend::postgresql) {
-    throw Error(ErrorKind::usage,
-                "db backup copies SQLite files; back up PostgreSQL database "
-                    + m_db->path()
-                    + " with pg_dump (or move its tasks with taskq export)");
-  }
-  auto& source = static_cast<SqliteDb&>(*m_db);
+namespace detail {
+
+// Copies the SQLite database open on `source` to `dest_path`
+// (TaskStore::backup).
+void backup_sqlite_file(SqliteDb& source, const std::string& dest_path) {
   struct stat existing {};
   if (::lstat(dest_path.c_str(), &existing) == 0) {
     throw Error(ErrorKind::usage,
@@ -471,8 +426,6 @@ void TaskStore::backup(const std::string& dest_path) {
   sync_path(folder, O_RDONLY | O_DIRECTORY, dest_path);
 }
 
-void TaskStore::vacuum() {
-  m_db->exec("VACUUM", "cannot vacuum the database");
-}
+} // namespace detail
 
 } // namespace taskq::storage

@@ -1,10 +1,12 @@
 // The PostgreSQL backend's schema: migrations recorded in taskq_schema,
 // and db check's comparison with what they make.
 
+#include "storage/pg/admin.hpp"
+
 #include "core/error.hpp"
 #include "storage/db.hpp"
 #include "storage/migrations.hpp"
-#include "storage/pg_sql.hpp"
+#include "storage/pg/sql.hpp"
 #include "storage/store_detail.hpp"
 
 #include <map>

@@ -1,0 +1,33 @@
+#pragma once
+
+// Internal to storage/: the helpers followers.cpp defines for the other store
+// files (each assumes a transaction is open on `db`). Included through
+// storage/store_detail.hpp.
+
+#include "core/schedule.hpp"
+#include "core/task.hpp"
+#include "storage/db.hpp"
+#include "storage/task_store.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace taskq::storage::detail {
+
+// What follows a task's end: its dependents, gates, the label index
+// (followers.cpp).
+void settle_finished(Db& db, int64_t id, core::TaskState state, core::Time now);
+
+// The same for a task whose labels, trigger and flow the caller has read,
+// and, with `waited_for` false, that it has no dependents (load_full says).
+void settle_finished(Db& db, int64_t id, const core::Labels& labels,
+                     const std::optional<std::string>& trigger,
+                     std::optional<std::string> flow, core::TaskState state,
+                     core::Time now, bool waited_for = true);
+
+} // namespace taskq::storage::detail

@@ -1,0 +1,89 @@
+#pragma once
+
+// What is kept beside the tasks: the event stream and its cursor, task
+// images for export and import, job output.
+// Part of the TaskStore's interface (storage/task_store.hpp).
+
+#include "core/schedule.hpp"
+#include "core/task.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace taskq::storage {
+
+// One entry of the event stream (`events`): a row of the event log, or a
+// task's creation as an `add` event (event.id 0), with the task's queue.
+struct StreamEvent {
+  core::Event event;
+  std::string queue;
+  // A flow's state change instead (event.task_id 0, event.to its state,
+  // event.detail its name): the flow's id.
+  int64_t flow = 0;
+};
+
+// Where a reader of the event stream is: the last event row and the last
+// created task it has seen.
+struct EventCursor {
+  int64_t event_id = 0;
+  int64_t task_id = 0;
+  int64_t flow_event_id = 0;
+};
+
+// A task exactly as stored, for `export` and `import`: its row and the
+// rows beside it, each a list of (column, value as JSON text) in the
+// table's column order. Columns that hold JSON (payload, labels, ...) are
+// embedded as stored, so the text round-trips byte for byte.
+using ImageRow = std::vector<std::pair<std::string, std::string>>;
+struct TaskImage {
+  int64_t line = 0; // where it was read, named in errors (0: not named)
+  ImageRow task;
+  std::vector<ImageRow> errors;     // oldest first
+  std::vector<ImageRow> events;     // oldest first, without their ids
+  std::vector<ImageRow> deps;       // the dependencies it has waited for
+  std::vector<ImageRow> deliveries; // a broadcast's deliveries
+  // Its job output's chunks in the order written, without their ids;
+  // `data` is the bytes in base64.
+  std::vector<ImageRow> output;
+  // Set when the image is a flow rather than a task (the lists above are
+  // then empty): its `flows` row (without its version) followed by its
+  // document's columns, its atoms' rows in node order (without their
+  // flow_id) and its event history, oldest first, without ids.
+  struct Flow {
+    ImageRow flow;
+    std::vector<ImageRow> atoms;
+    std::vector<ImageRow> events;
+  };
+  std::optional<Flow> flow;
+};
+
+// Job output (schema 7): what a handler printed on stdout or stderr during
+// one attempt, kept in chunks (`run`, `done`/`fail --output-file`).
+struct OutputChunk {
+  int64_t id = 0; // orders the chunks of an attempt's streams as written
+  int64_t task = 0;
+  int64_t attempt = 0;
+  std::string stream; // "stdout" or "stderr"
+  int64_t offset = 0; // of its first byte among all the stream printed
+  std::string data;   // bytes, any
+};
+
+// Output to store along with a worker's outcome (complete, fail, release),
+// in its transaction: see append_output.
+struct OutputWrite {
+  std::vector<OutputChunk> chunks;
+  int64_t keep = 0;
+};
+
+// How much of one stream of one attempt is kept.
+struct OutputSize {
+  int64_t attempt = 0;
+  std::string stream;
+  int64_t kept = 0;  // bytes stored
+  int64_t total = 0; // bytes printed; the first total - kept were dropped
+};
+
+} // namespace taskq::storage

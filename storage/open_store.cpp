@@ -1,0 +1,99 @@
+// TaskStore: opening the store on either backend (a PostgreSQL URL or a
+// SQLite file), its schema version and migrations, the backend's own part
+// of `db check`, backup and vacuum.
+#include "core/error.hpp"
+#include "storage/db.hpp"
+#include "storage/migrations.hpp"
+#include "storage/pg/admin.hpp"
+#include "storage/pg/db.hpp"
+#include "storage/sqlite/db.hpp"
+#include "storage/sqlite/file.hpp"
+#include "storage/store_detail.hpp"
+#include "storage/task_store.hpp"
+
+#include <memory>
+#include <string>
+#include <utility>
+
+namespace taskq::storage {
+
+using namespace detail;
+
+int latest_schema_version() {
+  return migrations().back().version;
+}
+
+TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
+    : m_clock(std::move(clock)) {
+  if (is_postgres_url(path)) {
+    // A server's database always exists: reads and writes bring its
+    // schema up to date (a read of a new database then reads an empty
+    // queue); OpenMode::clock leaves that to open_for().
+    m_db = connect_postgres(path);
+    if (mode == OpenMode::clock) {
+      m_schema_pending = pg_recorded_version(*m_db) != latest_schema_version();
+    } else {
+      pg_migrate(*m_db);
+    }
+    return;
+  }
+  m_db = open_sqlite_file(path, mode);
+}
+
+TaskStore::~TaskStore() = default;
+
+int TaskStore::schema_version() {
+  if (m_db->backend() == Backend::postgresql) {
+    return pg_schema_version(*m_db);
+  }
+  return read_user_version(*m_db);
+}
+
+void TaskStore::open_for(OpenMode mode) {
+  if (m_schema_pending && mode != OpenMode::clock) {
+    pg_migrate(*m_db);
+    m_schema_pending = false;
+  }
+}
+
+int TaskStore::migrate() {
+  if (m_db->backend() == Backend::postgresql) {
+    return pg_migrate(*m_db);
+  }
+  apply_migrations(*m_db);
+  return read_user_version(*m_db);
+}
+
+namespace detail {
+
+// The backend's own part of `db check`: the server's schema compared with
+// what the migrations make, or the SQLite file's integrity and schema.
+bool check_file(Db& db, CheckReport& report) {
+  if (db.backend() == Backend::postgresql) {
+    // The server keeps its own pages consistent; the schema is compared
+    // with what the migrations make, applied in a scratch schema.
+    report.schema_version = pg_schema_version(db);
+    const auto schema = pg_schema_problems(db);
+    report.problems.insert(report.problems.end(), schema.begin(), schema.end());
+    return schema.empty();
+  }
+  return check_sqlite_file(db, report);
+}
+
+} // namespace detail
+
+void TaskStore::backup(const std::string& dest_path) {
+  if (m_db->backend() == Backend::postgresql) {
+    throw Error(ErrorKind::usage,
+                "db backup copies SQLite files; back up PostgreSQL database "
+                    + m_db->path()
+                    + " with pg_dump (or move its tasks with taskq export)");
+  }
+  backup_sqlite_file(static_cast<SqliteDb&>(*m_db), dest_path);
+}
+
+void TaskStore::vacuum() {
+  m_db->exec("VACUUM", "cannot vacuum the database");
+}
+
+} // namespace taskq::storage

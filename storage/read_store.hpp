@@ -1,0 +1,37 @@
+#pragma once
+
+// Internal to storage/: the helpers read_store.cpp defines for the other store
+// files (each assumes a transaction is open on `db`). Included through
+// storage/store_detail.hpp.
+
+#include "core/schedule.hpp"
+#include "core/task.hpp"
+#include "storage/db.hpp"
+#include "storage/task_store.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace taskq::storage::detail {
+
+// The tasks a selector names: ids (each must exist, not_found otherwise),
+// or filters (read_store.cpp). Usage error for an unknown state.
+std::vector<core::Task> select_tasks(Db& db, const Selector& sel,
+                                     core::Time now);
+
+// One query of a selector's state (read_store.cpp): `?1` the queue,
+// `?2` now, `?3` the state when `binds_state`, `?4` the limit.
+struct SelectPart {
+  std::string sql;
+  bool binds_state = false;
+};
+
+std::vector<SelectPart> select_sqls(const Selector& sel,
+                                    const std::string& state, bool limited);
+
+} // namespace taskq::storage::detail

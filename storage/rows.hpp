@@ -1,0 +1,130 @@
+#pragma once
+
+// Internal to storage/: the helpers rows.cpp defines for the other store
+// files (each assumes a transaction is open on `db`). Included through
+// storage/store_detail.hpp.
+
+#include "core/schedule.hpp"
+#include "core/task.hpp"
+#include "storage/db.hpp"
+#include "storage/task_store.hpp"
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace taskq::storage::detail {
+
+std::string join(std::string_view a, std::string_view b);
+
+std::string labels_to_json(const core::Labels& labels);
+
+core::Labels labels_from_json(const std::optional<std::string>& text);
+
+std::vector<std::string> strings_from_json(const std::string& text);
+
+std::string task_ref(int64_t id); // "task N"
+
+// Nullable columns to and from their core types (NULL is std::nullopt).
+std::optional<core::Millis> opt_millis(const std::optional<int64_t>& ms);
+
+std::optional<int64_t> opt_ms(const std::optional<core::Millis>& d);
+
+std::optional<int> opt_int(const std::optional<int64_t>& v);
+
+std::optional<int64_t> opt_int64(const std::optional<int>& v);
+
+std::optional<std::string> opt_backoff(const std::optional<core::Backoff>& b);
+
+// A new lease or delivery token: 32 random hex digits.
+std::string random_token();
+
+// Reads a row selected with k_task_columns (errors are loaded separately).
+core::Task read_task(const Statement& st);
+
+std::optional<core::Task> load_task(Db& db, int64_t id);
+
+// With its errors; not_found when missing. `waited_for`, when given, is
+// set to whether a task_deps row names it as a dependency.
+core::Task load_full(Db& db, int64_t id, bool* waited_for = nullptr);
+
+// A task's error history, oldest first.
+std::vector<core::ErrorEntry> load_errors(Db& db, int64_t id);
+
+// A task's creation as the first event of its log; it lives on the task's
+// row, so that a bulk add writes one row per task.
+core::Event creation_event(int64_t task_id, core::Time created_at,
+                           std::string actor, std::optional<int64_t> retry_of);
+
+// The columns read_event reads, in its order (from `events`).
+inline constexpr std::string_view k_event_columns =
+    "id, task_id, time, message, from_state, to_state, actor, detail";
+
+core::Event read_event(const Statement& st);
+
+struct QueueRow {
+  bool paused = false;
+  std::optional<int64_t> max_running;
+  std::optional<int64_t> max_attempts;
+  core::PolicyOverrides policy;
+};
+
+// The settings of a `queues` row: columns paused, max_running,
+// max_attempts, max_errors, error_window_ms, retry_delay_ms, backoff and
+// max_delay_ms of `st`, from column `first` on.
+QueueRow read_queue_row(const Statement& st, int first);
+
+QueueRow load_queue(Db& db, const std::string& name);
+
+// The counters `metrics` reports, kept per queue.
+enum class QueueCounter { errors, leases_expired };
+
+// Adds `by` to a counter of `queue`.
+void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
+                        int64_t by = 1);
+
+// Counts `n` new tasks of `queue` in `state` in queue_counts (updates and
+// deletes are counted by the triggers of migration 8; inserts here).
+void count_added(Db& db, const std::string& queue, core::TaskState state,
+                 int64_t n);
+
+// The same for task `id`, just inserted (import).
+void count_added_task(Db& db, int64_t id);
+
+void log_event(Db& db, int64_t task_id, core::Time now,
+               std::string_view message, std::optional<core::TaskState> from,
+               std::optional<core::TaskState> to, std::string_view actor,
+               std::string_view detail);
+
+// Adds an error to a task's history, keeping the latest `keep` of them.
+void append_error(Db& db, int64_t task_id, core::Time now,
+                  std::string_view message, int64_t keep);
+
+// Clears the task's lease; when `revoked_by` is set, remembers the token and
+// why it was revoked so the worker can be told.
+void clear_lease(Db& db, const core::Task& task,
+                 const std::optional<std::string>& revoked_by);
+
+void set_reason(Db& db, int64_t id, std::string_view reason);
+
+// "<message> by <actor>" when an operator revoked `token` on task `id`.
+std::optional<std::string> find_revoked(Db& db, int64_t id,
+                                        const std::string& token);
+
+// Why `msg` is refused: "cannot <msg> task N: it is <state>".
+std::string refusal(const core::Task& task, core::Message msg);
+
+// Loads a task for a worker write: it must exist (not_found) and `token`
+// must be its live lease (conflict, naming who revoked it when known).
+core::Task require_lease(Db& db, int64_t id, const std::string& token,
+                         core::Time now);
+
+// The same check on `task`, already loaded in this transaction.
+core::Task require_lease(Db& db, core::Task task, const std::string& token,
+                         core::Time now);
+
+} // namespace taskq::storage::detail
