@@ -2,11 +2,20 @@
 
 #include "core/error.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <string>
 
 namespace taskq::worker {
+
+int poll_timeout(Instant now, const std::optional<Instant>& until) {
+  if (!until) {
+    return -1;
+  }
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(*until - now);
+  return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
+}
 
 Wait::Wait(int signal_fd, const storage::ChangeFeed& feed)
     : m_feed(feed), m_watch_db(!feed.polling()) {
