@@ -60,7 +60,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   // A message: a valid object whose "id" is that integer (no key is given
   // twice, so nlohmann's last-wins reading is the same).
   FUZZ_REQUIRE(core::json_valid(line.body));
-  const Json object = Json::parse(line.body);
+  // The reference reading: nlohmann holds no number past a double's range
+  // (9e999 is valid JSON); such a line is taken as it is, unchecked here.
+  const Json object = Json::parse(line.body, nullptr, false);
+  if (object.is_discarded()) {
+    return 0;
+  }
   FUZZ_REQUIRE(object.is_object());
   FUZZ_REQUIRE(object.contains("id"));
   FUZZ_REQUIRE(object["id"].is_number_integer());
