@@ -117,8 +117,9 @@ void add_help_footers(CLI::App& cmd) {
         "  --worker NAME       worker name (default: $TASKQ_WORKER, else "
         "HOSTNAME:PID)";
     if (takes_type(sub, "DUR")) {
-      footer += "\n\nDUR: 90s, 5m, 1h30m, 2d, 1w, 1500ms or a number of "
-                "seconds (units w, d, h, m, s, ms in that order)";
+      footer +=
+          "\n\nDUR: 90s, 5m, 1h30m, 2d, 1w, 1500ms, 1.5h, '5 minutes' or a\n"
+          "number of seconds (units w, d, h, m, s, ms in that order)";
     }
     if (takes_type(sub, "TIME")) {
       footer += std::string(takes_type(sub, "DUR") ? "\n" : "\n\n")

@@ -173,6 +173,11 @@ int64_t parse_id(const std::string& text) {
   const auto* end = text.data() + text.size();
   const auto [ptr, ec] = std::from_chars(text.data(), end, id);
   if (text.empty() || ec != std::errc() || ptr != end || id <= 0) {
+    if (core::is_duration_unit(text)) {
+      throw Error(ErrorKind::usage,
+                  "invalid task id '" + text
+                      + "': the unit of a duration? quote the whole duration");
+    }
     throw Error(ErrorKind::usage,
                 "invalid task id '" + text + "': expected a positive integer");
   }
@@ -191,9 +196,10 @@ core::Millis parse_duration_arg(const std::string& text,
                                 const std::string& what) {
   const auto d = core::parse_duration(text);
   if (!d) {
-    throw Error(ErrorKind::usage, "invalid duration '" + text + "' for " + what
-                                      + ": expected e.g. 90s, 5m, 1h30m, 2d, "
-                                        "1w or a number of seconds");
+    throw Error(ErrorKind::usage,
+                "invalid duration '" + text + "' for " + what
+                    + ": expected e.g. 90s, 5m, 5min, 1.5h, 1h30m, "
+                      "2d, 1w or a number of seconds");
   }
   return *d;
 }

@@ -4,14 +4,17 @@
 // and its help, and print_error, the one place errors are printed.
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
 #include "core/text.hpp"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -235,6 +238,38 @@ std::string with_suggestion(const std::string& what, const std::string& best,
   return what + " (see taskq " + path + "--help)";
 }
 
+// Words other tools use for what a taskq command does (rm, restart,
+// status, ...), checked before the edit distance, which would take `rm` for
+// `db` and `tail` for `fail`: what taskq calls it, as a question.
+std::optional<std::string> habit_word(std::string_view word) {
+  struct Habit {
+    std::string_view word;
+    std::string_view hint;
+  };
+  static constexpr std::array<Habit, 11> k_habits{{
+      {"rm", "did you mean 'kill' (stop tasks for good) or 'purge' (delete "
+             "finished ones)?"},
+      {"delete", "did you mean 'kill' (stop tasks for good) or 'purge' "
+                 "(delete finished ones)?"},
+      {"cancel", "did you mean 'kill'?"},
+      {"stop", "did you mean 'kill' (for good) or 'pause' (until resumed)?"},
+      {"restart", "did you mean 'retry'?"},
+      {"tail", "did you mean 'logs'?"},
+      {"log", "did you mean 'logs'?"},
+      {"output", "did you mean 'logs'?"},
+      {"status", "did you mean 'list' (or 'stats', per queue)?"},
+      {"ls", "did you mean 'list'?"},
+      {"ps", "did you mean 'list'?"},
+  }};
+  const std::string typed = lower(word);
+  for (const auto& h : k_habits) {
+    if (typed == h.word) {
+      return std::string(h.hint);
+    }
+  }
+  return std::nullopt;
+}
+
 // "unknown command 'ad'; did you mean 'add'?" for a word that names no
 // subcommand of `parent` (whose own name, if any, is `prefix`).
 [[noreturn]] void unknown_command(CLI::App& parent, std::string_view word,
@@ -242,6 +277,12 @@ std::string with_suggestion(const std::string& what, const std::string& best,
   std::vector<std::string> names;
   for (const CLI::App* sub : parent.get_subcommands({})) {
     names.push_back(sub->get_name());
+  }
+  if (prefix.empty()) {
+    if (const auto habit = habit_word(word)) {
+      throw Error(ErrorKind::usage,
+                  "unknown command '" + std::string(word) + "'; " + *habit);
+    }
   }
   const std::string best = nearest(word, names);
   throw Error(
@@ -303,6 +344,12 @@ std::string unknown_option(const CLI::App* cmd, std::string_view arg,
   return with_suggestion("unknown option '" + name + "'" + where, best, path);
 }
 
+// Whether `cmd` (or a command it is under) takes the option `name`.
+bool has_option(const CLI::App* cmd, std::string_view name) {
+  const auto names = option_names(cmd);
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
 // Whether argv[i] is a global option that takes the next word as its value.
 bool takes_value(std::string_view arg) {
   return arg == "--db" || arg == "--worker" || arg == "-o" || arg == "--output";
@@ -335,7 +382,74 @@ int subcommand_index(int argc, char** argv) {
 
 // Before CLI11 parses: a command or group subcommand that does not exist is
 // named as such (CLI11 would only say that a subcommand is required).
+namespace {
+
+bool is_number(std::string_view text) {
+  const size_t point = text.find('.');
+  const auto digits = [](std::string_view part) {
+    return !part.empty() && std::all_of(part.begin(), part.end(), [](char c) {
+      return c >= '0' && c <= '9';
+    });
+  };
+  return point == std::string_view::npos
+             ? digits(text)
+             : digits(text.substr(0, point)) && digits(text.substr(point + 1));
+}
+
+// Whether `name` (--for) is an option of `app` or a command under it that
+// takes a duration.
+bool takes_duration(const CLI::App& app, std::string_view name) {
+  for (const CLI::Option* opt : app.get_options()) {
+    for (const std::string& l : opt->get_lnames()) {
+      if (name == "--" + l && opt->get_type_name() == "DUR") {
+        return true;
+      }
+    }
+  }
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    if (takes_duration(*sub, name)) {
+      return true;
+    }
+  }
+  return false;
+}
+
+// `--for 5 minutes`: an option that takes a duration, a number and a
+// duration's unit as words of their own, which the shell split; refused
+// with how to quote it, before the unit is taken for a task id or a queue.
+void check_split_durations(const CLI::App& app, int argc, char** argv) {
+  for (int i = 2; i < argc; ++i) {
+    const std::string_view unit(argv[i]);
+    if (unit == "--" || std::string_view(argv[i - 1]) == "--") {
+      return;
+    }
+    if (!core::is_duration_unit(unit)) {
+      continue;
+    }
+    std::string option;
+    std::string number(argv[i - 1]);
+    const size_t eq = number.find('=');
+    if (number.rfind("--", 0) == 0 && eq != std::string::npos) {
+      option = number.substr(0, eq);
+      number = number.substr(eq + 1);
+    } else if (std::string_view(argv[i - 2]).rfind("--", 0) == 0) {
+      option = argv[i - 2];
+    }
+    if (option.empty() || !is_number(number) || !takes_duration(app, option)) {
+      continue;
+    }
+    const std::string words = number + " " + std::string(unit);
+    throw Error(ErrorKind::usage,
+                "'" + option + " " + words + "': the shell split the duration;"
+                    + " quote it: " + option + " '" + words + "' (or " + option
+                    + " " + number + std::string(unit) + ")");
+  }
+}
+
+} // namespace
+
 void check_command_words(CLI::App& app, int argc, char** argv) {
+  check_split_durations(app, argc, argv);
   const int first = next_word(1, argc, argv);
   for (int i = 1; i < first && i < argc; ++i) {
     const std::string_view arg(argv[i]);
@@ -430,6 +544,10 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
         what += " '" + arg + "'";
       }
       what += where;
+      // `stats jobs`: a queue's name where the command takes it as --queue.
+      if (left.size() == 1 && has_option(cmd, "--queue")) {
+        return what + "; did you mean '--queue " + left.front() + "'?";
+      }
     }
   }
   return what + help;

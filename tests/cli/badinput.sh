@@ -332,6 +332,31 @@ cases <<'EOF'
 3 gate rm nosuch
 EOF
 
+# --- words other tools use ------------------------------------------------------
+
+section "habit words"
+watch dump "$main"
+cases <<'EOF'
+2 rm 1                                    #> did you mean 'kill' (stop tasks for good) or 'purge'
+2 delete 1                                #> did you mean 'kill'
+2 cancel 1                                #> did you mean 'kill'?
+2 restart 1                               #> did you mean 'retry'?
+2 tail 1                                  #> did you mean 'logs'?
+2 log 1                                   #> did you mean 'logs'?
+2 output 1                                #> did you mean 'logs'?
+2 status                                  #> did you mean 'list'
+2 ls                                      #> did you mean 'list'?
+2 ps                                      #> did you mean 'list'?
+2 RM 1                                    #> did you mean 'kill'
+2 ad q                                    #> did you mean 'add'?
+2 stats q                                 #> unexpected argument 'q' for stats; did you mean '--queue q'?
+2 purge q                                 #> did you mean '--queue q'?
+2 sleep 1 --for 5 minutes                 #> '--for 5 minutes': the shell split the duration; quote it: --for '5 minutes' (or --for 5minutes)
+2 sleep 1 --for=2 h                       #> quote it: --for '2 h' (or --for 2h)
+2 add q --delay 1.5 hours                 #> quote it: --delay '1.5 hours'
+2 sleep --for 5 1 minutes                 #> 'minutes': the unit of a duration? quote the whole duration
+EOF
+
 # --- durations and times -------------------------------------------------------------
 
 section "durations"
@@ -340,8 +365,9 @@ cases <<'EOF'
 2 add q --delay ''
 2 add q --delay abc                       #> 'abc'
 2 add q --delay -1
-2 add q --delay 1.5h
-2 add q --delay '5 m'
+2 add q --delay 1.5ms                     #> '1.5ms'
+2 add q --delay ' 5m'
+2 add q --delay '5 fortnights'
 2 add q --delay 5mm
 2 add q --delay 1h-30m
 2 add q --delay 1e3
@@ -379,7 +405,7 @@ cases <<'EOF'
 2 progress q --interval x
 2 progress q --interval 0
 2 queue set q --error-window x
-2 queue set q --retry-delay 1.5m
+2 queue set q --retry-delay 1.5ms
 2 queue set q --max-delay ''
 EOF
 

@@ -43,6 +43,52 @@ TEST_CASE("units combine largest first") {
   CHECK(core::parse_duration("1w1s") == 168h + 1s); // units may be skipped
 }
 
+TEST_CASE("units may be spelt as words, in any case") {
+  CHECK(core::parse_duration("5min") == 5min);
+  CHECK(core::parse_duration("5mins") == 5min);
+  CHECK(core::parse_duration("5 minutes") == 5min);
+  CHECK(core::parse_duration("1 minute") == 1min);
+  CHECK(core::parse_duration("2 Hours") == 2h);
+  CHECK(core::parse_duration("3hr") == 3h);
+  CHECK(core::parse_duration("3 hrs") == 3h);
+  CHECK(core::parse_duration("1 day") == 24h);
+  CHECK(core::parse_duration("2days") == 48h);
+  CHECK(core::parse_duration("1wk") == 168h);
+  CHECK(core::parse_duration("2 weeks") == 336h);
+  CHECK(core::parse_duration("30sec") == 30s);
+  CHECK(core::parse_duration("30 SECONDS") == 30s);
+  CHECK(core::parse_duration("250msec") == 250ms);
+  CHECK(core::parse_duration("250 milliseconds") == 250ms);
+}
+
+TEST_CASE("spaces may separate a number from its unit and the pairs") {
+  CHECK(core::parse_duration("5 m") == 5min);
+  CHECK(core::parse_duration("1h 30m") == 90min);
+  CHECK(core::parse_duration("1 hour 30 minutes") == 90min);
+  CHECK(core::parse_duration("1h  30m") == 90min);
+}
+
+TEST_CASE("a fraction that comes to whole milliseconds") {
+  CHECK(core::parse_duration("1.5h") == 90min);
+  CHECK(core::parse_duration("1.5") == 1500ms);
+  CHECK(core::parse_duration("0.25s") == 250ms);
+  CHECK(core::parse_duration("0.5 minutes") == 30s);
+  CHECK(core::parse_duration("1.001s") == 1001ms);
+  CHECK(core::parse_duration("2.000000000") == 2s); // nine digits
+  CHECK(core::parse_duration("1.5h30m") == 2h);
+}
+
+TEST_CASE("unit words are known as such") {
+  for (const auto* word : {"m", "min", "minutes", "Hours", "s", "ms", "w"}) {
+    CAPTURE(word);
+    CHECK(core::is_duration_unit(word));
+  }
+  for (const auto* word : {"", "M", "x", "12", "minutess", "jobs"}) {
+    CAPTURE(word);
+    CHECK_FALSE(core::is_duration_unit(word));
+  }
+}
+
 TEST_CASE("a unit may exceed the next larger one") {
   CHECK(core::parse_duration("90m") == 90min);
   CHECK(core::parse_duration("36h") == 36h);
@@ -51,44 +97,49 @@ TEST_CASE("a unit may exceed the next larger one") {
 
 TEST_CASE("malformed durations are refused") {
   for (const auto* text : {
-           "",       // empty
-           "-5s",    // negative
-           "-5",     // negative bare
-           "+5s",    // sign
-           "1.5h",   // fraction
-           "1.5",    // fraction bare
-           ".5s",    // fraction without integer part
-           "5x",     // unknown unit
-           "5y",     // years are not a unit
-           "5sec",   // long unit name
-           "5min",   // long unit name
-           "5M",     // units are lower-case
-           "5S",     // units are lower-case
-           "5H",     // units are lower-case
-           "m",      // unit without number
-           "ms",     // unit without number
-           "h5",     // unit before number
-           "5m1h",   // wrong order
-           "1s1m",   // wrong order
-           "1ms1s",  // wrong order
-           "5m5m",   // duplicated unit
-           "1h2h",   // duplicated unit
-           "1ms1ms", // duplicated unit
-           "1h30",   // a bare number after a unit
-           "1h 30m", // inner space
-           " 5m",    // leading space
-           "5m ",    // trailing space
-           "5 m",    // space before the unit
-           "\t5m",   // tab
-           "5m\n",   // newline
-           "5ss",    // unit doubled without a number
-           "5mss",   // garbage after units
-           "1h-30m", // minus inside
-           "0x10",   // hex
-           "1e3",    // exponent
-           "5,5s",   // comma
-           "abc",    // garbage
-           "*",      // garbage
+           "",                    // empty
+           "-5s",                 // negative
+           "-5",                  // negative bare
+           "+5s",                 // sign
+           ".5s",                 // fraction without integer part
+           "5.s",                 // a point without digits after it
+           "1.5ms",               // not whole milliseconds
+           "0.0001s",             // not whole milliseconds
+           "1.0000000001h",       // more than nine digits after the point
+           "5 M",                 // a one-letter unit is lower-case
+           "5 mins5",             // a number after the last unit
+           "5  ",                 // trailing spaces
+           "5 minutes 5 minutes", // duplicated unit, in words
+           "5 seconds 1 minute",  // wrong order, in words
+           "5minutess",           // not a unit's word
+           "5 fortnights",        // not a unit
+           "5x",                  // unknown unit
+           "5y",                  // years are not a unit
+           "5M",                  // units are lower-case
+           "5S",                  // units are lower-case
+           "5H",                  // units are lower-case
+           "m",                   // unit without number
+           "ms",                  // unit without number
+           "h5",                  // unit before number
+           "5m1h",                // wrong order
+           "1s1m",                // wrong order
+           "1ms1s",               // wrong order
+           "5m5m",                // duplicated unit
+           "1h2h",                // duplicated unit
+           "1ms1ms",              // duplicated unit
+           "1h30",                // a bare number after a unit
+           " 5m",                 // leading space
+           "5m ",                 // trailing space
+           "\t5m",                // tab
+           "5m\n",                // newline
+           "5ss",                 // unit doubled without a number
+           "5mss",                // garbage after units
+           "1h-30m",              // minus inside
+           "0x10",                // hex
+           "1e3",                 // exponent
+           "5,5s",                // comma
+           "abc",                 // garbage
+           "*",                   // garbage
        }) {
     CAPTURE(text);
     CHECK_FALSE(core::parse_duration(text));

@@ -22,18 +22,59 @@ bool is_digit(char c) {
   return c >= '0' && c <= '9';
 }
 
+bool is_space(char c) {
+  return c == ' ';
+}
+
+char lower(char c) {
+  return c >= 'A' && c <= 'Z' ? static_cast<char>(c + ('a' - 'A')) : c;
+}
+
 // The grammar read independently: `N` (seconds) or `N unit`... with units
-// w d h m s ms, each at most once and largest first; at most 100 years.
+// w d h m s ms (exactly so) or their words (in any case), each unit at most
+// once and largest first, spaces allowed before a unit and between pairs, N
+// with up to nine digits after a point when the value is whole
+// milliseconds; at most 100 years.
 std::optional<int64_t> reference(std::string_view text) {
-  constexpr std::array<std::pair<std::string_view, int64_t>, 6> units{{
-      {"w", 604'800'000},
-      {"d", 86'400'000},
-      {"h", 3'600'000},
-      {"m", 60'000},
-      {"s", 1'000},
-      {"ms", 1},
+  struct Named {
+    std::string_view name;
+    size_t unit;
+  };
+  constexpr std::array<int64_t, 6> unit_ms{604'800'000, 86'400'000, 3'600'000,
+                                           60'000,      1'000,      1};
+  constexpr std::array<Named, 6> short_names{
+      {{"w", 0}, {"d", 1}, {"h", 2}, {"m", 3}, {"s", 4}, {"ms", 5}}};
+  constexpr std::array<Named, 19> words{{
+      {"wk", 0},   {"wks", 0},    {"week", 0},    {"weeks", 0},   {"day", 1},
+      {"days", 1}, {"hr", 2},     {"hrs", 2},     {"hour", 2},    {"hours", 2},
+      {"min", 3},  {"mins", 3},   {"minute", 3},  {"minutes", 3}, {"sec", 4},
+      {"secs", 4}, {"second", 4}, {"seconds", 4}, {"msec", 5},
   }};
-  if (text.empty()) {
+  constexpr std::array<Named, 3> more_words{
+      {{"msecs", 5}, {"millisecond", 5}, {"milliseconds", 5}}};
+  const auto find_unit = [&](std::string_view name) -> std::optional<size_t> {
+    for (const auto& n : short_names) {
+      if (n.name == name) {
+        return n.unit;
+      }
+    }
+    std::string folded;
+    for (const char c : name) {
+      folded += lower(c);
+    }
+    for (const auto& n : words) {
+      if (n.name == folded) {
+        return n.unit;
+      }
+    }
+    for (const auto& n : more_words) {
+      if (n.name == folded) {
+        return n.unit;
+      }
+    }
+    return std::nullopt;
+  };
+  if (text.empty() || is_space(text.front()) || is_space(text.back())) {
     return std::nullopt;
   }
   __int128 total = 0;
@@ -42,6 +83,7 @@ std::optional<int64_t> reference(std::string_view text) {
   bool bare = true;
   while (pos < text.size()) {
     __int128 n = 0;
+    __int128 scale = 1;
     const size_t start = pos;
     for (; pos < text.size() && is_digit(text[pos]); ++pos) {
       n = n * 10 + (text[pos] - '0');
@@ -52,29 +94,52 @@ std::optional<int64_t> reference(std::string_view text) {
     if (pos == start) {
       return std::nullopt;
     }
-    size_t end = pos;
-    while (end < text.size() && !is_digit(text[end])) {
-      ++end;
-    }
-    const auto unit = text.substr(pos, end - pos);
-    if (unit.empty()) {
-      if (!bare) {
-        return std::nullopt; // a number without its unit after a pair
+    if (pos < text.size() && text[pos] == '.') {
+      const size_t point = ++pos;
+      for (; pos < text.size() && is_digit(text[pos]); ++pos) {
+        if (pos - point == 9) {
+          return std::nullopt; // a tenth digit after the point
+        }
+        n = n * 10 + (text[pos] - '0');
+        scale *= 10;
       }
-      total = n * 1000;
+      if (pos == point) {
+        return std::nullopt;
+      }
+    }
+    if (pos == text.size() && bare) {
+      if ((n * 1000) % scale != 0) {
+        return std::nullopt;
+      }
+      total = n * 1000 / scale;
       break;
     }
     bare = false;
-    size_t u = 0;
-    while (u < units.size() && units[u].first != unit) {
-      ++u;
+    while (pos < text.size() && is_space(text[pos])) {
+      ++pos;
     }
-    if (u == units.size() || u < next_unit) {
+    size_t end = pos;
+    while (end < text.size() && !is_digit(text[end]) && !is_space(text[end])
+           && text[end] != '.') {
+      ++end;
+    }
+    const auto u = find_unit(text.substr(pos, end - pos));
+    if (!u || *u < next_unit) {
       return std::nullopt;
     }
-    total += n * units[u].second;
-    next_unit = u + 1;
+    const __int128 part = n * unit_ms[*u];
+    if (part % scale != 0) {
+      return std::nullopt;
+    }
+    total += part / scale;
+    if (total > k_max_ms) {
+      return std::nullopt;
+    }
+    next_unit = *u + 1;
     pos = end;
+    while (pos < text.size() && is_space(text[pos])) {
+      ++pos;
+    }
   }
   if (total > k_max_ms) {
     return std::nullopt;
