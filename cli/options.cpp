@@ -544,6 +544,18 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
         what += " '" + arg + "'";
       }
       what += where;
+      // `add jobs echo hi`: a command without the -- that marks it.
+      if (path == "add ") {
+        std::string meant = "taskq add QUEUE --";
+        const CLI::Option* queue = cmd->get_option_no_throw("queue");
+        if (queue != nullptr && queue->count() > 0) {
+          meant = "taskq add " + queue->results().front() + " --";
+        }
+        for (const std::string& arg : left) {
+          meant += " " + arg;
+        }
+        return what + "; to add a command, put -- before it: " + meant;
+      }
       // `stats jobs`: a queue's name where the command takes it as --queue.
       if (left.size() == 1 && has_option(cmd, "--queue")) {
         return what + "; did you mean '--queue " + left.front() + "'?";
