@@ -97,8 +97,7 @@ int Runner::room() const {
 }
 
 int Runner::ahead_wanted() const {
-  if (!m_quick || m_stopping || m_o.max_tasks || m_ahead_hold.count() == 0
-      || m_o.lease_for < 3 * m_ahead_hold) {
+  if (!m_ahead.wanted(m_stopping, m_o.max_tasks.has_value(), m_o.lease_for)) {
     return 0;
   }
   return std::max(0, 1 - static_cast<int>(m_ahead.size()));
@@ -110,10 +109,8 @@ void Runner::start_or_keep(std::vector<core::Task> tasks, int now) {
       --now;
       start(std::move(t));
     } else {
-      if (m_ahead.empty()) {
-        m_ahead_since = Clock::now();
-      }
-      m_ahead.push_back(std::move(t));
+      m_ahead.keep(std::move(t), Clock::now());
+      m_ahead.hold_kept();
     }
   }
 }
@@ -121,8 +118,7 @@ void Runner::start_or_keep(std::vector<core::Task> tasks, int now) {
 void Runner::start_ahead() {
   while (!m_ahead.empty() && !m_stopping
          && static_cast<int>(m_running.size()) < m_o.concurrency) {
-    core::Task t = std::move(m_ahead.front());
-    m_ahead.pop_front();
+    core::Task t = m_ahead.take();
     if (ahead_still_held(t)) {
       start(std::move(t));
     }
@@ -130,7 +126,7 @@ void Runner::start_ahead() {
 }
 
 bool Runner::ahead_still_held(const core::Task& t) {
-  if (t.lease->expires_at <= m_host.live_now()) {
+  if (LeaseAhead::expired(t, m_host.live_now())) {
     return false; // another worker may hold it now
   }
   // No commit but ours since the lease (none seen and none pending for
@@ -143,14 +139,7 @@ bool Runner::ahead_still_held(const core::Task& t) {
 }
 
 bool Runner::ahead_revoked(const core::Task& t) {
-  try {
-    if (m_store.lease_held(t.id, t.lease->token, m_host.live_now())) {
-      return false;
-    }
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::unavailable) {
-      throw;
-    }
+  if (!LeaseAhead::revoked(m_store, t, m_host.live_now())) {
     return false;
   }
   if (m_o.verbose) {
@@ -160,20 +149,24 @@ bool Runner::ahead_revoked(const core::Task& t) {
 }
 
 void Runner::release_ahead() {
-  while (!m_ahead.empty()) {
-    core::Task t = std::move(m_ahead.front());
-    m_ahead.pop_front();
-    try {
-      m_store.release(t.id, t.lease->token, std::nullopt, m_host.live_now());
-      after_own_commit();
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
-          && e.kind() != ErrorKind::unavailable) {
-        throw;
-      }
-      // Lost already, or locked: its lease expires as a crashed
-      // worker's would.
+  if (m_ahead.empty()) {
+    return;
+  }
+  // Never counted as leased: no result to count (one lost already is
+  // another's).
+  OutcomeBatch back;
+  for (auto& o : m_ahead.give_back()) {
+    back.add(std::move(o), false);
+  }
+  try {
+    back.write(m_store, std::nullopt, m_host.live_now(), {});
+    after_own_commit();
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
+        && e.kind() != ErrorKind::unavailable) {
+      throw;
     }
+    // Locked (or deleted): its lease expires as a crashed worker's would.
   }
 }
 
@@ -303,9 +296,7 @@ void Runner::wait_and_handle() {
     }
     wait.until(r.flush_at);
   }
-  if (!m_ahead.empty()) {
-    wait.until(m_ahead_since + m_ahead_hold);
-  }
+  wait.until(m_ahead.until());
   wait.poll();
   const Instant now = Clock::now();
 
@@ -404,8 +395,8 @@ void Runner::check_leases() {
     }
   }
   // What was leased ahead and revoked since is dropped: never started.
-  std::erase_if(m_ahead,
-                [this](const core::Task& t) { return ahead_revoked(t); });
+  m_ahead.drop_if(
+      [this](const LeaseAhead::Entry& e) { return ahead_revoked(e.task); });
 }
 
 void Runner::revoke(Running& r) {

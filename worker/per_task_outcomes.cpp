@@ -4,8 +4,8 @@
 namespace taskq::worker::per_task {
 
 void Runner::on_timers(Instant now) {
-  if (!m_ahead.empty() && now >= m_ahead_since + m_ahead_hold) {
-    m_quick = false; // handlers this slow gain nothing from it
+  if (m_ahead.over(now)) {
+    m_ahead.set_quick(false); // handlers this slow gain nothing from it
     release_ahead();
   }
   for (auto& r : m_running) {
@@ -89,13 +89,13 @@ void Runner::finish_exited() {
                  "stdout exceeds the 16 MiB a result may hold"};
     }
     done.push_back(Pending{&r.task, outcome, r.started, &r});
-    quick = quick && Clock::now() - r.started < m_ahead_hold;
+    quick = quick && m_ahead.within(Clock::now() - r.started);
     ++it;
   }
   if (done.empty()) {
     return;
   }
-  m_quick = quick;
+  m_ahead.set_quick(quick);
   // Their handlers are done: what room they leave, the same transaction
   // fills.
   const int left = static_cast<int>(m_running.size() - done.size());
@@ -149,13 +149,13 @@ void Runner::record(const core::Task& t, const core::Outcome& outcome,
 std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
                                            const std::optional<int>& next) {
   const core::Time now = m_host.live_now();
-  std::vector<storage::Outcome> batch;
+  OutcomeBatch batch;
   std::vector<const Pending*> in_batch;
   for (const Pending& p : ps) {
     if (p.outcome.verdict == core::Verdict::none) {
       record_revoked(p);
     } else {
-      batch.push_back(to_outcome(p));
+      batch.add(to_outcome(p));
       in_batch.push_back(&p);
     }
   }
@@ -168,9 +168,26 @@ std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
     }
     lease = m_request;
   }
-  storage::BatchResult res;
+  size_t i = 0;
+  std::vector<core::Task> leased;
   try {
-    res = m_store.apply_outcomes(batch, lease, now);
+    leased = batch.write(
+        m_store, lease, now,
+        [&](const storage::Outcome& o, const storage::OutcomeResult& r) {
+          const Pending& p = *in_batch[i++];
+          if (!r.task) {
+            // The lease went between the last check and now, or the task
+            // was deleted: the task is another holder's, or will be once
+            // the lease expires.
+            not_recorded(p, r.lost);
+            return;
+          }
+          const Tally t = tally(m_summary, o.kind, *r.task);
+          if (m_o.verbose) {
+            say(p.task->id, tally_words(t, *r.task, p.outcome.error,
+                                        " (after " + took(p) + ")", true));
+          }
+        });
     after_own_commit();
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
@@ -184,49 +201,37 @@ std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
     }
     return {};
   }
-  for (size_t i = 0; i < in_batch.size(); ++i) {
-    const auto& o = res.outcomes[i];
-    if (o.task) {
-      account(*in_batch[i], *o.task);
-    } else {
-      // The lease went between the last check and now, or the task was
-      // deleted: the task is another holder's, or will be once the
-      // lease expires.
-      not_recorded(*in_batch[i], o.lost);
-    }
-  }
-  return std::move(res.leased);
+  return leased;
 }
 
 storage::Outcome Runner::to_outcome(const Pending& p) const {
   storage::Outcome o;
-  o.id = p.task->id;
-  o.token = p.task->lease->token;
-  if (p.r != nullptr) {
-    // Kept in r too: stored apart when the outcome is not written.
-    o.output = p.r->last_output;
-  }
   switch (p.outcome.verdict) {
   case core::Verdict::complete:
-    o.kind = storage::Outcome::Kind::complete;
-    if (m_o.result_stdout && p.r != nullptr) {
-      o.result = result_from_stdout(p.r->out);
-    }
+    o = completed(*p.task, m_o.result_stdout && p.r != nullptr
+                               ? std::optional(result_from_stdout(p.r->out))
+                               : std::nullopt);
     break;
   case core::Verdict::release:
     // Unfinished at shutdown: due at once, for another worker. A
     // handler's own 75: after --release-delay.
-    o.kind = storage::Outcome::Kind::release;
-    if (p.r == nullptr || p.r->cause != core::StopCause::shutdown) {
-      o.delay = m_o.release_delay;
-    }
+    o = released(*p.task,
+                 p.r == nullptr || p.r->cause != core::StopCause::shutdown
+                     ? std::optional(m_o.release_delay)
+                     : std::nullopt);
     break;
   case core::Verdict::fail:
-  case core::Verdict::none:
-    o.kind = storage::Outcome::Kind::fail;
-    o.fail.error = p.outcome.error;
-    o.fail.mode = p.mode;
+  case core::Verdict::none: {
+    storage::FailRequest req;
+    req.error = p.outcome.error;
+    req.mode = p.mode;
+    o = failed(*p.task, std::move(req));
     break;
+  }
+  }
+  if (p.r != nullptr) {
+    // Kept in r too: stored apart when the outcome is not written.
+    o.output = p.r->last_output;
   }
   return o;
 }
@@ -234,41 +239,6 @@ storage::Outcome Runner::to_outcome(const Pending& p) const {
 std::string Runner::took(const Pending& p) const {
   return core::format_duration(
       std::chrono::duration_cast<core::Millis>(Clock::now() - p.started));
-}
-
-void Runner::account(const Pending& p, const core::Task& after) {
-  std::string what;
-  switch (p.outcome.verdict) {
-  case core::Verdict::complete:
-    ++m_summary.completed;
-    what = "completed (after " + took(p) + ")";
-    break;
-  case core::Verdict::release:
-    ++m_summary.released;
-    what = "released (after " + took(p) + ")";
-    break;
-  case core::Verdict::fail:
-  case core::Verdict::none:
-    what = " (after " + took(p) + "): " + p.outcome.error;
-    if (after.state == core::TaskState::sleeping) {
-      ++m_summary.retrying;
-      if (!m_summary.retry_at || after.run_at < *m_summary.retry_at) {
-        m_summary.retry_at = after.run_at;
-      }
-      what = "will retry at " + core::format_time(after.run_at) + what;
-    } else {
-      // Failed (or a broadcast's delivery, which is not retried).
-      ++m_summary.failed;
-      what = "failed for good" + what
-             + (after.reason.empty() || after.reason == p.outcome.error
-                    ? ""
-                    : "; " + after.reason);
-    }
-    break;
-  }
-  if (m_o.verbose) {
-    say(p.task->id, what);
-  }
 }
 
 void Runner::record_revoked(const Pending& p) {
@@ -294,11 +264,7 @@ void Runner::record_revoked(const Pending& p) {
 }
 
 void Runner::not_recorded(const Pending& p, const std::string& why) {
-  ++m_summary.revoked;
-  std::fprintf(stderr,
-               "taskq: task %lld: %s; its outcome was not "
-               "recorded\n",
-               static_cast<long long>(p.task->id), why.c_str());
+  worker::not_recorded(m_summary, p.task->id, why);
   if (p.r == nullptr) {
     return;
   }

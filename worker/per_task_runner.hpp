@@ -10,6 +10,7 @@
 #include "core/outcome.hpp"
 #include "core/text.hpp"
 #include "worker/child.hpp"
+#include "worker/lease_ahead.hpp"
 #include "worker/lease_source.hpp"
 #include "worker/lease_watch.hpp"
 #include "worker/outcome.hpp"
@@ -84,7 +85,7 @@ inline std::vector<std::string> child_environment(const core::Task& t,
 class Runner {
 public:
   Runner(const RunOptions& o, Host& host)
-      : m_ahead_hold(lease_ahead_hold()), m_o(o), m_host(host),
+      : m_ahead(lease_ahead_hold()), m_o(o), m_host(host),
         m_store(host.store()), m_feed(m_store.changes()),
         m_db_path(handler_db_path(host.db_path())), m_worker(host.worker()) {
     m_request.queues = o.queues;
@@ -116,15 +117,8 @@ private:
 
   void take_work();
 
-  // Lease ahead: with handlers that end within m_ahead_hold, the lease
-  // that will follow the running task's is taken in the transaction that
-  // writes the last outcome, so that when the handler exits the next one
-  // starts at once and the commit of its outcome (its fsync) runs while
-  // the next handler does. Held at most m_ahead_hold (then released, its
-  // attempt given back), checked again just before it starts (an
-  // operator's kill or pause in between: not started), released when run
-  // stops. Never with --max-tasks (they count what starts), nor with
-  // TASKQ_LEASE_AHEAD_MS=0.
+  // Lease ahead (worker/lease_ahead.hpp): one task more than the free
+  // slots take, leased with the last outcome, started when a handler ends.
 
   // How many more tasks may start now: the free handler slots, within
   // --max-tasks.
@@ -224,7 +218,7 @@ private:
               storage::FailMode mode = storage::FailMode::policy);
 
   // Writes the outcomes of `ps`, and leases per `next` when set, in one
-  // transaction (apply_outcomes): the done of the last task and the lease
+  // transaction (OutcomeBatch): the done of the last task and the lease
   // of the next cost one commit. Returns what it leased.
   std::vector<core::Task> record_all(const std::vector<Pending>& ps,
                                      const std::optional<int>& next);
@@ -232,9 +226,6 @@ private:
   storage::Outcome to_outcome(const Pending& p) const;
 
   std::string took(const Pending& p) const;
-
-  // Counts an outcome that was written; `after` is the task after it.
-  void account(const Pending& p, const core::Task& after);
 
   // A handler stopped because its lease was taken: only its output is
   // stored.
@@ -244,7 +235,7 @@ private:
   // attempt's output.
   void not_recorded(const Pending& p, const std::string& why);
 
-  const core::Millis m_ahead_hold; // how long a task leased ahead is held
+  LeaseAhead m_ahead; // leased ahead, not started
   const RunOptions& m_o;
   Host& m_host;
   // Before the store: opening it may wait (a PostgreSQL server's connect,
@@ -265,9 +256,6 @@ private:
   // unchanged was caused by our own commit.
   std::optional<int64_t> m_version;
   bool m_changed_elsewhere = false; // seen by after_own_commit
-  std::deque<core::Task> m_ahead;   // leased ahead, not started
-  Instant m_ahead_since{};          // when the oldest of m_ahead was leased
-  bool m_quick = false; // the last handlers ended within m_ahead_hold
 };
 
 } // namespace taskq::worker::per_task

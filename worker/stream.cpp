@@ -131,15 +131,16 @@ void StreamRunner::take_work() {
 }
 
 int StreamRunner::ahead_wanted() const {
-  if (m_s.prefetch > 1 || !m_quick || m_stopping || m_o.max_tasks
-      || m_ahead_hold.count() == 0 || m_o.lease_for < 3 * m_ahead_hold) {
+  if (m_s.prefetch > 1
+      || !m_queue.wanted(m_stopping, m_o.max_tasks.has_value(),
+                         m_o.lease_for)) {
     return 0;
   }
   if (!m_deferred) {
     return 1;
   }
   // No more than the handler gets through in half the hold.
-  const auto half = m_ahead_hold / 2;
+  const auto half = m_queue.hold() / 2;
   const int fit = static_cast<int>(std::clamp<int64_t>(
       half.count() / std::max<int64_t>(1, m_answer_took.count()), 1,
       k_max_ahead));
@@ -191,7 +192,6 @@ void StreamRunner::start(Handler& h) {
 }
 
 void StreamRunner::dispatch() {
-  hold_front();
   if (m_s.prefetch <= 1 && m_queue_waited && !m_queue.empty()
       && std::any_of(m_handlers.begin(), m_handlers.end(),
                      [](const Handler& h) { return !h.held; })) {
@@ -236,70 +236,45 @@ void StreamRunner::drop_revoked_ahead() {
   m_queue_waited = false;
   const core::Time now = m_host.live_now();
   const bool others = changed_by_others(m_store, m_version);
-  for (auto it = m_queue.begin(); it != m_queue.end();) {
-    bool held = it->lease->expires_at > now;
-    if (held && others) {
-      try {
-        held = m_store.lease_held(it->id, it->lease->token, now);
-      } catch (const Error& e) {
-        if (e.kind() != ErrorKind::unavailable) {
-          throw;
-        }
-        // No answer: a lease lost meanwhile is found by check_leases,
-        // and its handler told.
-      }
-    }
-    if (held) {
-      ++it;
-      continue;
+  // A database that does not answer: a lease lost meanwhile is found by
+  // check_leases, and its handler told.
+  m_queue.drop_if([&](const LeaseAhead::Entry& e) {
+    if (LeaseAhead::still_ours(m_store, e.task, now, others)) {
+      return false;
     }
     ++m_summary.revoked;
     if (m_o.verbose) {
-      say_task(it->id, "lease lost before it was sent; dropped");
+      say_task(e.task.id, "lease lost before it was sent; dropped");
     }
-    it = m_queue.erase(it);
-  }
+    return true;
+  });
 }
 
 void StreamRunner::give_back_ahead() {
-  m_quick = false;
+  m_queue.set_quick(false);
   m_ahead_depth = 2;
   if (m_o.verbose) {
-    for (const auto& t : m_queue) {
-      say_task(t.id, "leased ahead and not sent within "
-                         + core::format_duration(m_ahead_hold)
-                         + "; given back");
+    for (const auto& e : m_queue.entries()) {
+      say_task(e.task.id, "leased ahead and not sent within "
+                              + core::format_duration(m_queue.hold())
+                              + "; given back");
     }
   }
   give_back_unsent();
 }
 
 void StreamRunner::give_back_unsent() {
-  m_ahead_until.reset();
-  m_leased_in.clear();
-  for (auto& t : m_queue) {
+  for (auto& o : m_queue.give_back()) {
     --m_summary.leased;
-    outcome(Pending{Pending::Kind::release,
-                    std::move(t),
-                    std::nullopt,
-                    {},
-                    std::nullopt,
-                    true});
+    outcome(std::move(o), false);
   }
-  m_queue.clear();
 }
 
 uint64_t StreamRunner::front_commit() const {
-  if (front_on_record()) {
-    return m_leased_in.front().commit;
+  if (!m_queue.empty()) {
+    return m_queue.front().commit;
   }
   return m_store.commit_seq();
-}
-
-bool StreamRunner::front_on_record() const {
-  return !m_leased_in.empty() && !m_queue.empty()
-         && m_leased_in.front().id == m_queue.front().id
-         && m_leased_in.front().token == m_queue.front().lease->token;
 }
 
 bool StreamRunner::next_ready() {
@@ -309,13 +284,13 @@ bool StreamRunner::next_ready() {
   if (!m_deferred) {
     return true;
   }
-  hold_front();
   const uint64_t commit = front_commit();
   if (m_store.durable(commit)) {
     return true;
   }
-  if (commit < m_store.commit_seq() && m_waited_for != m_queue.front().id) {
-    m_waited_for = m_queue.front().id;
+  if (commit < m_store.commit_seq()
+      && m_waited_for != m_queue.front().task.id) {
+    m_waited_for = m_queue.front().task.id;
     m_ahead_depth = std::min(m_ahead_depth + 1, k_max_ahead);
     m_ahead_unwaited = 0;
   }
@@ -323,17 +298,12 @@ bool StreamRunner::next_ready() {
 }
 
 Held StreamRunner::hand(Handler& h) {
-  hold_front();
   const uint64_t commit = front_commit();
   // Its lease is on disk before its handler sees it (group commit):
   // dispatch() waits for that without blocking; this makes sure. (Still
   // in m_queue if the sync failed: given back as run ends.)
   m_store.wait_durable(commit);
-  if (front_on_record()) {
-    m_leased_in.pop_front();
-  }
-  core::Task t = std::move(m_queue.front());
-  m_queue.pop_front();
+  core::Task t = m_queue.take();
   if (commit < m_store.commit_seq() && m_waited_for != t.id
       && ++m_ahead_unwaited >= k_ahead_settle && m_ahead_depth > 2) {
     // k_ahead_settle tasks leased ahead in a row were on disk by the
@@ -341,7 +311,6 @@ Held StreamRunner::hand(Handler& h) {
     --m_ahead_depth;
     m_ahead_unwaited = 0;
   }
-  hold_front();
   const Instant now = Clock::now();
   if (h.proc.stdin_pipe()) {
     h.in_buf += "{\"task\":";
@@ -358,20 +327,6 @@ Held StreamRunner::hand(Handler& h) {
                                + std::to_string(held.task.attempts) + ")");
   }
   return held;
-}
-
-void StreamRunner::hold_front() {
-  while (m_leased_in.size() > m_queue.size() && !front_on_record()) {
-    m_leased_in.pop_front();
-  }
-  if (!m_ahead_until) {
-    return;
-  }
-  if (m_queue.empty()) {
-    m_ahead_until.reset();
-  } else if (front_on_record()) {
-    m_ahead_until = m_leased_in.front().leased + m_ahead_hold;
-  }
 }
 
 void StreamRunner::drop(Handler& h, int64_t id) {
@@ -512,11 +467,7 @@ void StreamRunner::ended(Handler& h, int status) {
     }
     for (auto& held : gone) {
       if (!held.give_up_at) {
-        outcome(Pending{Pending::Kind::release,
-                        std::move(held.task),
-                        std::nullopt,
-                        {},
-                        std::nullopt});
+        outcome(released(held.task, std::nullopt));
       }
     }
   } else if (!asked) {

@@ -98,11 +98,7 @@ void StreamRunner::on_line(Handler& h, std::string_view text) {
   }
   switch (*m.verb) {
   case core::HandlerVerb::done:
-    finish(h, Pending{Pending::Kind::complete,
-                      std::move(held.task),
-                      m.value,
-                      {},
-                      std::nullopt});
+    finish(h, completed(held.task, m.value));
     return;
   case core::HandlerVerb::fail: {
     storage::FailRequest req;
@@ -110,16 +106,11 @@ void StreamRunner::on_line(Handler& h, std::string_view text) {
     if (m.no_retry) {
       req.mode = storage::FailMode::no_retry;
     }
-    finish(h, Pending{Pending::Kind::fail, std::move(held.task), std::nullopt,
-                      req, std::nullopt});
+    finish(h, failed(held.task, std::move(req)));
     return;
   }
   default:
-    finish(h, Pending{Pending::Kind::release,
-                      std::move(held.task),
-                      std::nullopt,
-                      {},
-                      m.delay.value_or(m_o.release_delay)});
+    finish(h, released(held.task, m.delay.value_or(m_o.release_delay)));
     return;
   }
 }
@@ -133,8 +124,7 @@ void StreamRunner::malformed(Handler& h, Held& held, std::string_view line,
   }
   storage::FailRequest req;
   req.error = "malformed handler output: " + why;
-  finish(h, Pending{Pending::Kind::fail, std::move(held.task), std::nullopt,
-                    req, std::nullopt});
+  finish(h, failed(held.task, std::move(req)));
 }
 
 void StreamRunner::settled(int64_t id) {
@@ -144,16 +134,16 @@ void StreamRunner::settled(int64_t id) {
   }
 }
 
-void StreamRunner::finish(Handler& h, Pending p) {
+void StreamRunner::finish(Handler& h, storage::Outcome o) {
   h.restarts.answered();
-  const int64_t id = p.task.id;
+  const int64_t id = o.id;
   if (h.held && h.held->task.id == id) {
     const auto took = Clock::now() - h.held->sent;
-    m_quick = took < m_ahead_hold;
+    m_queue.set_quick(m_queue.within(took));
     m_answer_took = std::chrono::duration_cast<core::Millis>(took);
   }
   settled(id);
-  outcome(std::move(p));
+  outcome(std::move(o));
   drop(h, id);
 }
 
@@ -164,21 +154,20 @@ void StreamRunner::garbage(Handler& h, std::string_view line,
   if (h.held && !h.held->give_up_at) {
     storage::FailRequest req;
     req.error = "handler sent garbage (" + why + "): " + core::quote_line(line);
-    Pending p{Pending::Kind::fail, std::move(h.held->task), std::nullopt, req,
-              std::nullopt};
+    storage::Outcome o = failed(h.held->task, std::move(req));
     h.held.reset();
-    settled(p.task.id);
-    outcome(std::move(p));
+    settled(o.id);
+    outcome(std::move(o));
   }
   h.held.reset();
   kill_handler(h);
 }
 
-void StreamRunner::outcome(Pending p) {
+void StreamRunner::outcome(storage::Outcome o, bool counted) {
   if (m_pending.empty()) {
     m_flush_at = Clock::now() + m_s.flush;
   }
-  m_pending.push_back(std::move(p));
+  m_pending.add(std::move(o), counted);
 }
 
 void StreamRunner::flush() {
@@ -191,25 +180,6 @@ void StreamRunner::flush() {
 
 void StreamRunner::write_batch(bool lease) {
   m_flush_at.reset();
-  std::vector<Pending> batch;
-  batch.swap(m_pending);
-  std::vector<storage::Outcome> outcomes;
-  outcomes.reserve(batch.size());
-  for (auto& p : batch) {
-    storage::Outcome o;
-    o.kind = p.kind == Pending::Kind::complete
-                 ? storage::Outcome::Kind::complete
-             : p.kind == Pending::Kind::fail ? storage::Outcome::Kind::fail
-                                             : storage::Outcome::Kind::release;
-    o.id = p.task.id;
-    o.token = p.task.lease->token;
-    // Copied: a locked database sends `batch` back to m_pending, to be
-    // written again.
-    o.result = p.result;
-    o.fail = p.fail;
-    o.delay = p.delay;
-    outcomes.push_back(std::move(o));
-  }
   std::optional<storage::LeaseRequest> next;
   int want = 0;
   const bool ahead = lease && ahead_wanted() > 0;
@@ -230,43 +200,41 @@ void StreamRunner::write_batch(bool lease) {
     next = m_request;
   }
   const core::Time now = m_host.live_now();
-  storage::BatchResult done;
+  std::vector<core::Task> leased_now;
   try {
-    done = m_store.apply_outcomes(outcomes, next, now);
+    leased_now = m_pending.write(
+        m_store, next, now,
+        [this](const storage::Outcome& o, const storage::OutcomeResult& r) {
+          counted(o, r);
+        });
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unavailable) {
+      m_pending.clear(); // not to be tried again with what goes back
       throw;
     }
-    // Locked past the busy timeout: nothing was written; again shortly.
+    // Locked past the busy timeout: nothing was written, the outcomes
+    // still wait; again shortly.
     std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
-    m_pending = std::move(batch);
     m_flush_at = Clock::now() + std::chrono::seconds(1);
     m_looks.wake_at = Clock::now() + std::chrono::seconds(1);
     return;
-  }
-  for (size_t i = 0; i < batch.size() && i < done.outcomes.size(); ++i) {
-    counted(batch[i], done.outcomes[i]);
   }
   // Only now, once the lease is committed, does a handler see the task:
   // a task written to a handler before the commit would run even if the
   // commit never happened (`run` killed meanwhile), beside the worker
   // that leases it next, without a lease of its own.
-  m_summary.leased += static_cast<int64_t>(done.leased.size());
-  const bool full = static_cast<int>(done.leased.size()) == want;
+  m_summary.leased += static_cast<int64_t>(leased_now.size());
+  const bool full = static_cast<int>(leased_now.size()) == want;
   if (m_queue.empty()) {
     m_queue_waited = false;
-    m_ahead_until.reset();
-    m_leased_in.clear();
   }
   const uint64_t commit = m_store.commit_seq();
   const Instant leased = Clock::now();
-  for (auto& t : done.leased) {
-    m_leased_in.push_back(Queued{t.id, t.lease->token, commit, leased});
-    m_queue.push_back(std::move(t));
+  for (auto& t : leased_now) {
+    m_queue.keep(std::move(t), leased, commit);
   }
-  if (ahead && !done.leased.empty() && !m_ahead_until) {
-    m_ahead_until = leased + m_ahead_hold;
-    hold_front();
+  if (ahead && !leased_now.empty()) {
+    m_queue.hold_kept();
   }
   if (!lease || full) {
     m_looks.look = true; // there may be more
@@ -275,43 +243,15 @@ void StreamRunner::write_batch(bool lease) {
   wake_when_due(now);
 }
 
-void StreamRunner::counted(const Pending& p, const storage::OutcomeResult& r) {
-  if (p.uncounted) {
-    return;
-  }
-  const int64_t id = p.task.id;
+void StreamRunner::counted(const storage::Outcome& o,
+                           const storage::OutcomeResult& r) {
   if (!r.task) {
-    ++m_summary.revoked;
-    std::fprintf(stderr, "taskq: task %lld: %s; its outcome was not recorded\n",
-                 static_cast<long long>(id), r.lost.c_str());
+    not_recorded(m_summary, o.id, r.lost);
     return;
   }
-  std::string what;
-  switch (p.kind) {
-  case Pending::Kind::complete:
-    ++m_summary.completed;
-    what = "completed";
-    break;
-  case Pending::Kind::release:
-    ++m_summary.released;
-    what = "released";
-    break;
-  case Pending::Kind::fail:
-    if (r.task->state == core::TaskState::sleeping) {
-      ++m_summary.retrying;
-      if (!m_summary.retry_at || r.task->run_at < *m_summary.retry_at) {
-        m_summary.retry_at = r.task->run_at;
-      }
-      what = "will retry at " + core::format_time(r.task->run_at) + ": "
-             + p.fail.error;
-    } else {
-      ++m_summary.failed;
-      what = "failed for good: " + p.fail.error;
-    }
-    break;
-  }
+  const Tally t = tally(m_summary, o.kind, *r.task);
   if (m_o.verbose) {
-    say_task(id, what);
+    say_task(o.id, tally_words(t, *r.task, o.fail.error, "", false));
   }
 }
 
@@ -337,25 +277,22 @@ void StreamRunner::heartbeat_all() {
     }
   }
   const core::Time now = m_host.live_now();
-  for (auto it = m_queue.begin(); it != m_queue.end();) {
-    bool lost = false;
+  m_queue.drop_if([&](const LeaseAhead::Entry& e) {
     try {
-      m_store.heartbeat(it->id, it->lease->token, m_o.lease_for, std::nullopt,
-                        now);
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::conflict || e.kind() == ErrorKind::not_found) {
-        lost = true;
-      } else if (e.kind() != ErrorKind::unavailable) {
+      m_store.heartbeat(e.task.id, e.task.lease->token, m_o.lease_for,
+                        std::nullopt, now);
+    } catch (const Error& err) {
+      if (err.kind() == ErrorKind::conflict
+          || err.kind() == ErrorKind::not_found) {
+        ++m_summary.revoked;
+        return true;
+      }
+      if (err.kind() != ErrorKind::unavailable) {
         throw;
       }
     }
-    if (lost) {
-      ++m_summary.revoked;
-      it = m_queue.erase(it);
-    } else {
-      ++it;
-    }
-  }
+    return false;
+  });
 }
 
 void StreamRunner::check_leases(bool force) {
@@ -393,17 +330,17 @@ void StreamRunner::check_leases(bool force) {
         }
       }
     }
-    for (auto it = m_queue.begin(); it != m_queue.end();) {
-      if (!m_store.lease_held(it->id, it->lease->token, now)) {
-        ++m_summary.revoked;
-        if (m_o.verbose) {
-          say_task(it->id, "lease lost before it was sent; dropped");
-        }
-        it = m_queue.erase(it);
-      } else {
-        ++it;
+    // A database that does not answer ends the check (below).
+    m_queue.drop_if([&](const LeaseAhead::Entry& e) {
+      if (m_store.lease_held(e.task.id, e.task.lease->token, now)) {
+        return false;
       }
-    }
+      ++m_summary.revoked;
+      if (m_o.verbose) {
+        say_task(e.task.id, "lease lost before it was sent; dropped");
+      }
+      return true;
+    });
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unavailable) {
       throw;
@@ -439,11 +376,7 @@ void StreamRunner::give_back_all() {
     }
     for (auto& held : h.ahead) {
       if (!held.give_up_at) {
-        m_pending.push_back(Pending{Pending::Kind::release,
-                                    std::move(held.task),
-                                    std::nullopt,
-                                    {},
-                                    std::nullopt});
+        m_pending.add(released(held.task, std::nullopt));
       }
     }
     h.ahead.clear();

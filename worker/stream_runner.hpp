@@ -10,6 +10,7 @@
 #include "core/stream_protocol.hpp"
 #include "core/text.hpp"
 #include "worker/child.hpp"
+#include "worker/lease_ahead.hpp"
 #include "worker/lease_source.hpp"
 #include "worker/lease_watch.hpp"
 #include "worker/outcome.hpp"
@@ -61,22 +62,10 @@ struct Handler {
   Restarts restarts; // its deaths in a row and restart back-off
 };
 
-// An outcome waiting to be written.
-struct Pending {
-  enum class Kind { complete, fail, release } kind = Kind::complete;
-  core::Task task;
-  std::optional<std::string> result;
-  storage::FailRequest fail;
-  std::optional<core::Millis> delay;
-  // Not in the summary: a task leased ahead given back unsent, which the
-  // summary never counted as leased.
-  bool uncounted = false;
-};
-
 class StreamRunner {
 public:
   StreamRunner(const RunOptions& o, const StreamOptions& s, Host& host)
-      : m_ahead_hold(lease_ahead_hold()), m_o(o), m_s(s), m_host(host),
+      : m_queue(lease_ahead_hold()), m_o(o), m_s(s), m_host(host),
         m_store(host.store()), m_feed(m_store.changes()),
         m_worker(host.worker()) {
     m_request.queues = o.queues;
@@ -140,16 +129,10 @@ private:
   // outcomes that wait when there are any (one transaction).
   void take_work();
 
-  // Lease ahead, without --prefetch: with handlers that answer within
-  // m_ahead_hold, one task more than the free handlers take is leased in
-  // the transaction that writes an outcome, and written to the handler
-  // that answers next the moment it answers, so that the commit of that
-  // answer (its fsync) runs while the handler works. As in per-task `run`
-  // (worker/per_task.cpp): held at most m_ahead_hold (then given back, its
-  // attempt too), checked again before it is written (an operator's kill
-  // or pause in between: not written), given back when run stops. Never
-  // with --max-tasks, nor with TASKQ_LEASE_AHEAD_MS=0; --prefetch has its
-  // own look-ahead.
+  // Lease ahead (worker/lease_ahead.hpp), without --prefetch (it has its
+  // own look-ahead): one task more than the free handlers take, written
+  // to the handler that answers next the moment it answers, so that the
+  // commit of that answer runs while the handler works.
   //
   // With group commit (SQLite), as many as keep the handler from waiting
   // for a sync (m_ahead_depth): the task written next was leased some
@@ -177,8 +160,8 @@ private:
   // No read when no other connection has committed since the last look.
   void drop_revoked_ahead();
 
-  // What was leased ahead and waited m_ahead_hold goes back (its attempt
-  // too): the handlers are slower than lease-ahead is for.
+  // What was leased ahead and waited its hold goes back (its attempt too):
+  // the handlers are slower than lease-ahead is for.
   void give_back_ahead();
 
   // What is leased and was never written to a handler goes back (its
@@ -187,13 +170,8 @@ private:
   void give_back_unsent();
 
   // The commit that leased m_queue's front (group commit); the last one
-  // when it is not on record, which is never too early.
+  // when there is none, which is never too early.
   uint64_t front_commit() const;
-
-  // m_leased_in's front is about m_queue's front: the same task under the
-  // same lease (a task dropped and leased again by this run is another
-  // entry).
-  bool front_on_record() const;
 
   // Whether m_queue's front may go to a handler now: its lease is on disk.
   // A task leased ahead that is not there yet makes lease-ahead deeper (see
@@ -202,12 +180,6 @@ private:
 
   // The next leased task, its line added to what `h` is to read.
   Held hand(Handler& h);
-
-  // m_leased_in's front made to be m_queue's (what was dropped from
-  // m_queue meanwhile goes), and the hold of a task leased ahead, which
-  // runs m_ahead_hold from its lease, made to follow m_queue's front, the
-  // task written next.
-  void hold_front();
 
   // The task `id` of `h` is over: the next one written to it becomes the
   // one it works on; its --timeout (and a cancel's grace) starts now.
@@ -245,8 +217,8 @@ private:
   // Task `id` is settled: a later line about it is ignored, not garbage.
   void settled(int64_t id);
 
-  // The handler ended its task with `p`.
-  void finish(Handler& h, Pending p);
+  // The handler ended its task with `o`.
+  void finish(Handler& h, storage::Outcome o);
 
   // A line that is not an outcome of the handler's task: the handler is
   // stopped, its task fails with the reason, and it is started again.
@@ -254,7 +226,8 @@ private:
 
   // --- the database ------------------------------------------------------
 
-  void outcome(Pending p);
+  // An outcome to write (OutcomeBatch::add).
+  void outcome(storage::Outcome o, bool counted = true);
 
   // Writes the outcomes that wait, each checked against its lease.
   void flush();
@@ -263,7 +236,8 @@ private:
   // tasks.
   void write_batch(bool lease);
 
-  void counted(const Pending& p, const storage::OutcomeResult& r);
+  // Counts an outcome written (`r`: what it did).
+  void counted(const storage::Outcome& o, const storage::OutcomeResult& r);
 
   void heartbeat(Handler& h, Held& held,
                  const std::optional<std::string>& checkpoint);
@@ -294,7 +268,9 @@ private:
   void say(const std::string& what);
   void say_task(int64_t id, const std::string& what);
 
-  const core::Millis m_ahead_hold; // how long a task leased ahead is held
+  // Leased, not yet sent: leased ahead, or with --prefetch the tasks the
+  // handlers' stdin takes next; each with the commit that leased it.
+  LeaseAhead m_queue;
   const RunOptions& m_o;
   const StreamOptions& m_s;
   Host& m_host;
@@ -307,22 +283,12 @@ private:
   storage::LeaseRequest m_request;
   core::Millis m_heartbeat_every{};
   std::vector<Handler> m_handlers;
-  std::deque<core::Task> m_queue; // leased, not yet sent
-  // What leased each task of m_queue, in its order (it may hold tasks
-  // since dropped from m_queue): the commit to wait for, the hold's start.
-  struct Queued {
-    int64_t id;
-    std::string token;
-    uint64_t commit;
-    Instant leased;
-  };
-  std::deque<Queued> m_leased_in;
   bool m_deferred = false;        // group commit (TaskStore::defer_sync)
   int m_ahead_depth = 2;          // ahead_wanted() with group commit
   int m_ahead_unwaited = 0;       // tasks handed since the depth last changed
   int64_t m_waited_for = 0;       // the last task that waited for its sync
   core::Millis m_answer_took{0};  // how long the last answer took
-  std::vector<Pending> m_pending; // outcomes not yet written
+  OutcomeBatch m_pending;         // outcomes not yet written
   std::deque<int64_t> m_finished; // ids lately settled, for late lines
   std::optional<Instant> m_flush_at; // write m_pending by then
   Instant m_next_heartbeat;
@@ -333,9 +299,6 @@ private:
   Looks m_looks; // when to look for tasks to lease
   bool m_stopping = false;
   std::optional<Instant> m_stop_kill_at;
-  bool m_quick = false; // the last answer came within m_ahead_hold
-  // Set when a lease ahead was taken; then what m_queue holds goes back.
-  std::optional<Instant> m_ahead_until;
   bool m_queue_waited = false;      // m_queue was held across a poll
   std::optional<int64_t> m_version; // changed_by_others' last look
 };

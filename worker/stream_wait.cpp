@@ -34,7 +34,7 @@ void StreamRunner::wait_and_handle() {
   if (!idle()) {
     wait.until(m_next_heartbeat);
   }
-  wait.until(m_ahead_until);
+  wait.until(m_queue.until());
   m_queue_waited = m_queue_waited || !m_queue.empty();
   if (m_stopping) {
     wait.until(m_stop_kill_at);
@@ -80,8 +80,7 @@ void StreamRunner::wait_and_handle() {
 }
 
 void StreamRunner::on_timers(Instant now) {
-  hold_front(); // m_queue may have lost tasks in this wait's checks
-  if (m_ahead_until && now >= *m_ahead_until) {
+  if (m_queue.over(now)) {
     give_back_ahead();
   }
   for (auto& h : m_handlers) {
@@ -92,8 +91,7 @@ void StreamRunner::on_timers(Instant now) {
       storage::FailRequest req;
       req.error = why;
       settled(held.task.id);
-      outcome(Pending{Pending::Kind::fail, held.task, std::nullopt, req,
-                      std::nullopt});
+      outcome(failed(held.task, std::move(req)));
       std::fprintf(stderr,
                    "taskq: task %lld: %s; cancelling it in handler "
                    "%d\n",
