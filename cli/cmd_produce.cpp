@@ -3,7 +3,7 @@
 #include "cli/json_fields.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
-#include "core/text.hpp"
+#include "core/new_task.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -98,78 +98,103 @@ core::Labels parse_root(const std::vector<std::string>& texts) {
   }
 }
 
+// Refuses, in add's words, the first rule of a new task that `fields` (the
+// options read so far) breaks. Called after each step of reading the
+// options, so that the first mistake on the command line is the one told.
+void check_fields(const core::NewTaskFields& fields) {
+  const auto broken = core::check_new_task(fields);
+  if (!broken) {
+    return;
+  }
+  using Rule = core::NewTaskRule;
+  switch (broken->rule) {
+  case Rule::queue_name:
+    check_queue_name(*fields.queue);
+    break;
+  case Rule::command_empty:
+    throw Error(ErrorKind::usage,
+                "give the command after --: taskq add QUEUE -- CMD [ARG...]");
+  case Rule::command_word:
+    // A word from the command line holds no NUL: it is not UTF-8.
+    throw Error(
+        ErrorKind::usage,
+        (broken->index == 0
+             ? std::string("the command's name")
+             : "argument " + std::to_string(broken->index) + " of the command")
+            + " is not UTF-8 text: a task's command is stored as "
+              "JSON, which holds UTF-8 only");
+  case Rule::max_attempts:
+    throw Error(ErrorKind::usage,
+                std::string("--max-attempts must be ") + broken->must);
+  case Rule::unique_key:
+    throw Error(ErrorKind::usage,
+                std::string("--unique must be ") + broken->must);
+  case Rule::after_id:
+    throw Error(ErrorKind::usage, "--after takes task ids (positive)");
+  case Rule::to_worker:
+    throw Error(ErrorKind::usage, "invalid --to '" + *fields.to_worker
+                                      + "': expected a worker name, as "
+                                        "given to --worker");
+  case Rule::broadcast_to:
+    throw Error(ErrorKind::usage, "give only one of --to and --broadcast");
+  case Rule::broadcast_alone:
+    throw Error(ErrorKind::usage,
+                "a broadcast goes to every worker: it takes no --after, "
+                "--root or --unique");
+  case Rule::broadcast_ttl:
+    throw Error(ErrorKind::usage, "--ttl must be longer than 0");
+  case Rule::trigger:
+    throw Error(ErrorKind::usage, "invalid --trigger '" + *fields.trigger
+                                      + "': expected a gate key of letters, "
+                                        "digits and . _ / -");
+  }
+  throw Error(ErrorKind::usage, std::string(broken->field) + " must be "
+                                    + broken->must); // not reached
+}
+
 // Fills the dependency, root, addressing and gate fields of `task`.
-void apply_rescue_options(const AddOptions& o, storage::NewTask& task) {
+void apply_rescue_options(const AddOptions& o, storage::NewTask& task,
+                          core::NewTaskFields& fields) {
   task.after = parse_after(o.after);
   task.root = parse_root(o.root);
-  if (o.to) {
-    if (o.to->empty() || !core::is_valid_utf8(*o.to)
-        || std::any_of(o.to->begin(), o.to->end(), [](char c) {
-             return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
-           })) {
-      throw Error(ErrorKind::usage, "invalid --to '" + *o.to
-                                        + "': expected a worker name, as "
-                                          "given to --worker");
-    }
-    task.to_worker = o.to;
-  }
+  fields.after = task.after;
+  fields.has_root = !task.root.empty();
+  fields.to_worker = o.to;
+  check_fields(fields);
+  task.to_worker = o.to;
   if (o.ttl && !o.broadcast) {
     throw Error(ErrorKind::usage, "--ttl is the lifetime of a --broadcast");
   }
   if (o.broadcast) {
-    if (o.to) {
-      throw Error(ErrorKind::usage, "give only one of --to and --broadcast");
-    }
-    if (!task.after.empty() || !task.root.empty() || o.unique) {
-      throw Error(ErrorKind::usage,
-                  "a broadcast goes to every worker: it takes no --after, "
-                  "--root or --unique");
-    }
-    const core::Millis ttl = parse_duration_arg(
+    fields.broadcast = true;
+    check_fields(fields);
+    fields.broadcast_ttl = parse_duration_arg(
         o.ttl.value_or(std::string(k_default_broadcast_ttl)), "--ttl");
-    if (ttl.count() <= 0) {
-      throw Error(ErrorKind::usage, "--ttl must be longer than 0");
-    }
-    task.broadcast_ttl = ttl;
+    check_fields(fields);
+    task.broadcast_ttl = fields.broadcast_ttl;
   }
-  if (o.trigger) {
-    // A gate key reads like a label key.
-    if (o.trigger->find('=') != std::string::npos
-        || !core::parse_label(*o.trigger + "=")) {
-      throw Error(ErrorKind::usage,
-                  "invalid --trigger '" + *o.trigger
-                      + "': expected a gate key of letters, digits and "
-                        ". _ / -");
-    }
-    task.trigger = o.trigger;
-  }
+  fields.trigger = o.trigger;
+  check_fields(fields);
+  task.trigger = o.trigger;
 }
 
 // `add QUEUE -- CMD [ARG...]`: the argv, checked. It is stored as JSON
 // text, so each word must be UTF-8; the program itself is looked up by
 // `run`, on the worker's $PATH, not here.
-std::vector<std::string> command_arg(const Context& ctx) {
+std::vector<std::string> command_arg(const Context& ctx,
+                                     core::NewTaskFields& fields) {
   if (!ctx.command_given) {
     return {};
   }
-  if (ctx.command.empty() || ctx.command.front().empty()) {
-    throw Error(ErrorKind::usage,
-                "give the command after --: taskq add QUEUE -- CMD [ARG...]");
-  }
-  for (size_t i = 0; i < ctx.command.size(); ++i) {
-    if (!core::is_valid_utf8(ctx.command[i])) {
-      throw Error(ErrorKind::usage,
-                  (i == 0 ? std::string("the command's name")
-                          : "argument " + std::to_string(i) + " of the command")
-                      + " is not UTF-8 text: a task's command is stored as "
-                        "JSON, which holds UTF-8 only");
-    }
-  }
+  fields.command = ctx.command;
+  check_fields(fields);
   return ctx.command;
 }
 
 void run_add(const AddOptions& o, Context& ctx) {
-  check_queue_name(o.queue);
+  core::NewTaskFields fields;
+  fields.queue = o.queue;
+  check_fields(fields);
   const int sources = o.payload.has_value() + o.text.has_value()
                       + o.payload_file.has_value() + o.jsonl.has_value()
                       + o.lines.has_value();
@@ -179,7 +204,7 @@ void run_add(const AddOptions& o, Context& ctx) {
   }
   storage::NewTask task;
   task.queue = o.queue;
-  task.command = command_arg(ctx);
+  task.command = command_arg(ctx, fields);
   if (auto payload = payload_arg(o.payload, o.text)) {
     task.payload = std::move(*payload);
   } else if (o.payload_file) {
@@ -197,9 +222,8 @@ void run_add(const AddOptions& o, Context& ctx) {
   if (const auto at = parse_time_arg(o.at, "--at")) {
     task.run_at = *at;
   }
-  if (o.max_attempts && *o.max_attempts < 1) {
-    throw Error(ErrorKind::usage, "--max-attempts must be at least 1");
-  }
+  fields.max_attempts = o.max_attempts;
+  check_fields(fields);
   task.max_attempts = o.max_attempts;
   task.policy = to_overrides(o.policy);
   const OptText& bulk = o.jsonl ? o.jsonl : o.lines;
@@ -210,10 +234,8 @@ void run_add(const AddOptions& o, Context& ctx) {
                                         + bulk_option
                                         + " (every line would share the key)");
     }
-    if (!core::is_plain_text(*o.unique)) {
-      throw Error(ErrorKind::usage,
-                  "--unique must be UTF-8 text without control characters");
-    }
+    fields.unique_key = o.unique;
+    check_fields(fields);
     task.unique_key = o.unique;
   }
   if (bulk && (!o.root.empty() || o.broadcast)) {
@@ -222,7 +244,7 @@ void run_add(const AddOptions& o, Context& ctx) {
                     + " goes with one task, not " + bulk_option
                     + ": add those one by one");
   }
-  apply_rescue_options(o, task);
+  apply_rescue_options(o, task, fields);
   if (task.broadcast_ttl) {
     time_after(now, *task.broadcast_ttl, "--ttl");
   }

@@ -5,6 +5,7 @@
 #include "cli/output.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/new_task.hpp"
 
 #include <memory>
 
@@ -44,6 +45,19 @@ std::string queue_name(JsonFields& op) {
   return q;
 }
 
+// Refuses, in tx's words, the first rule of a new task that `fields` (the
+// create's keys read so far) breaks.
+void check_create(JsonFields& op, const core::NewTaskFields& fields) {
+  const auto broken = core::check_new_task(fields);
+  if (!broken) {
+    return;
+  }
+  if (broken->rule == core::NewTaskRule::queue_name) {
+    check_name(*fields.queue, op.where() + ": queue");
+  }
+  op.fail(broken->field, std::string("must be ") + broken->must);
+}
+
 // The document `text`, read from `file` (`-`: stdin).
 storage::TxRequest parse_tx(const std::string& text, const std::string& file) {
   if (const auto why = core::json_error(text)) {
@@ -76,16 +90,20 @@ storage::TxRequest parse_tx(const std::string& text, const std::string& file) {
   });
   each_op(doc, "create", [&](JsonFields& op) {
     storage::NewTask t;
-    t.queue = queue_name(op);
+    core::NewTaskFields fields;
+    fields.queue = op.required_string("queue");
+    check_create(op, fields);
+    t.queue = *fields.queue;
     t.payload = op.json("payload").value_or("null");
     t.labels = op.labels("labels").value_or(core::Labels{});
     t.priority = op.integer("priority").value_or(0);
     t.run_at = op.time("run_at");
     t.max_attempts = op.integer("max_attempts");
-    if (t.max_attempts && *t.max_attempts < 1) {
-      op.fail("max_attempts", "must be at least 1");
-    }
+    fields.max_attempts = t.max_attempts;
+    check_create(op, fields);
     t.after = op.ids("after").value_or(std::vector<int64_t>{});
+    fields.after = t.after;
+    check_create(op, fields);
     req.create.push_back(std::move(t));
   });
   each_op(doc, "complete", [&](JsonFields& op) {

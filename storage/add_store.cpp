@@ -1,5 +1,5 @@
 // TaskStore: producing work. Adding tasks one by one, uniquely or in bulk
-// (with their labels and dependencies), requeue and retry.
+// (with their labels and dependencies), and retry.
 #include "core/error.hpp"
 #include "storage/db.hpp"
 #include "storage/state_writer.hpp"
@@ -15,7 +15,6 @@
 #include <map>
 #include <optional>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -389,41 +388,6 @@ int64_t TaskStore::add_many(const NewTask& proto,
   }
   tx.commit();
   return count;
-}
-
-std::vector<Task> TaskStore::requeue(const std::string& queue,
-                                     const std::string& actor, Time now) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  std::vector<std::tuple<int64_t, TaskState, int64_t>> due_later;
-  {
-    Statement st(*m_db, "SELECT id, state, run_at FROM tasks "
-                        "INDEXED BY tasks_ready WHERE queue = ?1 "
-                        "AND lease_token IS NULL "
-                        "AND state IN ('runnable', 'sleeping') AND blockers = "
-                        "0 AND broadcast_until IS NULL "
-                        "AND run_at > ?2 ORDER BY id");
-    st.bind(1, queue).bind(2, to_unix_ms(now));
-    while (st.step()) {
-      const auto state = core::parse_state(st.get_text(1));
-      due_later.emplace_back(st.get_int(0), state.value_or(TaskState::runnable),
-                             st.get_int(2));
-    }
-  }
-  Statement update(*m_db, "UPDATE tasks SET run_at = ?2, rev = rev + 1, "
-                          "updated_at = ?2 WHERE id = ?1");
-  std::vector<Task> changed;
-  for (const auto& [id, state, run_at] : due_later) {
-    update.bind(1, id).bind(2, to_unix_ms(now));
-    update.run();
-    update.reset();
-    log_event(*m_db, id, now, "requeue", state, state, actor,
-              "due now (was " + core::format_time(core::from_unix_ms(run_at))
-                  + ")");
-    changed.push_back(load_full(*m_db, id));
-  }
-  tx.commit();
-  return changed;
 }
 
 namespace {

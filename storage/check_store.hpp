@@ -19,10 +19,6 @@
 
 namespace taskq::storage::detail {
 
-// The per-queue counts of `stats` (of `queue`, or of all when null).
-std::vector<QueueStats>
-read_stats(Db& db, const std::optional<std::string>& queue, core::Time now);
-
 // How a schema differs from the one the migrations make, both given as
 // "KIND NAME" (table, index, trigger) -> its definition: one line per
 // missing, changed or foreign object, in the same words on both backends.

@@ -1,6 +1,6 @@
 // TaskStore: leasing. Reclaiming expired leases, delivering broadcasts,
 // picking tasks in lease order, and when a worker should look again
-// (next_due, anything_due, changes).
+// (next_due, anything_due).
 #include "storage/db.hpp"
 #include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
@@ -536,38 +536,6 @@ bool TaskStore::anything_due(const std::vector<std::string>& queues, Time now,
   }
   tx.commit();
   return false;
-}
-
-std::optional<Time> TaskStore::server_now() {
-  return m_db->server_now();
-}
-
-std::optional<int64_t> TaskStore::others_version() {
-  return m_db->others_version();
-}
-
-bool TaskStore::defer_sync() {
-  return m_db->defer_sync();
-}
-
-uint64_t TaskStore::commit_seq() const {
-  return m_db->commit_seq();
-}
-
-bool TaskStore::wait_durable(uint64_t seq) {
-  return m_db->wait_durable(seq);
-}
-
-bool TaskStore::durable(uint64_t seq) const {
-  return m_db->durable(seq);
-}
-
-int TaskStore::durable_fd() const {
-  return m_db->durable_fd();
-}
-
-ChangeFeed TaskStore::changes() const {
-  return ChangeFeed(m_db->feed_source(), m_db->backend_pid());
 }
 
 } // namespace taskq::storage

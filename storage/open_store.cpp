@@ -1,6 +1,7 @@
 // TaskStore: opening the store on either backend (a PostgreSQL URL or a
 // SQLite file), its schema version and migrations, the backend's own part
-// of `db check`, backup and vacuum.
+// of `db check`, backup and vacuum; and what the connection tells (the
+// server's clock, the change feed, when a commit is durable).
 #include "core/error.hpp"
 #include "storage/db.hpp"
 #include "storage/migrations.hpp"
@@ -94,6 +95,38 @@ void TaskStore::backup(const std::string& dest_path) {
 
 void TaskStore::vacuum() {
   m_db->exec("VACUUM", "cannot vacuum the database");
+}
+
+std::optional<Time> TaskStore::server_now() {
+  return m_db->server_now();
+}
+
+std::optional<int64_t> TaskStore::others_version() {
+  return m_db->others_version();
+}
+
+bool TaskStore::defer_sync() {
+  return m_db->defer_sync();
+}
+
+uint64_t TaskStore::commit_seq() const {
+  return m_db->commit_seq();
+}
+
+bool TaskStore::wait_durable(uint64_t seq) {
+  return m_db->wait_durable(seq);
+}
+
+bool TaskStore::durable(uint64_t seq) const {
+  return m_db->durable(seq);
+}
+
+int TaskStore::durable_fd() const {
+  return m_db->durable_fd();
+}
+
+ChangeFeed TaskStore::changes() const {
+  return ChangeFeed(m_db->feed_source(), m_db->backend_pid());
 }
 
 } // namespace taskq::storage

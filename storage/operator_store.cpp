@@ -1,5 +1,6 @@
-// TaskStore: what an operator does to tasks: messages (pause, run, sleep,
-// kill, ...) and queue settings. Its reads of tasks are in read_store.cpp.
+// TaskStore: what an operator does to selected tasks: messages (pause,
+// run, sleep, kill, ...) and purge. Its reads of tasks are in
+// read_store.cpp; what it does to a queue as a whole, in ops_store.cpp.
 #include "core/error.hpp"
 #include "storage/db.hpp"
 #include "storage/state_writer.hpp"
@@ -11,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace taskq::storage {
@@ -20,10 +22,6 @@ using namespace detail;
 // ---------------------------------------------------------------------------
 // Operator messages
 // ---------------------------------------------------------------------------
-
-namespace detail {
-void check_states(const std::vector<std::string>& states);
-} // namespace detail
 
 namespace {
 
@@ -284,32 +282,119 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
 }
 
 // ---------------------------------------------------------------------------
-// Queue settings
+// Purge
 // ---------------------------------------------------------------------------
 
-void TaskStore::set_queue(const std::string& queue, const QueueSettings& s) {
+// The unfinished tasks of purge_ids, deleted by purge --force, end as if
+// killed, so what waits for them does not wait forever. Only those with
+// something to settle (dependents, labels, a trigger, a flow) are killed
+// one by one, in keyset batches; the others just go. A lease that ran out
+// and was never reclaimed is counted before it goes, so the expiry counter
+// does not go back.
+void TaskStore::purge_unfinished(Time now) {
+  std::vector<std::pair<std::string, int64_t>> lapsed;
+  {
+    Statement st(*m_db, "SELECT t.queue, count(*) FROM purge_ids p "
+                        "JOIN tasks t ON t.id = p.id WHERE p.state NOT IN "
+                        "('completed', 'failed', 'killed') "
+                        "AND t.lease_token IS NOT NULL "
+                        "AND t.lease_expires <= ?1 GROUP BY t.queue");
+    st.bind(1, to_unix_ms(now));
+    while (st.step()) {
+      lapsed.emplace_back(st.get_text(0), st.get_int(1));
+    }
+  }
+  for (const auto& [queue, n] : lapsed) {
+    bump_queue_counter(*m_db, queue, QueueCounter::leases_expired, n);
+  }
+  Statement pick(*m_db, "SELECT p.id, t.state FROM purge_ids p JOIN tasks t "
+                        "ON t.id = p.id WHERE p.id > ?1 AND p.state NOT IN "
+                        "('completed', 'failed', 'killed') "
+                        "AND (t.labels IS NOT NULL OR t.trigger_key IS NOT "
+                        "NULL OR t.flow IS NOT NULL OR EXISTS (SELECT 1 FROM "
+                        "task_deps d WHERE d.dep_id = t.id)) "
+                        "ORDER BY p.id LIMIT ?2");
+  std::vector<std::pair<int64_t, TaskState>> batch;
+  int64_t last = 0;
+  do {
+    batch.clear();
+    pick.bind(1, last).bind(2, k_bulk_batch);
+    while (pick.step()) {
+      batch.emplace_back(
+          pick.get_int(0),
+          core::parse_state(pick.get_text(1)).value_or(TaskState::runnable));
+    }
+    pick.reset();
+    for (const auto& [id, state] : batch) {
+      move_task(*m_db, {id, state, core::SystemMove::deleted, k_system_actor},
+                now);
+      last = id;
+    }
+  } while (static_cast<int64_t>(batch.size()) == k_bulk_batch);
+}
+
+int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
+  std::vector<TaskState> states = req.states;
+  if (states.empty()) {
+    states = {TaskState::completed, TaskState::failed, TaskState::killed};
+    if (req.force) {
+      states.insert(states.end(), {TaskState::runnable, TaskState::sleeping,
+                                   TaskState::paused, TaskState::fault});
+    }
+  }
+  for (const TaskState s : states) {
+    if (!core::is_terminal(s) && !req.force) {
+      throw Error(ErrorKind::usage,
+                  "purge deletes finished tasks only; "
+                      + std::string(core::to_string(s))
+                      + " tasks are unfinished (--force deletes them too)");
+    }
+  }
+  std::string in_states;
+  for (const TaskState s : states) {
+    in_states += in_states.empty() ? "'" : ", '";
+    in_states += core::to_string(s);
+    in_states += "'";
+  }
   Transaction tx(*m_db);
-  Statement(*m_db,
-            "INSERT INTO queues (name, max_running, max_attempts, max_errors, "
-            "error_window_ms, retry_delay_ms, backoff, max_delay_ms) VALUES "
-            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (name) DO UPDATE SET "
-            "max_running = coalesce(?2, queues.max_running), "
-            "max_attempts = coalesce(?3, queues.max_attempts), "
-            "max_errors = coalesce(?4, queues.max_errors), "
-            "error_window_ms = coalesce(?5, queues.error_window_ms), "
-            "retry_delay_ms = coalesce(?6, queues.retry_delay_ms), "
-            "backoff = coalesce(?7, queues.backoff), "
-            "max_delay_ms = coalesce(?8, queues.max_delay_ms)")
-      .bind(1, queue)
-      .bind(2, s.max_running)
-      .bind(3, s.max_attempts)
-      .bind(4, opt_int64(s.policy.max_errors))
-      .bind(5, opt_ms(s.policy.window))
-      .bind(6, opt_ms(s.policy.retry_delay))
-      .bind(7, opt_backoff(s.policy.backoff))
-      .bind(8, opt_ms(s.policy.max_delay))
-      .run();
+  now = locked_now(now);
+  m_db->exec("CREATE TEMP TABLE IF NOT EXISTS purge_ids "
+             "(id INTEGER PRIMARY KEY, state TEXT NOT NULL)",
+             "cannot purge");
+  m_db->exec("DELETE FROM purge_ids", "cannot purge");
+  Statement pick(*m_db,
+                 "INSERT INTO purge_ids (id, state) SELECT id, state "
+                 "FROM tasks WHERE state IN ("
+                     + in_states
+                     + ") AND (?1 IS NULL OR queue = ?1) "
+                       "AND (CAST(?2 AS BIGINT) IS NULL OR updated_at <= ?2)");
+  pick.bind(1, req.queue);
+  pick.bind(2, req.older_than ? std::optional(to_unix_ms(now - *req.older_than))
+                              : std::nullopt);
+  pick.run();
+  Statement count(*m_db, "SELECT count(*) FROM purge_ids");
+  count.step();
+  const int64_t n = count.get_int(0);
+  count.reset();
+  if (req.dry_run || n == 0) {
+    return n; // the transaction rolls back
+  }
+  if (req.force) {
+    purge_unfinished(now);
+  }
+  for (const char* sql :
+       {"DELETE FROM task_errors WHERE task_id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM events WHERE task_id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM task_deps WHERE task_id IN (SELECT id FROM purge_ids) "
+        "OR dep_id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM deliveries WHERE task_id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM task_output WHERE task_id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM tasks WHERE id IN (SELECT id FROM purge_ids)",
+        "DELETE FROM purge_ids"}) {
+    m_db->exec(sql, "cannot purge");
+  }
   tx.commit();
+  return n;
 }
 
 } // namespace taskq::storage

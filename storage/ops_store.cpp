@@ -1,19 +1,48 @@
-// TaskStore: operating a queue as a whole. Queue pause and resume, redrive
-// from a dead-letter queue, purge of finished tasks, the event stream.
+// TaskStore: operating a queue as a whole. Its settings, pause and
+// resume, its stats and metrics, requeue, redrive from a dead-letter
+// queue, and the workers seen on the queues.
 #include "core/error.hpp"
 #include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
 namespace taskq::storage {
 
 using namespace detail;
+
+void TaskStore::set_queue(const std::string& queue, const QueueSettings& s) {
+  Transaction tx(*m_db);
+  Statement(*m_db,
+            "INSERT INTO queues (name, max_running, max_attempts, max_errors, "
+            "error_window_ms, retry_delay_ms, backoff, max_delay_ms) VALUES "
+            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (name) DO UPDATE SET "
+            "max_running = coalesce(?2, queues.max_running), "
+            "max_attempts = coalesce(?3, queues.max_attempts), "
+            "max_errors = coalesce(?4, queues.max_errors), "
+            "error_window_ms = coalesce(?5, queues.error_window_ms), "
+            "retry_delay_ms = coalesce(?6, queues.retry_delay_ms), "
+            "backoff = coalesce(?7, queues.backoff), "
+            "max_delay_ms = coalesce(?8, queues.max_delay_ms)")
+      .bind(1, queue)
+      .bind(2, s.max_running)
+      .bind(3, s.max_attempts)
+      .bind(4, opt_int64(s.policy.max_errors))
+      .bind(5, opt_ms(s.policy.window))
+      .bind(6, opt_ms(s.policy.retry_delay))
+      .bind(7, opt_backoff(s.policy.backoff))
+      .bind(8, opt_ms(s.policy.max_delay))
+      .run();
+  tx.commit();
+}
 
 void TaskStore::set_queue_paused(const std::string& queue, bool paused) {
   Transaction tx(*m_db);
@@ -199,118 +228,6 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
   return moved;
 }
 
-// The unfinished tasks of purge_ids, deleted by purge --force, end as if
-// killed, so what waits for them does not wait forever. Only those with
-// something to settle (dependents, labels, a trigger, a flow) are killed
-// one by one, in keyset batches; the others just go. A lease that ran out
-// and was never reclaimed is counted before it goes, so the expiry counter
-// does not go back.
-void TaskStore::purge_unfinished(Time now) {
-  std::vector<std::pair<std::string, int64_t>> lapsed;
-  {
-    Statement st(*m_db, "SELECT t.queue, count(*) FROM purge_ids p "
-                        "JOIN tasks t ON t.id = p.id WHERE p.state NOT IN "
-                        "('completed', 'failed', 'killed') "
-                        "AND t.lease_token IS NOT NULL "
-                        "AND t.lease_expires <= ?1 GROUP BY t.queue");
-    st.bind(1, to_unix_ms(now));
-    while (st.step()) {
-      lapsed.emplace_back(st.get_text(0), st.get_int(1));
-    }
-  }
-  for (const auto& [queue, n] : lapsed) {
-    bump_queue_counter(*m_db, queue, QueueCounter::leases_expired, n);
-  }
-  Statement pick(*m_db, "SELECT p.id, t.state FROM purge_ids p JOIN tasks t "
-                        "ON t.id = p.id WHERE p.id > ?1 AND p.state NOT IN "
-                        "('completed', 'failed', 'killed') "
-                        "AND (t.labels IS NOT NULL OR t.trigger_key IS NOT "
-                        "NULL OR t.flow IS NOT NULL OR EXISTS (SELECT 1 FROM "
-                        "task_deps d WHERE d.dep_id = t.id)) "
-                        "ORDER BY p.id LIMIT ?2");
-  std::vector<std::pair<int64_t, TaskState>> batch;
-  int64_t last = 0;
-  do {
-    batch.clear();
-    pick.bind(1, last).bind(2, k_bulk_batch);
-    while (pick.step()) {
-      batch.emplace_back(
-          pick.get_int(0),
-          core::parse_state(pick.get_text(1)).value_or(TaskState::runnable));
-    }
-    pick.reset();
-    for (const auto& [id, state] : batch) {
-      move_task(*m_db, {id, state, core::SystemMove::deleted, k_system_actor},
-                now);
-      last = id;
-    }
-  } while (static_cast<int64_t>(batch.size()) == k_bulk_batch);
-}
-
-int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
-  std::vector<TaskState> states = req.states;
-  if (states.empty()) {
-    states = {TaskState::completed, TaskState::failed, TaskState::killed};
-    if (req.force) {
-      states.insert(states.end(), {TaskState::runnable, TaskState::sleeping,
-                                   TaskState::paused, TaskState::fault});
-    }
-  }
-  for (const TaskState s : states) {
-    if (!core::is_terminal(s) && !req.force) {
-      throw Error(ErrorKind::usage,
-                  "purge deletes finished tasks only; "
-                      + std::string(core::to_string(s))
-                      + " tasks are unfinished (--force deletes them too)");
-    }
-  }
-  std::string in_states;
-  for (const TaskState s : states) {
-    in_states += in_states.empty() ? "'" : ", '";
-    in_states += core::to_string(s);
-    in_states += "'";
-  }
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  m_db->exec("CREATE TEMP TABLE IF NOT EXISTS purge_ids "
-             "(id INTEGER PRIMARY KEY, state TEXT NOT NULL)",
-             "cannot purge");
-  m_db->exec("DELETE FROM purge_ids", "cannot purge");
-  Statement pick(*m_db,
-                 "INSERT INTO purge_ids (id, state) SELECT id, state "
-                 "FROM tasks WHERE state IN ("
-                     + in_states
-                     + ") AND (?1 IS NULL OR queue = ?1) "
-                       "AND (CAST(?2 AS BIGINT) IS NULL OR updated_at <= ?2)");
-  pick.bind(1, req.queue);
-  pick.bind(2, req.older_than ? std::optional(to_unix_ms(now - *req.older_than))
-                              : std::nullopt);
-  pick.run();
-  Statement count(*m_db, "SELECT count(*) FROM purge_ids");
-  count.step();
-  const int64_t n = count.get_int(0);
-  count.reset();
-  if (req.dry_run || n == 0) {
-    return n; // the transaction rolls back
-  }
-  if (req.force) {
-    purge_unfinished(now);
-  }
-  for (const char* sql :
-       {"DELETE FROM task_errors WHERE task_id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM events WHERE task_id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM task_deps WHERE task_id IN (SELECT id FROM purge_ids) "
-        "OR dep_id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM deliveries WHERE task_id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM task_output WHERE task_id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM tasks WHERE id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM purge_ids"}) {
-    m_db->exec(sql, "cannot purge");
-  }
-  tx.commit();
-  return n;
-}
-
 std::vector<QueueMetrics> TaskStore::metrics(Time now) {
   // One snapshot for the counts and the counters.
   Transaction tx(*m_db, Transaction::Kind::read);
@@ -346,124 +263,171 @@ std::vector<QueueMetrics> TaskStore::metrics(Time now) {
   return out;
 }
 
-std::vector<StreamEvent>
-TaskStore::events(const std::optional<std::string>& queue,
-                  std::optional<Time> since, EventCursor& cursor,
-                  int64_t limit) {
-  // The cursor is two ids, and each query reads the rows past one of them:
-  // correct only if a row that becomes visible later never has a smaller id
-  // than one already read. It holds on both backends because writers run
-  // one at a time (SQLite's single writer; on PostgreSQL the advisory lock
-  // every write transaction takes in PgDb::begin before it inserts): ids
-  // come from identity sequences (cache 1) when a row is inserted, so every
-  // id a committed writer took is smaller than any the writer in progress
-  // (at most one) takes, and a snapshot always sees a prefix of the ids. A
-  // rolled-back writer leaves a gap, which the cursor skips harmlessly.
-  Transaction tx(*m_db, Transaction::Kind::read);
-  // Unset filters bind as NULL (`?2 IS NULL OR ...`).
-  const auto bind_filters = [&](Statement& st) {
-    if (since) {
-      st.bind(2, to_unix_ms(*since));
-    } else {
-      st.bind_null(2);
-    }
-    st.bind(3, queue).bind(4, limit);
+namespace detail {
+
+namespace {
+
+// The unfinished tasks of the time-dependent counts, each kind read from
+// the partial index that holds it (hence no `?1 IS NULL OR`: a queue
+// filter is added only when given), so that stats reads unfinished tasks
+// only. The kinds are disjoint: unleased and due-able (tasks_ready),
+// leased (tasks_leased), unleased broadcasts (tasks_broadcast), unleased
+// runnable ones waiting for dependencies (tasks_waiting). Columns: queue,
+// running, ready, oldest ready run_at, delayed.
+constexpr const char* k_ready_part =
+    " AND state IN ('runnable', 'sleeping') AND blockers = 0 AND "
+    "broadcast_until IS NULL AND run_at <= ?2";
+const std::vector<std::string>& time_count_sqls() {
+  static const std::vector<std::string> k_sqls = {
+      std::string("SELECT queue, 0, count(*) FILTER (WHERE run_at <= ?2), "
+                  "min(run_at) FILTER (WHERE run_at <= ?2), "
+                  "count(*) FILTER (WHERE state = 'runnable' AND run_at > ?2) "
+                  "FROM tasks INDEXED BY tasks_ready WHERE lease_token IS NULL "
+                  "AND state IN ('runnable', 'sleeping') AND blockers = 0 "
+                  "AND broadcast_until IS NULL"),
+      std::string("SELECT queue, count(*) FILTER (WHERE state = 'runnable' "
+                  "AND lease_expires > ?2), count(*) FILTER (WHERE "
+                  "lease_expires <= ?2")
+          + k_ready_part + "), min(run_at) FILTER (WHERE lease_expires <= ?2"
+          + k_ready_part
+          + "), count(*) FILTER (WHERE state = 'runnable' AND run_at > ?2) "
+            "FROM tasks INDEXED BY tasks_leased WHERE lease_token IS NOT NULL",
+      std::string("SELECT queue, 0, 0, NULL, count(*) FILTER (WHERE run_at > "
+                  "?2) FROM tasks INDEXED BY tasks_broadcast WHERE "
+                  "broadcast_until IS NOT NULL AND state = 'runnable' AND "
+                  "lease_token IS NULL"),
+      std::string("SELECT queue, 0, 0, NULL, count(*) FILTER (WHERE run_at > "
+                  "?2) FROM tasks INDEXED BY tasks_waiting WHERE blockers > 0 "
+                  "AND state = 'runnable' AND lease_token IS NULL AND "
+                  "broadcast_until IS NULL"),
   };
-  std::vector<StreamEvent> adds;
+  return k_sqls;
+}
+
+} // namespace
+
+std::vector<QueueStats> read_stats(Db& db, const std::optional<std::string>& q,
+                                   Time now) {
+  const int64_t now_ms = to_unix_ms(now);
+  const std::string only_q = q ? " AND queue = ?1" : " AND ?1 IS NULL";
+  std::map<std::string, QueueStats> by_queue;
   {
-    // Creations live on the task rows (a bulk add writes no event rows).
-    Statement st(*m_db, "SELECT id, created_at, created_by, queue, retry_of "
-                        "FROM tasks WHERE id > ?1 "
-                        "AND (CAST(?2 AS BIGINT) IS NULL OR created_at >= ?2) "
-                        "AND (?3 IS NULL OR queue = ?3) ORDER BY id LIMIT ?4");
-    st.bind(1, cursor.task_id);
-    bind_filters(st);
+    // Per state, the counters the triggers of tasks keep (0008_counts.sql).
+    Statement st(db, "SELECT queue, state, n FROM queue_counts WHERE n <> 0"
+                         + only_q);
+    st.bind(1, q);
     while (st.step()) {
-      adds.push_back(
-          {creation_event(st.get_int(0), core::from_unix_ms(st.get_int(1)),
-                          st.get_opt_text(2).value_or(""), st.get_opt_int(4)),
-           st.get_text(3)});
-    }
-  }
-  std::vector<StreamEvent> logged;
-  {
-    Statement st(
-        *m_db,
-        "SELECT e.id, e.task_id, e.time, e.message, "
-        "e.from_state, e.to_state, e.actor, e.detail, t.queue "
-        "FROM events e JOIN tasks t ON t.id = e.task_id "
-        "WHERE e.id > ?1 AND (CAST(?2 AS BIGINT) IS NULL OR e.time >= ?2) "
-        "AND (?3 IS NULL OR t.queue = ?3) "
-        "ORDER BY e.id LIMIT ?4");
-    st.bind(1, cursor.event_id);
-    bind_filters(st);
-    while (st.step()) {
-      logged.push_back({read_event(st), st.get_text(8)});
-    }
-  }
-  std::vector<StreamEvent> flows;
-  if (!queue) { // flows span queues: a queue's stream has none
-    Statement st(*m_db, "SELECT e.id, e.flow_id, e.time, e.name, e.state "
-                        "FROM flow_events e WHERE e.id > ?1 AND e.kind = "
-                        "'flow' AND (CAST(?2 AS BIGINT) IS NULL OR e.time >= "
-                        "?2) AND (?3 IS NULL) ORDER BY e.id LIMIT ?4");
-    st.bind(1, cursor.flow_event_id);
-    bind_filters(st);
-    while (st.step()) {
-      StreamEvent e;
-      e.event.id = st.get_int(0);
-      e.flow = st.get_int(1);
-      e.event.time = core::from_unix_ms(st.get_int(2));
-      e.event.message = "flow";
-      e.event.to = st.get_text(4);
-      e.event.actor = std::string(k_system_actor);
-      e.event.detail = st.get_text(3);
-      flows.push_back(std::move(e));
-    }
-  }
-  // Merged by time; at equal times a creation first, then a task's event,
-  // then a flow's. Each source keeps its own order, so each part of the
-  // cursor moves past a prefix.
-  std::vector<StreamEvent> out;
-  size_t a = 0;
-  size_t b = 0;
-  size_t c = 0;
-  while (static_cast<int64_t>(out.size()) < limit
-         && (a < adds.size() || b < logged.size() || c < flows.size())) {
-    int pick = -1;
-    Time best{};
-    const auto consider = [&](int which, const std::vector<StreamEvent>& list,
-                              size_t at) {
-      if (at < list.size() && (pick < 0 || list[at].event.time < best)) {
-        pick = which;
-        best = list[at].event.time;
+      QueueStats& s = by_queue[st.get_text(0)];
+      const int64_t n = st.get_int(2);
+      switch (core::parse_state(st.get_text(1)).value_or(TaskState::fault)) {
+      case TaskState::runnable:
+        s.runnable += n;
+        break;
+      case TaskState::sleeping:
+        s.sleeping += n;
+        break;
+      case TaskState::paused:
+        s.paused += n;
+        break;
+      case TaskState::completed:
+        s.completed += n;
+        break;
+      case TaskState::failed:
+        s.failed += n;
+        break;
+      case TaskState::killed:
+        s.killed += n;
+        break;
+      case TaskState::fault:
+        break;
       }
-    };
-    consider(0, adds, a);
-    consider(1, logged, b);
-    consider(2, flows, c);
-    StreamEvent& next = pick == 0   ? adds[a++]
-                        : pick == 1 ? logged[b++]
-                                    : flows[c++];
-    if (pick == 0) {
-      cursor.task_id = next.event.task_id;
-    } else if (pick == 1) {
-      cursor.event_id = next.event.id;
-    } else {
-      cursor.flow_event_id = next.event.id;
     }
-    out.push_back(std::move(next));
+  }
+  std::map<std::string, int64_t> oldest;
+  for (const std::string& sql : time_count_sqls()) {
+    Statement st(db, sql + only_q + " GROUP BY queue");
+    st.bind(1, q).bind(2, now_ms);
+    while (st.step()) {
+      QueueStats& s = by_queue[st.get_text(0)];
+      s.running += st.get_int(1);
+      s.ready += st.get_int(2);
+      if (auto at = st.get_opt_int(3)) {
+        auto [it, added] = oldest.try_emplace(st.get_text(0), *at);
+        if (!added) {
+          it->second = std::min(it->second, *at);
+        }
+      }
+      s.delayed += st.get_int(4);
+    }
+  }
+  // Completions of the last hour: a range of tasks_completed per queue.
+  Statement recent(db, "SELECT count(*) FILTER (WHERE updated_at > ?2 - "
+                       "60000), count(*) FROM tasks INDEXED BY "
+                       "tasks_completed WHERE queue = ?1 AND state = "
+                       "'completed' AND updated_at > ?2 - 3600000");
+  std::vector<QueueStats> out;
+  for (auto& [name, s] : by_queue) {
+    if (s.runnable + s.sleeping + s.paused + s.completed + s.failed + s.killed
+        == 0) {
+      continue; // every task purged: no longer a queue with tasks
+    }
+    s.queue = name;
+    if (const auto it = oldest.find(name); it != oldest.end()) {
+      s.oldest_ready_age = Millis(now_ms - it->second);
+    }
+    if (s.completed > 0) {
+      recent.bind(1, name).bind(2, now_ms);
+      recent.step();
+      s.completed_last_minute = recent.get_int(0);
+      s.completed_last_hour = recent.get_int(1);
+      recent.reset();
+    }
+    out.push_back(std::move(s));
   }
   return out;
 }
 
-EventCursor TaskStore::events_end() {
+} // namespace detail
+
+std::vector<QueueStats> TaskStore::stats(const std::optional<std::string>& q,
+                                         Time now) {
   Transaction tx(*m_db, Transaction::Kind::read);
-  Statement st(*m_db, "SELECT (SELECT coalesce(max(id), 0) FROM events), "
-                      "(SELECT coalesce(max(id), 0) FROM tasks), "
-                      "(SELECT coalesce(max(id), 0) FROM flow_events)");
-  st.step();
-  return {st.get_int(0), st.get_int(1), st.get_int(2)};
+  return read_stats(*m_db, q, now);
+}
+
+std::vector<Task> TaskStore::requeue(const std::string& queue,
+                                     const std::string& actor, Time now) {
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  std::vector<std::tuple<int64_t, TaskState, int64_t>> due_later;
+  {
+    Statement st(*m_db, "SELECT id, state, run_at FROM tasks "
+                        "INDEXED BY tasks_ready WHERE queue = ?1 "
+                        "AND lease_token IS NULL "
+                        "AND state IN ('runnable', 'sleeping') AND blockers = "
+                        "0 AND broadcast_until IS NULL "
+                        "AND run_at > ?2 ORDER BY id");
+    st.bind(1, queue).bind(2, to_unix_ms(now));
+    while (st.step()) {
+      const auto state = core::parse_state(st.get_text(1));
+      due_later.emplace_back(st.get_int(0), state.value_or(TaskState::runnable),
+                             st.get_int(2));
+    }
+  }
+  Statement update(*m_db, "UPDATE tasks SET run_at = ?2, rev = rev + 1, "
+                          "updated_at = ?2 WHERE id = ?1");
+  std::vector<Task> changed;
+  for (const auto& [id, state, run_at] : due_later) {
+    update.bind(1, id).bind(2, to_unix_ms(now));
+    update.run();
+    update.reset();
+    log_event(*m_db, id, now, "requeue", state, state, actor,
+              "due now (was " + core::format_time(core::from_unix_ms(run_at))
+                  + ")");
+    changed.push_back(load_full(*m_db, id));
+  }
+  tx.commit();
+  return changed;
 }
 
 } // namespace taskq::storage

@@ -1,5 +1,6 @@
-// TaskStore: an operator's reads of tasks: find, show, list, why, and the
-// selection of tasks by a selector that operator messages share.
+// TaskStore: an operator's reads of tasks: find, show, list, why, the
+// selection of tasks by a selector that operator messages share, and the
+// event stream.
 #include "core/error.hpp"
 #include "storage/db.hpp"
 #include "storage/state_writer.hpp"
@@ -11,6 +12,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace taskq::storage {
@@ -334,6 +336,126 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
                       + " attempts: the next lease pauses it");
   }
   return reasons;
+}
+
+std::vector<StreamEvent>
+TaskStore::events(const std::optional<std::string>& queue,
+                  std::optional<Time> since, EventCursor& cursor,
+                  int64_t limit) {
+  // The cursor is two ids, and each query reads the rows past one of them:
+  // correct only if a row that becomes visible later never has a smaller id
+  // than one already read. It holds on both backends because writers run
+  // one at a time (SQLite's single writer; on PostgreSQL the advisory lock
+  // every write transaction takes in PgDb::begin before it inserts): ids
+  // come from identity sequences (cache 1) when a row is inserted, so every
+  // id a committed writer took is smaller than any the writer in progress
+  // (at most one) takes, and a snapshot always sees a prefix of the ids. A
+  // rolled-back writer leaves a gap, which the cursor skips harmlessly.
+  Transaction tx(*m_db, Transaction::Kind::read);
+  // Unset filters bind as NULL (`?2 IS NULL OR ...`).
+  const auto bind_filters = [&](Statement& st) {
+    if (since) {
+      st.bind(2, to_unix_ms(*since));
+    } else {
+      st.bind_null(2);
+    }
+    st.bind(3, queue).bind(4, limit);
+  };
+  std::vector<StreamEvent> adds;
+  {
+    // Creations live on the task rows (a bulk add writes no event rows).
+    Statement st(*m_db, "SELECT id, created_at, created_by, queue, retry_of "
+                        "FROM tasks WHERE id > ?1 "
+                        "AND (CAST(?2 AS BIGINT) IS NULL OR created_at >= ?2) "
+                        "AND (?3 IS NULL OR queue = ?3) ORDER BY id LIMIT ?4");
+    st.bind(1, cursor.task_id);
+    bind_filters(st);
+    while (st.step()) {
+      adds.push_back(
+          {creation_event(st.get_int(0), core::from_unix_ms(st.get_int(1)),
+                          st.get_opt_text(2).value_or(""), st.get_opt_int(4)),
+           st.get_text(3)});
+    }
+  }
+  std::vector<StreamEvent> logged;
+  {
+    Statement st(
+        *m_db,
+        "SELECT e.id, e.task_id, e.time, e.message, "
+        "e.from_state, e.to_state, e.actor, e.detail, t.queue "
+        "FROM events e JOIN tasks t ON t.id = e.task_id "
+        "WHERE e.id > ?1 AND (CAST(?2 AS BIGINT) IS NULL OR e.time >= ?2) "
+        "AND (?3 IS NULL OR t.queue = ?3) "
+        "ORDER BY e.id LIMIT ?4");
+    st.bind(1, cursor.event_id);
+    bind_filters(st);
+    while (st.step()) {
+      logged.push_back({read_event(st), st.get_text(8)});
+    }
+  }
+  std::vector<StreamEvent> flows;
+  if (!queue) { // flows span queues: a queue's stream has none
+    Statement st(*m_db, "SELECT e.id, e.flow_id, e.time, e.name, e.state "
+                        "FROM flow_events e WHERE e.id > ?1 AND e.kind = "
+                        "'flow' AND (CAST(?2 AS BIGINT) IS NULL OR e.time >= "
+                        "?2) AND (?3 IS NULL) ORDER BY e.id LIMIT ?4");
+    st.bind(1, cursor.flow_event_id);
+    bind_filters(st);
+    while (st.step()) {
+      StreamEvent e;
+      e.event.id = st.get_int(0);
+      e.flow = st.get_int(1);
+      e.event.time = core::from_unix_ms(st.get_int(2));
+      e.event.message = "flow";
+      e.event.to = st.get_text(4);
+      e.event.actor = std::string(k_system_actor);
+      e.event.detail = st.get_text(3);
+      flows.push_back(std::move(e));
+    }
+  }
+  // Merged by time; at equal times a creation first, then a task's event,
+  // then a flow's. Each source keeps its own order, so each part of the
+  // cursor moves past a prefix.
+  std::vector<StreamEvent> out;
+  size_t a = 0;
+  size_t b = 0;
+  size_t c = 0;
+  while (static_cast<int64_t>(out.size()) < limit
+         && (a < adds.size() || b < logged.size() || c < flows.size())) {
+    int pick = -1;
+    Time best{};
+    const auto consider = [&](int which, const std::vector<StreamEvent>& list,
+                              size_t at) {
+      if (at < list.size() && (pick < 0 || list[at].event.time < best)) {
+        pick = which;
+        best = list[at].event.time;
+      }
+    };
+    consider(0, adds, a);
+    consider(1, logged, b);
+    consider(2, flows, c);
+    StreamEvent& next = pick == 0   ? adds[a++]
+                        : pick == 1 ? logged[b++]
+                                    : flows[c++];
+    if (pick == 0) {
+      cursor.task_id = next.event.task_id;
+    } else if (pick == 1) {
+      cursor.event_id = next.event.id;
+    } else {
+      cursor.flow_event_id = next.event.id;
+    }
+    out.push_back(std::move(next));
+  }
+  return out;
+}
+
+EventCursor TaskStore::events_end() {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  Statement st(*m_db, "SELECT (SELECT coalesce(max(id), 0) FROM events), "
+                      "(SELECT coalesce(max(id), 0) FROM tasks), "
+                      "(SELECT coalesce(max(id), 0) FROM flow_events)");
+  st.step();
+  return {st.get_int(0), st.get_int(1), st.get_int(2)};
 }
 
 } // namespace taskq::storage

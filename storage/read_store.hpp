@@ -34,4 +34,7 @@ struct SelectPart {
 std::vector<SelectPart> select_sqls(const Selector& sel,
                                     const std::string& state, bool limited);
 
+// Usage error for a name in `states` that is not a task state.
+void check_states(const std::vector<std::string>& states);
+
 } // namespace taskq::storage::detail

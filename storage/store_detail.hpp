@@ -60,6 +60,7 @@ inline constexpr int k_task_column_count = 37;
 #include "storage/followers.hpp"
 #include "storage/lease_store.hpp"
 #include "storage/open_store.hpp"
+#include "storage/ops_store.hpp"
 #include "storage/output_store.hpp"
 #include "storage/read_store.hpp"
 #include "storage/rows.hpp"

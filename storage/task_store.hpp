@@ -63,6 +63,10 @@ public:
   // The time now: the system clock, or a frozen time (TASKQ_NOW).
   using Clock = std::function<core::Time()>;
 
+  // Each section below is implemented in the file it names (checked by
+  // tests/storage/interface_sections).
+
+  // --- open_store.cpp: the database, its schema, the connection ---
   // Opens (and migrates) the database at `path`. Throws unavailable for a
   // path that is not a regular file, a file that is not a database, a
   // database of another program (it has tables but no taskq schema), or
@@ -73,10 +77,52 @@ public:
   TaskStore(const TaskStore&) = delete;
   TaskStore& operator=(const TaskStore&) = delete;
 
+  int schema_version();
+  int migrate(); // applies pending migrations; returns the version
+
+  // A store opened with OpenMode::clock is made ready for `mode`: its
+  // schema brought up to date. Does nothing otherwise.
+  void open_for(OpenMode mode);
+
+  // Copies the database to a temporary file beside `dest_path`, flushed to
+  // disk, then renamed to it: `dest_path` is absent or a whole backup.
+  void backup(const std::string& dest_path);
+  void vacuum(); // rebuilds the file, giving free pages back
+
+  // The database server's clock (PostgreSQL), so that hosts whose clocks
+  // disagree agree on leases and ticks; std::nullopt on SQLite.
+  std::optional<core::Time> server_now();
+
+  // A feed of the database's changes, to wait on between looks.
+  ChangeFeed changes() const;
+
+  // A number that changes when another process (another connection)
+  // commits, never for this store's own commits: a wake-up of the feed
+  // that finds it unchanged was this store's doing. std::nullopt where
+  // the backend does not tell (PostgreSQL).
+  std::optional<int64_t> others_version();
+
+  // Group commit for a long-lived writer (Db::defer_sync): from now on a
+  // commit of this store returns before the disk has it, and a thread of
+  // the store's syncs it, one sync for every commit that waited. Callers
+  // must not act on a commit before wait_durable(the commit_seq() read
+  // after it) returns; it says whether it had to wait. false where commits
+  // are durable when they return (PostgreSQL, an SQLite file not in WAL
+  // mode): then nothing waits. durable(n): whether wait_durable(n) would
+  // return at once; durable_fd(): a descriptor readable after each sync,
+  // to poll on (read it to clear it), or -1.
+  bool defer_sync();
+  uint64_t commit_seq() const;
+  bool wait_durable(uint64_t seq);
+  bool durable(uint64_t seq) const;
+  int durable_fd() const;
+
+  // --- add_store.cpp: adding tasks, and retrying finished ones ---
   // Adds one task; returns its id. `actor` is logged as its creator. With
   // task.unique_key, returns the unfinished task with that key and queue
   // instead when there is one (see add_unique).
   int64_t add(const NewTask& task, core::Time now, const std::string& actor);
+
   // The same, saying whether the task already existed. The check and the
   // insert are one write transaction, so concurrent adds of one key create
   // exactly one task.
@@ -92,6 +138,20 @@ public:
                    const std::function<void(int64_t)>& on_id, core::Time now,
                    const std::string& actor);
 
+  // A new task with the spec of failed/killed task `id`; returns its id.
+  // Conflict when it already has a live retry (see retry_many).
+  int64_t retry(int64_t id, const std::string& actor, core::Time now);
+
+  // Retries the selected tasks in one transaction. With ids: all or
+  // nothing; a task not failed or killed, an atom's task, or (unless
+  // `live` is again) one with a live retry is a conflict naming it. With
+  // filters (states only failed and/or killed, usage error otherwise):
+  // such tasks are skipped and reported with `skipped`. Ids in the order
+  // given; filters: by id.
+  std::vector<Retried> retry_many(const Selector& sel, LiveRetry live,
+                                  const std::string& actor, core::Time now);
+
+  // --- lease_store.cpp: leasing, and when to look again ---
   // Leases up to req.count eligible tasks (in the order of
   // doc/reference/task.md#leases), each until now + lease_for with a fresh
   // token, incrementing attempts. A task that would pass its max_attempts is
@@ -102,12 +162,31 @@ public:
   // none.
   std::vector<core::Task> lease(const LeaseRequest& req, core::Time now);
 
+  // The earliest time after `now` at which a task of `queues` can become
+  // eligible with no write to the database: a delayed task coming due, a
+  // sleeper waking, a lease expiring, a schedule's tick. std::nullopt when
+  // none will. Costs
+  // O(log n) per queue and distinct priority.
+  std::optional<core::Time> next_due(const std::vector<std::string>& queues,
+                                     core::Time now);
+
+  // Whether a task of `queues` is due now, has an expired lease, is a
+  // broadcast `worker` has not had, or a schedule of theirs is due: a
+  // read-only look before taking the write lock to lease. It ignores labels,
+  // addressing and limits, so true means "try", never "there is one".
+  // Costs O(log n) per queue and distinct priority, however many tasks wait
+  // for a later time.
+  bool anything_due(const std::vector<std::string>& queues, core::Time now,
+                    const std::string& worker);
+
+  // --- worker_store.cpp: a lease holder's writes ---
   // Worker writes: each needs the current live lease token, else conflict
   // ("lease lost", naming the operator's message when one revoked it).
   HeartbeatResult heartbeat(int64_t id, const std::string& token,
                             std::optional<core::Millis> extend,
                             const std::optional<std::string>& checkpoint,
                             core::Time now);
+
   // `sync` (done --sync) is merged into the sync state of the schedule that
   // emitted the task; conflict when the task came from no schedule.
   // `output`: the handler's last output, stored in the same transaction
@@ -116,6 +195,7 @@ public:
                       const std::optional<std::string>& result, core::Time now,
                       const core::Labels& sync = {},
                       const OutputWrite& output = {});
+
   // complete() for a caller with no use for the task written (`done`): one
   // read of it less.
   void complete_only(int64_t id, const std::string& token,
@@ -126,6 +206,7 @@ public:
   core::Task release(int64_t id, const std::string& token,
                      std::optional<core::Millis> delay, core::Time now,
                      const OutputWrite& output = {});
+
   // Applies each outcome (checking its lease token first, so that a lost
   // lease skips that outcome only, writing nothing for it: its result says
   // why), then, when `next` is set, leases as lease() would: all in one
@@ -148,50 +229,7 @@ public:
   // the others.
   bool lease_held(int64_t id, const std::string& token, core::Time now);
 
-  // The earliest time after `now` at which a task of `queues` can become
-  // eligible with no write to the database: a delayed task coming due, a
-  // sleeper waking, a lease expiring, a schedule's tick. std::nullopt when
-  // none will. Costs
-  // O(log n) per queue and distinct priority.
-  std::optional<core::Time> next_due(const std::vector<std::string>& queues,
-                                     core::Time now);
-
-  // Whether a task of `queues` is due now, has an expired lease, is a
-  // broadcast `worker` has not had, or a schedule of theirs is due: a
-  // read-only look before taking the write lock to lease. It ignores labels,
-  // addressing and limits, so true means "try", never "there is one".
-  // Costs O(log n) per queue and distinct priority, however many tasks wait
-  // for a later time.
-  bool anything_due(const std::vector<std::string>& queues, core::Time now,
-                    const std::string& worker);
-
-  // The database server's clock (PostgreSQL), so that hosts whose clocks
-  // disagree agree on leases and ticks; std::nullopt on SQLite.
-  std::optional<core::Time> server_now();
-
-  // A feed of the database's changes, to wait on between looks.
-  ChangeFeed changes() const;
-  // A number that changes when another process (another connection)
-  // commits, never for this store's own commits: a wake-up of the feed
-  // that finds it unchanged was this store's doing. std::nullopt where
-  // the backend does not tell (PostgreSQL).
-  std::optional<int64_t> others_version();
-
-  // Group commit for a long-lived writer (Db::defer_sync): from now on a
-  // commit of this store returns before the disk has it, and a thread of
-  // the store's syncs it, one sync for every commit that waited. Callers
-  // must not act on a commit before wait_durable(the commit_seq() read
-  // after it) returns; it says whether it had to wait. false where commits
-  // are durable when they return (PostgreSQL, an SQLite file not in WAL
-  // mode): then nothing waits. durable(n): whether wait_durable(n) would
-  // return at once; durable_fd(): a descriptor readable after each sync,
-  // to poll on (read it to clear it), or -1.
-  bool defer_sync();
-  uint64_t commit_seq() const;
-  bool wait_durable(uint64_t seq);
-  bool durable(uint64_t seq) const;
-  int durable_fd() const;
-
+  // --- operator_store.cpp: an operator's changes to selected tasks ---
   // Operator message to the selected tasks. With ids: all or nothing, and a
   // refused transition on any id is a conflict. With filters: applies to the
   // tasks whose state accepts the message. Revokes live leases (pause,
@@ -199,6 +237,7 @@ public:
   std::vector<core::Task> send(const Selector& sel, core::Message msg,
                                std::optional<core::Time> until,
                                const std::string& actor, core::Time now);
+
   // send's bulk form (filters) in bounded memory: the selected tasks are
   // read and changed a batch at a time, all in one transaction, and only
   // their number is kept (and their ids, in `ids` when given).
@@ -206,12 +245,76 @@ public:
                     std::optional<core::Time> until, const std::string& actor,
                     core::Time now, std::vector<int64_t>* ids = nullptr);
 
+  // Deletes the selected tasks with their errors and events: finished ones
+  // only, unless req.force (then a deleted unfinished task counts as
+  // killed for the tasks waiting for it). Returns how many it deleted, or
+  // with req.dry_run how many it would.
+  int64_t purge(const PurgeRequest& req, core::Time now);
+
+  // --- ops_store.cpp: queues as a whole, and their workers ---
+  void set_queue(const std::string& queue, const QueueSettings& settings);
+
+  // A paused queue leases nothing; its leased tasks run on and finish.
+  void set_queue_paused(const std::string& queue, bool paused);
+
+  // Every queue that has tasks, settings or counters, by name, with its
+  // settings and stats.
+  std::vector<QueueInfo> queues(core::Time now);
+
+  // One queue; not_found when it has no tasks, settings or counters.
+  QueueInfo queue(const std::string& name, core::Time now);
+
+  std::vector<QueueStats> stats(const std::optional<std::string>& queue,
+                                core::Time now);
+
+  // Per queue (every queue with tasks or counters, by name): the stats and
+  // the counters. A lease that has expired but not been reclaimed yet
+  // counts as expired.
+  std::vector<QueueMetrics> metrics(core::Time now);
+
   // Makes every delayed or sleeping task of `queue` that is not leased and
   // not yet due, due at `now`, keeping its state (MassTasker's bulk
   // not_before reset), and logs a `requeue` event for each. Returns them.
   std::vector<core::Task> requeue(const std::string& queue,
                                   const std::string& actor, core::Time now);
 
+  // The way back from a dead-letter queue: every runnable or sleeping task
+  // of `from` that is not leased moves to `to`, runnable and due now, its
+  // attempts reset and its error history kept. Returns how many moved.
+  int64_t redrive(const std::string& from, const std::string& to,
+                  const std::string& actor, core::Time now);
+
+  // The workers holding a live lease at `now` or that logged a lease,
+  // complete or error at or after `since`, by name.
+  std::vector<WorkerInfo> workers(core::Time since, core::Time now);
+
+  // --- read_store.cpp: reading tasks, and the event stream ---
+  std::optional<core::Task> find(int64_t id);
+  TaskDetail show(int64_t id); // not_found when missing
+  std::vector<core::Task> list(const Selector& sel, core::Time now);
+
+  // One line per reason task `id` is not running now (empty: it is
+  // eligible). `worker` is the asking worker, for addressing.
+  std::vector<std::string> why(int64_t id, core::Time now,
+                               const std::string& worker);
+
+  // The events after `cursor`, oldest first, at most `limit`, of `queue`
+  // (all when null) at or after `since`; advances `cursor` past them.
+  std::vector<StreamEvent> events(const std::optional<std::string>& queue,
+                                  std::optional<core::Time> since,
+                                  EventCursor& cursor, int64_t limit);
+
+  // The cursor after everything logged so far.
+  EventCursor events_end();
+
+  // --- complete_store.cpp: shell completion ---
+  // Shell completion: the ids of the tasks in one of `states` (any state
+  // when empty; with `leased`, only those holding a lease), newest first,
+  // at most `limit`.
+  std::vector<int64_t> recent_ids(const std::vector<core::TaskState>& states,
+                                  bool leased, int64_t limit);
+
+  // --- tx_store.cpp: tx documents ---
   // Applies a tx document all or nothing. Checks, in this order: every
   // `require` (a missing task or another rev: conflict); that every task
   // to delete, update or complete exists, and every `after` of a create
@@ -223,46 +326,23 @@ public:
   TxResult apply_tx(const TxRequest& req, core::Time now,
                     const std::string& actor);
 
-  // A new task with the spec of failed/killed task `id`; returns its id.
-  // Conflict when it already has a live retry (see retry_many).
-  int64_t retry(int64_t id, const std::string& actor, core::Time now);
-  // Retries the selected tasks in one transaction. With ids: all or
-  // nothing; a task not failed or killed, an atom's task, or (unless
-  // `live` is again) one with a live retry is a conflict naming it. With
-  // filters (states only failed and/or killed, usage error otherwise):
-  // such tasks are skipped and reported with `skipped`. Ids in the order
-  // given; filters: by id.
-  std::vector<Retried> retry_many(const Selector& sel, LiveRetry live,
-                                  const std::string& actor, core::Time now);
-
+  // --- output_store.cpp: a handler's output ---
   // Stores chunks of output in one transaction (each chunk's offset is
   // where it lies in its stream), then drops the oldest bytes of each
   // stream they extend so that at most `keep` of them remain (the last
   // ones). Chunks of a task that no longer exists are dropped.
   void append_output(const std::vector<OutputChunk>& chunks, int64_t keep);
+
   // The kept output of `task`'s attempt, chunks after id `after` in the
   // order written, of `stream` only when given.
   std::vector<OutputChunk> output(int64_t task, int64_t attempt,
                                   const std::optional<std::string>& stream,
                                   int64_t after = 0);
+
   // What each attempt's streams keep, by attempt then stream.
   std::vector<OutputSize> output_sizes(int64_t task);
 
-  std::optional<core::Task> find(int64_t id);
-  TaskDetail show(int64_t id); // not_found when missing
-  std::vector<core::Task> list(const Selector& sel, core::Time now);
-  // Shell completion: the ids of the tasks in one of `states` (any state
-  // when empty; with `leased`, only those holding a lease), newest first,
-  // at most `limit` (complete_store.cpp).
-  std::vector<int64_t> recent_ids(const std::vector<core::TaskState>& states,
-                                  bool leased, int64_t limit);
-  std::vector<QueueStats> stats(const std::optional<std::string>& queue,
-                                core::Time now);
-  // One line per reason task `id` is not running now (empty: it is
-  // eligible). `worker` is the asking worker, for addressing.
-  std::vector<std::string> why(int64_t id, core::Time now,
-                               const std::string& worker);
-
+  // --- flow_store.cpp: flows ---
   // Flows. submit_flow: usage for a document compile_flow refuses; the new
   // flow starts at once (its first atoms' tasks are created). Its id.
   int64_t submit_flow(const std::string& document, core::Time now,
@@ -271,10 +351,12 @@ public:
   std::vector<FlowSummary> flows(const std::optional<std::string>& state);
   FlowDetail flow(int64_t id); // not_found when missing
   std::optional<FlowSummary> find_flow(int64_t id);
+
   // How many flows are in each state, every state named (PENDING first,
   // in TaskFlow's order).
   std::vector<std::pair<std::string, int64_t>> flow_counts();
 
+  // --- schedule_store.cpp: schedules and gates ---
   // Schedules. add_schedule: conflict when the name is taken; the first
   // emission waits for the first tick after `now`. Pausing stops emission;
   // resuming starts again from the first tick after `now` (ticks missed
@@ -286,6 +368,7 @@ public:
   void set_schedule_paused(const std::string& name, bool paused,
                            core::Time now);
   void remove_schedule(const std::string& name);
+
   // Emits every due schedule (of all queues, or of `queue`): one task per
   // schedule at most, none while its last task is unfinished; each
   // schedule's next tick moves past `now` either way. Returns the new ids.
@@ -299,35 +382,14 @@ public:
   GateInfo gate(const std::string& name);
   void remove_gate(const std::string& name);
 
-  // Every queue that has tasks, settings or counters, by name, with its
-  // settings and stats.
-  std::vector<QueueInfo> queues(core::Time now);
-  // One queue; not_found when it has no tasks, settings or counters.
-  QueueInfo queue(const std::string& name, core::Time now);
-  // The workers holding a live lease at `now` or that logged a lease,
-  // complete or error at or after `since`, by name.
-  std::vector<WorkerInfo> workers(core::Time since, core::Time now);
-
-  void set_queue(const std::string& queue, const QueueSettings& settings);
-  // A paused queue leases nothing; its leased tasks run on and finish.
-  void set_queue_paused(const std::string& queue, bool paused);
-  // The way back from a dead-letter queue: every runnable or sleeping task
-  // of `from` that is not leased moves to `to`, runnable and due now, its
-  // attempts reset and its error history kept. Returns how many moved.
-  int64_t redrive(const std::string& from, const std::string& to,
-                  const std::string& actor, core::Time now);
-  // Deletes the selected tasks with their errors and events: finished ones
-  // only, unless req.force (then a deleted unfinished task counts as
-  // killed for the tasks waiting for it). Returns how many it deleted, or
-  // with req.dry_run how many it would.
-  int64_t purge(const PurgeRequest& req, core::Time now);
-
+  // --- transfer_store.cpp: export and import ---
   // Calls `each` with every task (of `queue`, when given) in id order,
   // then, without `queue`, with every flow in id order (TaskImage::flow),
   // from one snapshot. A flow's tasks may lie in several queues, so a
   // queue's export holds no flows.
   void export_tasks(const std::optional<std::string>& queue,
                     const std::function<void(const TaskImage&)>& each);
+
   // Adds each task `next` yields (it fills its argument and returns true,
   // or returns false at the end) exactly as exported, keeping its id, all
   // in one transaction. Conflict when an id is taken; usage when a row
@@ -341,46 +403,26 @@ public:
   // (TaskImage::line) when it is set. Returns how many tasks.
   int64_t import_tasks(const std::function<bool(TaskImage&)>& next);
 
-  // Database administration. check: SQLite's integrity check, the schema
-  // (tables, columns, indexes, triggers) against what the migrations make,
-  // then taskq's invariants.
+  // --- check_store.cpp: db check ---
+  // SQLite's integrity check, the schema (tables, columns, indexes,
+  // triggers) against what the migrations make, then taskq's invariants.
   CheckReport check();
-  int schema_version();
-  int migrate(); // applies pending migrations; returns the version
-  // A store opened with OpenMode::clock is made ready for `mode`: its
-  // schema brought up to date. Does nothing otherwise.
-  void open_for(OpenMode mode);
-  // Copies the database to a temporary file beside `dest_path`, flushed to
-  // disk, then renamed to it: `dest_path` is absent or a whole backup.
-  void backup(const std::string& dest_path);
-  void vacuum(); // rebuilds the file, giving free pages back
 
-  // Per queue (every queue with tasks or counters, by name): the stats and
-  // the counters. A lease that has expired but not been reclaimed yet
-  // counts as expired.
-  std::vector<QueueMetrics> metrics(core::Time now);
-
+  // --- top_store.cpp: top's snapshot ---
   // What `top` shows, read from one snapshot: every queue, at most `limit`
   // running tasks and `limit` other unfinished ones, and the `limit` latest
   // failed tasks. Costs O(queues' tasks) for the counts, as stats does.
   TopView top_view(core::Time now, int64_t limit);
 
-  // The events after `cursor`, oldest first, at most `limit`, of `queue`
-  // (all when null) at or after `since`; advances `cursor` past them.
-  std::vector<StreamEvent> events(const std::optional<std::string>& queue,
-                                  std::optional<core::Time> since,
-                                  EventCursor& cursor, int64_t limit);
-  // The cursor after everything logged so far.
-  EventCursor events_end();
-
 private:
-  void purge_unfinished(core::Time now); // purge --force's unfinished tasks
-
   // The time a write decides with: the clock's, read now (call it once the
   // write lock is held), or `given` when the store has no clock.
   core::Time locked_now(core::Time given) const {
     return m_clock ? m_clock() : given;
   }
+
+  // --- operator_store.cpp ---
+  void purge_unfinished(core::Time now); // purge --force's unfinished tasks
 
   std::unique_ptr<Db> m_db;
   Clock m_clock;

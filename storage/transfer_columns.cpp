@@ -8,6 +8,7 @@
 #include "core/error_policy.hpp"
 #include "core/flow.hpp"
 #include "core/labels.hpp"
+#include "core/new_task.hpp"
 #include "core/state.hpp"
 #include "core/text.hpp"
 #include "core/time.hpp"
@@ -110,7 +111,7 @@ Domain domain_of(std::string_view table, std::string_view column) {
       {"state", Domain::state},
       {"labels", Domain::labels},
       {"attempts", Domain::count},
-      {"max_attempts", Domain::positive},
+      {"max_attempts", Domain::max_attempts},
       {"lease_for_ms", Domain::duration},
       {"checkpoint_req", Domain::flag},
       {"max_errors", Domain::max_errors},
@@ -161,6 +162,12 @@ const char* integer_misfit(Domain domain, int64_t n) {
     return n >= 0 ? nullptr : "0 or more";
   case Domain::positive:
     return n >= 1 ? nullptr : "at least 1";
+  case Domain::max_attempts: {
+    core::NewTaskFields task;
+    task.max_attempts = n;
+    const auto broken = core::check_new_task(task);
+    return broken ? broken->must : nullptr;
+  }
   case Domain::max_errors:
     return n >= 1 && n <= 1'000'000 ? nullptr : "between 1 and 1000000";
   case Domain::flag:
@@ -173,10 +180,12 @@ const char* integer_misfit(Domain domain, int64_t n) {
 // What a string of `domain` must be, or nullptr when `text` is one.
 const char* string_misfit(Domain domain, const std::string& text) {
   switch (domain) {
-  case Domain::name:
-    return core::is_valid_name(text)
-               ? nullptr
-               : "a name of 1-128 letters, digits and . _ : / -";
+  case Domain::name: {
+    core::NewTaskFields task;
+    task.queue = text;
+    const auto broken = core::check_new_task(task);
+    return broken ? broken->must : nullptr;
+  }
   case Domain::state:
     return core::parse_state(text) ? nullptr : "a task state";
   case Domain::backoff:
@@ -264,26 +273,31 @@ const char* json_misfit(Domain domain, const std::string& json) {
   if (domain == Domain::argv) {
     // As `add -- CMD` stores it: what execve can take (no NUL), the
     // program's name not empty.
-    const bool ok =
-        v.is_array() && !v.empty()
-        && std::all_of(v.begin(), v.end(),
-                       [](const nlohmann::json& arg) {
-                         return arg.is_string()
-                                && arg.get_ref<const std::string&>().find('\0')
-                                       == std::string::npos;
-                       })
-        && !v[0].get_ref<const std::string&>().empty();
-    return ok ? nullptr
-              : "an array of strings without NUL, the first not empty (a "
-                "program and its arguments)";
+    const char* what = "an array of strings without NUL, the first not "
+                       "empty (a program and its arguments)";
+    if (!v.is_array()
+        || !std::all_of(v.begin(), v.end(), [](const nlohmann::json& arg) {
+             return arg.is_string();
+           })) {
+      return what;
+    }
+    core::NewTaskFields task;
+    task.command = v.get<std::vector<std::string>>();
+    return core::check_new_task(task) ? what : nullptr;
   }
   if (domain == Domain::task_ids) {
-    const bool ok =
-        v.is_array()
-        && std::all_of(v.begin(), v.end(), [](const nlohmann::json& id) {
-             return id.is_number_integer() && id.get<int64_t>() > 0;
-           });
-    return ok ? nullptr : "an array of task ids";
+    const char* what = "an array of task ids";
+    if (!v.is_array()
+        || !std::all_of(v.begin(), v.end(), [](const nlohmann::json& id) {
+             return id.is_number_integer();
+           })) {
+      return what;
+    }
+    core::NewTaskFields task;
+    for (const auto& id : v) {
+      task.after.push_back(id.get<int64_t>());
+    }
+    return core::check_new_task(task) ? what : nullptr;
   }
   return nullptr;
 }

@@ -42,13 +42,14 @@ enum class Domain {
   task_id,           // 1 or more
   count,             // 0 or more
   positive,          // 1 or more
+  max_attempts,      // a task's: as a new task's (core/new_task.hpp)
   max_errors,        // 1 to 1000000, as --max-errors
   flag,              // 0 or 1
-  name,              // a queue name
+  name,              // a queue name, as a new task's
   state,             // a task state
   backoff,           // constant or exponential
   labels,            // a JSON object of labels --label accepts
-  task_ids,          // a JSON array of task ids
+  task_ids,          // a JSON array of task ids, as a new task's after
   flow_id,           // 1 or more
   flow_state,        // TaskFlow's flow states
   atom_state,        // TaskFlow's atom states (a retry's RETRYING too)
@@ -58,7 +59,7 @@ enum class Domain {
   object,            // a JSON object (a flow's store)
   history,           // a retry controller's history: [{value, failures}]
   flow_link,         // a task's {"id","atom","action","args"}
-  argv,              // a task's command: a JSON array of strings
+  argv, // a task's command: a JSON array of strings, as a new task's
 };
 
 // The domain of `column` in `table`.

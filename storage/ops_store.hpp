@@ -1,0 +1,21 @@
+#pragma once
+
+// Internal to storage/: the helpers ops_store.cpp defines for the other store
+// files (each assumes a transaction is open on `db`). Included through
+// storage/store_detail.hpp.
+
+#include "core/time.hpp"
+#include "storage/db.hpp"
+#include "storage/task_store.hpp"
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace taskq::storage::detail {
+
+// The per-queue counts of `stats` (of `queue`, or of all when null).
+std::vector<QueueStats>
+read_stats(Db& db, const std::optional<std::string>& queue, core::Time now);
+
+} // namespace taskq::storage::detail
