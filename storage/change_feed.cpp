@@ -120,17 +120,19 @@ bool ChangeFeed::wait(std::optional<core::Millis> timeout) {
     ::usleep(static_cast<useconds_t>(step.count() * 1000));
     return !timeout || *timeout > k_fallback_poll;
   }
+  // A plain time and a flag rather than an optional time: GCC 12 at -O1
+  // took the optional's value for read uninitialized (-Wmaybe-uninitialized).
+  const bool bounded = timeout.has_value();
   const auto deadline =
-      timeout ? std::optional(std::chrono::steady_clock::now() + *timeout)
-              : std::nullopt;
+      std::chrono::steady_clock::now() + timeout.value_or(core::Millis{0});
   while (true) {
     if (drain()) {
       return true;
     }
     int wait_ms = -1;
-    if (deadline) {
+    if (bounded) {
       const auto left = std::chrono::ceil<core::Millis>(
-          *deadline - std::chrono::steady_clock::now());
+          deadline - std::chrono::steady_clock::now());
       if (left.count() <= 0) {
         return false;
       }
