@@ -133,7 +133,11 @@ void run_list(const ListOptions& o, Context& ctx) {
   }
   sel.limit = o.limit;
   const core::Time now = ctx.now();
-  const auto tasks = ctx.store(storage::OpenMode::read).list(sel, now);
+  auto& store = ctx.store(storage::OpenMode::read);
+  if (sel.queue) {
+    require_queue(store, *sel.queue);
+  }
+  const auto tasks = store.list(sel, now);
   if (format == Format::table) {
     print_task_table(tasks, now);
     return;
@@ -155,6 +159,9 @@ void run_stats(const std::optional<std::string>& queue, Context& ctx) {
   }
   const core::Time now = ctx.now();
   auto& store = ctx.store(storage::OpenMode::read);
+  if (queue) {
+    require_queue(store, *queue);
+  }
   const auto stats = store.stats(queue, now);
   // Flows by state, when there are any (and no --queue: flows span queues).
   std::vector<std::pair<std::string, int64_t>> flows;

@@ -82,6 +82,9 @@ void send_message(const SendOptions& o, const std::vector<std::string>& ids,
     throw Error(ErrorKind::usage, "--until and --for only go with sleep");
   }
   auto& store = ctx.store(storage::OpenMode::update);
+  if (sel.queue) {
+    require_queue(store, *sel.queue);
+  }
   if (sel.has_filters() && format != Format::json) {
     // In bulk only the count is kept (and the ids, for -o id), however
     // many tasks change.
@@ -274,11 +277,13 @@ void register_operate(CLI::App& app, Context& ctx) {
         select_tasks(ro->ids, ro->queue, ro->state, ro->match);
     const Format format =
         ctx.format(Format::id, {Format::table, Format::json, Format::id});
-    const auto done = ctx.store(storage::OpenMode::update)
-                          .retry_many(sel,
-                                      ro->again ? storage::LiveRetry::again
-                                                : storage::LiveRetry::refuse,
-                                      ctx.actor(), ctx.now());
+    auto& store = ctx.store(storage::OpenMode::update);
+    if (sel.queue) {
+      require_queue(store, *sel.queue);
+    }
+    const auto done = store.retry_many(
+        sel, ro->again ? storage::LiveRetry::again : storage::LiveRetry::refuse,
+        ctx.actor(), ctx.now());
     for (const auto& r : done) {
       if (r.retry == 0) {
         std::fprintf(stderr, "taskq: skipped: %s\n", r.skipped.c_str());
@@ -302,8 +307,9 @@ void register_operate(CLI::App& app, Context& ctx) {
     const Format format =
         ctx.format(Format::table, {Format::table, Format::json, Format::id});
     const core::Time now = ctx.now();
-    const auto changed =
-        ctx.store(storage::OpenMode::update).requeue(*rq, ctx.actor(), now);
+    auto& store = ctx.store(storage::OpenMode::update);
+    require_queue(store, *rq);
+    const auto changed = store.requeue(*rq, ctx.actor(), now);
     for (const auto& t : changed) {
       if (format == Format::json) {
         print_task_json(t, now);
@@ -363,8 +369,11 @@ void register_operate(CLI::App& app, Context& ctx) {
     req.older_than = parse_duration_arg(po->older_than, "--older-than");
     req.force = po->force;
     req.dry_run = po->dry_run;
-    const int64_t n =
-        ctx.store(storage::OpenMode::update).purge(req, ctx.now());
+    auto& store = ctx.store(storage::OpenMode::update);
+    if (req.queue) {
+      require_queue(store, *req.queue);
+    }
+    const int64_t n = store.purge(req, ctx.now());
     if (format == Format::json) {
       print_json(Json{{po->dry_run ? "would_purge" : "purged", n}});
     } else {

@@ -196,7 +196,9 @@ void register_queue(CLI::App& app, Context& ctx) {
     s.max_running = o->max_running;
     s.max_attempts = o->max_attempts;
     s.policy = to_overrides(o->policy);
-    ctx.store(storage::OpenMode::write).set_queue(o->name, s);
+    auto& store = ctx.store(storage::OpenMode::write);
+    note_new_queue(store, o->name);
+    store.set_queue(o->name, s);
   });
 
   for (const bool pause : {true, false}) {
@@ -212,9 +214,16 @@ void register_queue(CLI::App& app, Context& ctx) {
     cmd->callback([name, pause, &ctx] {
       check_queue_name(*name);
       // Pausing a queue before its first task is a setting worth keeping
-      // (it creates the database); resuming one needs it to exist.
-      ctx.store(pause ? storage::OpenMode::write : storage::OpenMode::update)
-          .set_queue_paused(*name, pause);
+      // (it creates the database, and says so); resuming one needs it to
+      // exist.
+      auto& store = ctx.store(pause ? storage::OpenMode::write
+                                    : storage::OpenMode::update);
+      if (pause) {
+        note_new_queue(store, *name);
+      } else {
+        require_queue(store, *name);
+      }
+      store.set_queue_paused(*name, pause);
     });
   }
 
@@ -233,8 +242,9 @@ void register_queue(CLI::App& app, Context& ctx) {
         ctx.format(Format::table, {Format::table, Format::json});
     check_queue_name(*from);
     check_queue_name(*to);
-    const int64_t n = ctx.store(storage::OpenMode::update)
-                          .redrive(*from, *to, ctx.actor(), ctx.now());
+    auto& store = ctx.store(storage::OpenMode::update);
+    require_queue(store, *from);
+    const int64_t n = store.redrive(*from, *to, ctx.actor(), ctx.now());
     if (format == Format::json) {
       print_json(Json{{"moved", n}});
     } else {

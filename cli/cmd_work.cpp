@@ -31,7 +31,11 @@ std::vector<core::Task>
 lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
   auto& store = ctx.store(storage::OpenMode::update);
   if (!o.wait) {
-    return store.lease(req, ctx.now());
+    auto tasks = store.lease(req, ctx.now());
+    if (tasks.empty()) {
+      note_unknown_queues(store, req.queues); // a typo leases nothing
+    }
+    return tasks;
   }
   std::optional<core::Millis> limit;
   if (!o.wait->empty()) {
@@ -55,6 +59,9 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
       auto tasks = store.lease(req, ctx.live_now());
       if (!tasks.empty()) {
         return tasks;
+      }
+      if (first) {
+        note_unknown_queues(store, req.queues); // said once, then waits
       }
     }
     std::optional<core::Millis> wait;

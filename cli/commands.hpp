@@ -31,6 +31,26 @@ core::PolicyOverrides to_overrides(const PolicyArgs& args);
 void check_name(const std::string& name, std::string_view what);
 void check_queue_name(const std::string& name);
 
+// The nearest of `names` to `word` (at most 2 edits away, or a name it
+// begins, case ignored), "" when none is near.
+std::string nearest_name(std::string_view word,
+                         const std::vector<std::string>& names);
+
+// A queue an operator names (kill --queue, list --queue, ...) that has no
+// tasks, settings or history: not_found, naming the nearest queue there is
+// ("no queue 'jbos': ...; did you mean 'jobs'?").
+void require_queue(storage::TaskStore& store, const std::string& queue);
+
+// The same for queues a worker waits on (run, lease), which may rightly
+// start before the first `add`: a one-line note on stderr per unknown
+// queue, then nothing.
+void note_unknown_queues(storage::TaskStore& store,
+                         const std::vector<std::string>& queues);
+
+// `queue pause/resume/set` of a queue that does not exist yet creates it:
+// said on stderr, with the nearest queue there is, so a typo shows.
+void note_new_queue(storage::TaskStore& store, const std::string& queue);
+
 // `--state a,b`: state names, `running` or `ready`, separated by commas
 // (usage error for an empty or unknown one).
 std::vector<std::string> parse_states(const std::string& text);

@@ -209,10 +209,12 @@ std::string lower(std::string_view text) {
   return out;
 }
 
+} // namespace
+
 // The nearest of `names` to `word` (at most 2 edits away, or a name it
 // begins), "" when none is near.
-std::string nearest(std::string_view word,
-                    const std::vector<std::string>& names) {
+std::string nearest_name(std::string_view word,
+                         const std::vector<std::string>& names) {
   std::string best;
   size_t best_distance = 3; // suggest only what is at most 2 edits away
   const std::string typed = lower(word);
@@ -228,6 +230,8 @@ std::string nearest(std::string_view word,
   }
   return best;
 }
+
+namespace {
 
 // "<what>; did you mean '<best>'?", else "<what> (see taskq <path>--help)".
 std::string with_suggestion(const std::string& what, const std::string& best,
@@ -284,7 +288,7 @@ std::optional<std::string> habit_word(std::string_view word) {
                   "unknown command '" + std::string(word) + "'; " + *habit);
     }
   }
-  const std::string best = nearest(word, names);
+  const std::string best = nearest_name(word, names);
   throw Error(
       ErrorKind::usage,
       with_suggestion("unknown command '" + prefix + std::string(word) + "'",
@@ -334,7 +338,7 @@ std::string unknown_option(const CLI::App* cmd, std::string_view arg,
         longs.push_back(n.substr(2));
       }
     }
-    best = nearest(name.substr(2), longs);
+    best = nearest_name(name.substr(2), longs);
     if (!best.empty()) {
       best = "--" + best;
     }

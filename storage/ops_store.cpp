@@ -116,6 +116,19 @@ QueueInfo TaskStore::queue(const std::string& name, Time now) {
   return std::move(found.front());
 }
 
+std::vector<std::string> TaskStore::queue_names() {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  // queue_counts keeps a row per queue and state once a task of that queue
+  // was in that state, at zero when none is left.
+  Statement st(*m_db, "SELECT queue FROM queue_counts UNION "
+                      "SELECT name FROM queues ORDER BY 1");
+  std::vector<std::string> names;
+  while (st.step()) {
+    names.push_back(st.get_text(0));
+  }
+  return names;
+}
+
 std::vector<WorkerInfo> TaskStore::workers(Time since, Time now) {
   Transaction tx(*m_db, Transaction::Kind::read);
   std::map<std::string, WorkerInfo> by_name;

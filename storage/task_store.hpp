@@ -264,6 +264,11 @@ public:
   // One queue; not_found when it has no tasks, settings or counters.
   QueueInfo queue(const std::string& name, core::Time now);
 
+  // The name of every queue that has or had tasks, or has settings or
+  // counters, sorted. Reads only the per-queue counters and settings rows:
+  // cheap however many tasks there are.
+  std::vector<std::string> queue_names();
+
   std::vector<QueueStats> stats(const std::optional<std::string>& queue,
                                 core::Time now);
 

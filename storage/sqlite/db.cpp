@@ -3,6 +3,7 @@
 #include "storage/sqlite/db.hpp"
 
 #include "core/error.hpp"
+#include "storage/sqlite/permissions.hpp"
 
 #include <sqlite3.h>
 
@@ -12,10 +13,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
 #include <mutex>
+#include <optional>
+#include <pwd.h>
 #include <random>
 #include <string>
 #include <sys/eventfd.h>
@@ -422,6 +426,17 @@ void SqliteDb::fail(int rc, std::string_view context) const {
       m_handle ? sqlite3_errmsg(m_handle.get()) : sqlite3_errstr(rc);
   if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED) {
     why = "database is locked past the busy timeout";
+  }
+  const int primary = rc & 0xff;
+  if (primary == SQLITE_CANTOPEN || primary == SQLITE_READONLY
+      || primary == SQLITE_PERM || primary == SQLITE_IOERR) {
+    // "unable to open database file" says nothing of why: a permission
+    // usually, which is said in words, naming the file.
+    const std::string problem = permission_problem(path());
+    if (!problem.empty()) {
+      throw Error(ErrorKind::unavailable,
+                  message + ": permission denied: " + problem);
+    }
   }
   message += ": ";
   message += why;

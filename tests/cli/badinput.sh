@@ -357,6 +357,32 @@ cases <<'EOF'
 2 sleep --for 5 1 minutes                 #> 'minutes': the unit of a duration? quote the whole duration
 EOF
 
+# --- queues nobody uses -----------------------------------------------------------
+
+section "queues nobody uses"
+THUMBS=$(add_task thumbs)
+watch dump "$main"
+cases <<'EOF'
+3 kill --queue thumb                      #> no queue 'thumb': it has no tasks, settings or history; did you mean 'thumbs'?
+3 pause --queue thumb                     #> did you mean 'thumbs'?
+3 resume --queue thumb --state paused     #> did you mean 'thumbs'?
+3 sleep --queue thumb --for 1h            #> did you mean 'thumbs'?
+3 release --queue thumb                   #> did you mean 'thumbs'?
+3 retry --queue thumb --state failed      #> did you mean 'thumbs'?
+3 requeue thumb                           #> did you mean 'thumbs'?
+3 purge --queue thumb                     #> did you mean 'thumbs'?
+3 list --queue thumb                      #> did you mean 'thumbs'?
+3 stats --queue thumb                     #> did you mean 'thumbs'?
+3 events --queue thumb                    #> did you mean 'thumbs'?
+3 queue resume thumb                      #> did you mean 'thumbs'?
+3 queue redrive thumb thumbs              #> did you mean 'thumbs'?
+3 kill --queue zzzzzzzz                   #> no queue 'zzzzzzzz': it has no tasks, settings or history (taskq queue list shows the queues)
+2 run thumbs ./handler.sh --until-empty   #> './handler.sh' is a program, not a queue; did you mean: taskq run thumbs -- ./handler.sh?
+2 run thumbs /bin/true                    #> did you mean: taskq run thumbs -- /bin/true?
+2 run ../x                                #> did you mean: taskq run QUEUE -- ../x?
+2 add thumbs echo hi                      #> to add a command, put -- before it: taskq add thumbs -- echo hi
+EOF
+
 # --- durations and times -------------------------------------------------------------
 
 section "durations"
@@ -995,6 +1021,12 @@ EOF
 5 NOBODY --db $nob/t.db done $W --lease $TOK #> $nob/t.db
 5 NOBODY --db $nob/t.db db vacuum         #> $nob/t.db
 5 NOBODY --db $nob/t.db import $scratch/valid.jsonl #> $nob/t.db
+5 NOBODY --db $nob/t.db add q             #> permission denied: you cannot write $nob/t.db (owner root, mode 0444); taskq needs write access to the database
+EOF
+    chmod 0400 "$nob/t.db"
+    watch file "$nob/t.db" file "$nob"
+    cases <<EOF
+5 NOBODY --db $nob/t.db list              #> permission denied: you cannot read $nob/t.db (owner root, mode 0400)
 EOF
     chmod 0700 "$scratch"
   else

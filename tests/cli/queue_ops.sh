@@ -55,7 +55,9 @@ expect_eq "$(field "$t" '.events[-1].message')" redrive "the event logged"
 expect_eq "$(field "$other" .queue)" elsewhere "other queues are untouched"
 expect_eq "$(field "$t" '.errors[0].error')" "bad input" "errors kept"
 expect_exit 2 "$TASKQ" queue redrive work work
-expect_exit 0 "$TASKQ" queue redrive nothing.here work
+expect_exit 3 "$TASKQ" queue redrive nothing.here work
+expect_err_contains "no queue 'nothing.here'"
+expect_exit 0 "$TASKQ" queue redrive work.dead work
 expect_out 0
 
 section "purge deletes finished tasks only, unless --force"

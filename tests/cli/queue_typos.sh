@@ -1,0 +1,59 @@
+# A queue name with a typo (doc/reference/commands.md#queues-nobody-uses):
+# a worker, which may rightly start before a queue's first `add`, says once
+# on stderr that the queue has no tasks and goes on; `queue pause` and
+# `queue set` of a new queue say that they create it; a file given where a
+# queue goes (a forgotten --) is refused before anything is leased. The
+# refusals of operator commands are cases of badinput.sh.
+
+set_now 2026-11-21T08:00:00Z
+
+section "a worker on a queue with no tasks says so once"
+fresh_db
+add_task thumbs >/dev/null
+expect_exit 0 "$TASKQ" run thumb --until-empty -q
+expect_err_contains "note: queue 'thumb' has no tasks yet; did you mean 'thumbs'?"
+expect_eq "$(grep -c . <<<"$err")" 1 "lines on stderr of $cmd"
+expect_eq "$(state 1)" runnable "thumbs' task is left alone"
+expect_exit 75 "$TASKQ" lease thumb
+expect_err_contains "note: queue 'thumb' has no tasks yet; did you mean 'thumbs'?"
+expect_exit 75 "$TASKQ" lease thumb --wait 1ms
+expect_eq "$(grep -c 'has no tasks yet' <<<"$err")" 1 "notes of $cmd"
+expect_exit 0 "$TASKQ" lease thumbs -o id
+expect_out 1
+expect_eq "$err" "" "no note for a queue with tasks"
+expect_exit 0 "$TASKQ" run brandnew --until-empty -q
+expect_err_contains "note: queue 'brandnew' has no tasks yet"
+expect_not_contains "$err" "did you mean" "no suggestion when nothing is near"
+
+section "a worker started before the first add runs it"
+fresh_db
+expect_exit 0 "$TASKQ" add later --payload 1 --delay 0s
+expect_exit 0 "$TASKQ" run later --until-empty -q -- true
+expect_eq "$err" "" "a queue with a task gets no note"
+expect_eq "$(state 1)" completed "the task ran"
+
+section "queue pause and set of a new queue say so"
+fresh_db
+add_task thumbs >/dev/null
+expect_exit 0 "$TASKQ" queue pause thumb
+expect_err_contains "new queue 'thumb': it had no tasks, settings or history; did you mean 'thumbs'?"
+expect_exit 0 "$TASKQ" queue pause thumb
+expect_eq "$err" "" "the second pause: the queue exists now"
+expect_exit 0 "$TASKQ" queue set fresh --max-running 2
+expect_err_contains "new queue 'fresh'"
+expect_exit 0 "$TASKQ" queue set thumbs --max-running 2
+expect_eq "$err" "" "a queue with tasks gets no note"
+expect_exit 0 "$TASKQ" queue list -o json
+expect_contains "$out" '"thumb"' "the paused queue was created"
+
+section "a queue the database knows may share a file's name"
+fresh_db
+expect_exit 0 "$TASKQ" add jobs -- true
+: >jobs
+expect_exit 0 "$TASKQ" run jobs --until-empty -q
+expect_eq "$(state 1)" completed "jobs is a queue here, though a file is named so"
+add_task jobs2 >/dev/null
+: >jobs3
+expect_exit 2 "$TASKQ" run jobs2 jobs3 --until-empty
+expect_err_contains "'jobs3' is a program, not a queue; did you mean: taskq run jobs2 -- jobs3?"
+expect_eq "$(state 2)" runnable "nothing was leased"
