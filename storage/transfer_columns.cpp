@@ -301,6 +301,91 @@ const char* json_misfit(Domain domain, const std::string& json) {
   }
   return nullptr;
 }
+namespace {
+
+// The value of `column` in `row`, parsed; JSON null when it has none.
+nlohmann::json value_in(const ImageRow& row, std::string_view column) {
+  for (const auto& [name, value] : row) {
+    if (name == column) {
+      return nlohmann::json::parse(value, nullptr, false);
+    }
+  }
+  return nullptr;
+}
+
+std::optional<std::string> text_of(const nlohmann::json& v) {
+  return v.is_string() ? std::optional(v.get<std::string>()) : std::nullopt;
+}
+
+std::optional<int64_t> integer_of(const nlohmann::json& v) {
+  return v.is_number_integer() ? std::optional(v.get<int64_t>()) : std::nullopt;
+}
+
+// The column of a task's row that holds a new task's `field`.
+std::string column_of(std::string_view field) {
+  if (field == "after") {
+    return "after_ids";
+  }
+  if (field == "trigger") {
+    return "trigger_key";
+  }
+  if (field == "broadcast" || field == "broadcast_ttl") {
+    return "broadcast_until";
+  }
+  return std::string(field);
+}
+
+} // namespace
+
+std::optional<std::string> task_misfit(const ImageRow& row) {
+  core::NewTaskFields task;
+  task.queue = text_of(value_in(row, "queue"));
+  const auto argv = value_in(row, "command");
+  if (argv.is_array()
+      && std::all_of(argv.begin(), argv.end(), [](const nlohmann::json& arg) {
+           return arg.is_string();
+         })) {
+    task.command = argv.get<std::vector<std::string>>();
+  }
+  task.max_attempts = integer_of(value_in(row, "max_attempts"));
+  task.unique_key = text_of(value_in(row, "unique_key"));
+  for (const auto& id : value_in(row, "after_ids")) {
+    if (id.is_number_integer()) {
+      task.after.push_back(id.get<int64_t>());
+    }
+  }
+  // As add stores them: no root, no list of dependencies, is null.
+  const auto root = value_in(row, "root");
+  task.has_root = root.is_object() && !root.empty();
+  task.to_worker = text_of(value_in(row, "to_worker"));
+  // A broadcast is a task with an end; its ttl reaches from its creation.
+  const auto until = integer_of(value_in(row, "broadcast_until"));
+  const auto created = integer_of(value_in(row, "created_at"));
+  task.broadcast = until.has_value();
+  if (until && created) {
+    task.broadcast_ttl = core::Millis(*until - *created);
+  }
+  task.trigger = text_of(value_in(row, "trigger_key"));
+  const auto broken = core::check_new_task(task);
+  if (!broken) {
+    return std::nullopt;
+  }
+  const char* k_to_every = " must be absent from a broadcast (it goes to "
+                           "every worker)";
+  switch (broken->rule) {
+  case core::NewTaskRule::broadcast_alone:
+    return std::string(!task.after.empty() ? "'after_ids'"
+                       : task.has_root     ? "'root'"
+                                           : "'unique_key'")
+           + k_to_every;
+  case core::NewTaskRule::broadcast_ttl:
+    return "'broadcast_until' must be later than 'created_at' (a "
+           "broadcast's ttl is longer than 0)";
+  default:
+    return "'" + column_of(broken->field) + "' must be " + broken->must;
+  }
+}
+
 // A table's columns in their order, from the schema itself.
 std::vector<Column> columns_of(Db& db, const std::string& table) {
   std::vector<Column> out;

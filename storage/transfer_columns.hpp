@@ -6,8 +6,10 @@
 // (transfer_store.cpp).
 
 #include "storage/db.hpp"
+#include "storage/log_types.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -73,6 +75,12 @@ const char* string_misfit(Domain domain, const std::string& text);
 
 // What JSON text of `domain` must be, or nullptr when `json` is one.
 const char* json_misfit(Domain domain, const std::string& json);
+
+// What a task's row breaks of the rules every new task keeps
+// (core::check_new_task), as far as they hold for a stored task: "'COLUMN'
+// must be ...", naming the column at fault; std::nullopt when it breaks
+// none. For a row whose values fit their columns' domains.
+std::optional<std::string> task_misfit(const ImageRow& row);
 
 struct Column {
   std::string name;

@@ -300,6 +300,9 @@ int64_t import_one(const TaskImage& image, Statement& exists, RowWriter& tasks,
     throw Error(ErrorKind::conflict, task_ref(id) + " already exists");
   }
   tasks.write(image.task, std::nullopt);
+  if (const auto what = task_misfit(image.task)) {
+    throw Error(ErrorKind::usage, *what);
+  }
   count_added_task(tasks.db(), id);
   for (const auto& row : image.errors) {
     errors.write(row, id);

@@ -101,6 +101,17 @@ done <<'CASES'
 "lease_token":"t"	'lease_token', 'lease_worker' and 'lease_expires' must be given together
 "events":[{"time":1,"message":"x","from_state":"asleep"}]	events: 'from_state' must be a task state
 "deps":[{"dep_id":0}]	deps: 'dep_id' must be a task id
+"to_worker":""	'to_worker' must be a worker's name: UTF-8 text, not empty
+"to_worker":"a\nb"	'to_worker' must be a worker's name: UTF-8 text, not empty
+"to_worker":"a\u007fb"	'to_worker' must be a worker's name: UTF-8 text, not empty
+"trigger_key":"a=b"	'trigger_key' must be a gate key of letters, digits
+"trigger_key":""	'trigger_key' must be a gate key of letters, digits
+"unique_key":"a\u0001b"	'unique_key' must be UTF-8 text without control characters
+"broadcast_until":5,"to_worker":"w"	'to_worker' must be absent from a broadcast (it goes to every worker)
+"broadcast_until":5,"unique_key":"k"	'unique_key' must be absent from a broadcast (it goes to every worker)
+"broadcast_until":5,"after_ids":[1]	'after_ids' must be absent from a broadcast (it goes to every worker)
+"broadcast_until":5,"root":{"k":"v"}	'root' must be absent from a broadcast (it goes to every worker)
+"broadcast_until":1	'broadcast_until' must be later than 'created_at' (a broadcast's ttl is longer than 0)
 CASES
 refuse "{\"id\":901,${base/\"queue\":\"n\"/\"queue\":\"a b\"}}" "'queue' must be a name of 1-128 letters"
 refuse "{\"id\":901,${base/\"queue\":\"n\"/\"queue\":\"\"}}" "'queue' must be a name of 1-128 letters"
