@@ -16,8 +16,9 @@
  *  - a terminal, another device or a closed descriptor: left alone, not
  *    captured.
  * Limits: the caller's $! is the wrapper's pid. SIGKILL reaches the binary
- * through the parent-death signal, SIGSTOP stops only the wrapper, and
- * /proc/PID/fd of the wrapper does not show the binary's files. */
+ * through the parent-death signal, SIGSTOP stops only the wrapper,
+ * /proc/PID/fd of the wrapper does not show the binary's files, and a
+ * handler's parent is the real binary (its /proc/PPID/exe is not $TASKQ). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
