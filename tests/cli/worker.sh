@@ -590,7 +590,8 @@ kill -TERM "$runpid"
 bg_finish "$runpid" idle
 expect_eq "$rc" 0 "exit status of run"
 summary_is 0 0 0 0 0 0
-expect_eq "$err" "" "stderr of run"
+# A queue that never had a task gets one note (queue_typos.sh), nothing more.
+expect_eq "$err" "taskq: note: queue 'idle-queue' has no tasks yet" "stderr of run"
 
 section "a waiting run picks up a task added by another process"
 bg_run pickup run pickup --max-tasks 1 -- "$H" ok
