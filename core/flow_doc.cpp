@@ -35,8 +35,28 @@ constexpr int k_max_depth = 100;
 } // namespace
 
 FlowModel Compiler::compile(std::string_view text) {
-  if (json_kind(text) != JsonKind::object) {
-    fail("a flow document must be a JSON object");
+  if (const JsonKind kind = json_kind(text); kind != JsonKind::object) {
+    // Name what was given: a list of atoms, a quoted file name, ...
+    std::string given;
+    switch (kind) {
+    case JsonKind::array:
+      given = "an array (put the atoms in {\"atoms\": [...]})";
+      break;
+    case JsonKind::string:
+      given = "a string";
+      break;
+    case JsonKind::number:
+      given = "a number";
+      break;
+    case JsonKind::literal:
+      given = std::string(json_trim(text));
+      break;
+    case JsonKind::object:
+      break;
+    }
+    fail("a flow document must be a JSON object such as {\"atoms\": [...]}, "
+         "not "
+         + given);
   }
   read_flow(text, -1, -1, "flow");
   m_model.name = m_model.flows[0].name;
@@ -309,7 +329,8 @@ void Compiler::read_retry(std::string_view text, int f) {
   }
   switch (node.retry.kind) {
   case RetryKind::times:
-    node.retry.times = *r.integer_in("times", 1, INT64_MAX);
+    // 0 is TaskFlow's Times(0): one run, no retry, as 1 is.
+    node.retry.times = *r.integer_in("times", 0, INT64_MAX);
     break;
   case RetryKind::for_each: {
     const auto values = *r.take("for_each");

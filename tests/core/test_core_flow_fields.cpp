@@ -67,7 +67,21 @@ TEST_CASE("an atom's fields are read as add reads them") {
 TEST_CASE("a document that is not JSON, or not an object, is refused") {
   CHECK(refused(R"({"atoms": [)")
             .starts_with("the flow document is not valid JSON: "));
-  CHECK(refused("[]") == "a flow document must be a JSON object");
+  CHECK(refused("[]")
+        == "a flow document must be a JSON object such as {\"atoms\": "
+           "[...]}, not an array (put the atoms in {\"atoms\": [...]})");
+  CHECK(refused(R"("deploy.json")")
+        == "a flow document must be a JSON object such as {\"atoms\": "
+           "[...]}, not a string");
+  CHECK(refused("5")
+        == "a flow document must be a JSON object such as {\"atoms\": "
+           "[...]}, not a number");
+  CHECK(refused("null")
+        == "a flow document must be a JSON object such as {\"atoms\": "
+           "[...]}, not null");
+  CHECK(refused(" true ")
+        == "a flow document must be a JSON object such as {\"atoms\": "
+           "[...]}, not true");
   CHECK(refused("").starts_with("the flow document is not valid JSON"));
 }
 
@@ -160,8 +174,8 @@ TEST_CASE("a retry has exactly one valid kind") {
   CHECK(retry(R"({"always_revert":true,"always_revert_all":true})")
         == "retry 'flow_retry' gives both 'always_revert' and "
            "'always_revert_all': give one kind");
-  CHECK(retry(R"({"times":0})")
-        == "retry 'flow_retry': 'times' must be 1 or more");
+  CHECK(retry(R"({"times":-1})")
+        == "retry 'flow_retry': 'times' must be 0 or more");
   CHECK(retry(R"({"for_each":"ab"})")
         == "retry 'flow_retry': 'for_each' must be an array of values");
   CHECK(retry(R"({"always_revert":false})")

@@ -47,6 +47,24 @@ TEST_CASE("flow engine: times 3 executes its subflow 3 times, then REVERT "
   CHECK(sim.rt.store == json{{"p", "P"}});
 }
 
+TEST_CASE("flow engine: times 0 and times 1 run the subflow once, with no "
+          "retry (TaskFlow's Times(0))") {
+  for (const int n : {0, 1}) {
+    CAPTURE(n);
+    const FlowModel model = pre_then_retried(times(n));
+    Sim sim(model);
+    sim.start();
+    sim.ok("pre", "P");
+    CHECK(sim.created() == Lines{"x:execute"});
+    sim.fail("x", "fail");
+    CHECK(sim.created() == Lines{"x:revert"});
+    CHECK(sim.atom("r").intention == Intention::revert);
+    sim.ok("x");
+    CHECK(sim.atom("r").state == AtomState::reverted);
+    CHECK(sim.rt.state == FlowState::reverted);
+  }
+}
+
 TEST_CASE("flow engine: for_each hands the next value and stops at the first "
           "success") {
   const FlowModel model = pre_then_retried(for_each({"a", "b", "c"}));
