@@ -190,10 +190,25 @@ if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$a thumbs .*convert
 else
   _ko "task $a shows in the failures with its error" "screen:" "$(screen main)"
 fi
-# Tab: queues -> tasks -> failures; l opens the selected task's logs.
+if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$a thumbs .*convert: disk full \(not retried\)"'; then
+  _ok "the failure shows with the policy's verdict"
+else
+  _ko "task $a shows in the failures with its verdict" "screen:" "$(screen main)"
+fi
+check "the status line labels l and e" eval \
+  'screen main | grep -q "l output  e events  q quit"'
+# Tab: queues -> tasks -> failures; l opens the selected task's output, e
+# its events and errors.
 tmx send-keys -t main Tab Tab l
-expect_screen main "errors, oldest first:" "l shows the task's errors"
-expect_contains "$(screen main)" "task $a" "the logs are task $a's"
+expect_screen main "output of attempt 1: none kept" \
+  "l shows the task's output (none was kept: it was leased by hand)"
+expect_contains "$(screen main)" "task $a output" "the output is task $a's"
+expect_contains "$(screen main)" "failed: convert: disk full (not retried)" \
+  "with why it failed"
+tmx send-keys -t main e
+expect_screen main "errors, oldest first:" "e shows the task's errors"
+expect_contains "$(screen main)" "task $a events and errors" \
+  "the events are task $a's"
 tmx send-keys -t main q
 expect_screen main "Recent failures" "q in the logs goes back to the panes"
 tmx send-keys -t main p
