@@ -195,8 +195,7 @@ if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$a thumbs .*convert
 else
   _ko "task $a shows in the failures with its verdict" "screen:" "$(screen main)"
 fi
-check "the status line labels l and e" eval \
-  'screen main | grep -q "l output  e events  q quit"'
+expect_screen main "l output  e events  q quit" "the status line labels l and e"
 # Tab: queues -> tasks -> failures; l opens the selected task's output, e
 # its events and errors.
 tmx send-keys -t main Tab Tab l
