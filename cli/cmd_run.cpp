@@ -312,6 +312,8 @@ std::string join_ids(const std::vector<int64_t>& ids) {
 // lately while the task is ready.
 class WaitNotes {
 public:
+  // Each look at the tasks asks about each queue at most once.
+  void new_round() { m_asked.clear(); }
   void look(const core::Task& t, storage::TaskStore& store, Context& ctx) {
     const core::Time now = ctx.live_now();
     auto& told = m_errors_told[t.id];
@@ -326,7 +328,8 @@ public:
     }
     const bool ready = t.state == core::TaskState::runnable && !t.waiting
                        && t.run_at <= now && !t.leased(now);
-    if (!ready || m_idle_told.count(t.queue) != 0) {
+    if (!ready || m_idle_told.count(t.queue) != 0
+        || !m_asked.insert(t.queue).second) {
       return;
     }
     storage::QueueInfo q;
@@ -354,6 +357,7 @@ private:
   static constexpr core::Millis k_recent = std::chrono::minutes(1);
   std::map<int64_t, size_t> m_errors_told; // errors said, per task
   std::set<std::string> m_idle_told;       // queues said to be idle
+  std::set<std::string> m_asked;           // queues asked about this round
 };
 
 void run_wait(const std::vector<std::string>& id_args,
@@ -369,6 +373,7 @@ void run_wait(const std::vector<std::string>& id_args,
   const bool finished = watch(store, timeout, [&] {
     tasks.clear();
     pending.clear();
+    notes.new_round();
     for (const int64_t id : ids) {
       auto t = store.find(id);
       if (!t) {
@@ -376,9 +381,14 @@ void run_wait(const std::vector<std::string>& id_args,
       }
       if (!terminal(t->state)) {
         pending.push_back(id);
-        notes.look(*t, store, ctx);
       }
       tasks.push_back(std::move(*t));
+    }
+    // Once every id is known to exist: a bad id is the only message.
+    for (const auto& t : tasks) {
+      if (!terminal(t.state)) {
+        notes.look(t, store, ctx);
+      }
     }
     return pending.empty();
   });
