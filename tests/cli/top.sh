@@ -213,6 +213,21 @@ expect_screen main "Recent failures" "q in the logs goes back to the panes"
 tmx send-keys -t main p
 expect_screen main "cannot pause task $a: it is failed" \
   "a refused pause is shown, and top goes on"
+# A command that printed: l shows the tail of its output, stderr marked.
+o=$(add_task cmds --max-errors 1 -- sh -c 'echo "made 3 of 4"; echo "no space left" >&2; exit 3')
+expect_exit 6 "$TASKQ" run cmds --until-empty
+if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$o cmds .*exit status 3: no space left \(gave up after 1 error\)"'; then
+  _ok "a failed command shows with its exit status, cause and verdict"
+else
+  _ko "task $o shows in the failures" "screen:" "$(screen main)"
+fi
+tmx send-keys -t main k l
+expect_screen main "task $o output" "l on task $o"
+expect_contains "$(screen main)" "made 3 of 4" "its stdout"
+expect_contains "$(screen main)" "err| no space left" "its stderr, marked"
+expect_contains "$(screen main)" "command: sh -c 'echo \"made 3 of 4\"" "its command"
+tmx send-keys -t main q
+expect_screen main "Recent failures" "q goes back to the panes"
 
 section "colour"
 check "NO_COLOR=1: no colour" eval '! coloured main'
