@@ -256,7 +256,8 @@ void register_operate(CLI::App& app, Context& ctx) {
       app, "retry",
       "Add a new task with the spec of each failed or killed one (prints the "
       "new ids; ids: all or nothing; a task whose retry is still unfinished "
-      "is refused, or skipped in bulk, unless --again)",
+      "is refused, or skipped in bulk, unless --again); an id sleeping "
+      "after an error runs now, itself, instead of at its retry time",
       "taskq retry 42 43   # bulk: taskq retry --queue thumbs --state failed");
   retry->add_option("id", ro->ids, "task ids")->type_name("ID...");
   retry->add_option("--queue", ro->queue, "every task of QUEUE")

@@ -14,7 +14,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <set>
 #include <unistd.h>
 
 namespace taskq::cli {
@@ -43,9 +45,22 @@ private:
   Context& m_ctx;
 };
 
+// " (tasks 3, 5)": the tasks that failed, named (at most 10, then "...").
+std::string ids_words(const std::vector<int64_t>& ids) {
+  if (ids.empty()) {
+    return "";
+  }
+  std::string out = ids.size() == 1 ? " (task " : " (tasks ";
+  for (size_t i = 0; i < ids.size() && i < 10; ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(ids[i]);
+  }
+  return out + (ids.size() > 10 ? ", ...)" : ")");
+}
+
 // The summary line `run` prints, e.g. "leased 4: 2 completed, 1 failed for
-// good, 1 will retry at 2026-11-24T11:00:00Z, 0 released, 0 revoked" (with
-// several retries: "3 will retry (first at TIME)").
+// good (task 7), 1 will retry at 2026-11-24T11:00:00Z (task 9), 0 released,
+// 0 revoked" (with several retries: "3 will retry (first at TIME) (tasks 4,
+// 5, 6)").
 std::string summary_line(const RunSummary& s) {
   std::string retry = std::to_string(s.retrying) + " will retry";
   if (s.retry_at) {
@@ -54,8 +69,9 @@ std::string summary_line(const RunSummary& s) {
   }
   return "leased " + std::to_string(s.leased) + ": "
          + std::to_string(s.completed) + " completed, "
-         + std::to_string(s.failed) + " failed for good, " + retry + ", "
-         + std::to_string(s.released) + " released, "
+         + std::to_string(s.failed) + " failed for good"
+         + ids_words(s.failed_ids) + ", " + retry + ids_words(s.retrying_ids)
+         + ", " + std::to_string(s.released) + " released, "
          + std::to_string(s.revoked) + " revoked";
 }
 
@@ -75,7 +91,7 @@ struct RunArgs {
   std::string checkpoint_signal = "USR1";
   bool verbose = false;
   bool quiet = false;
-  std::string fail_on = "failed";
+  std::string fail_on = "retry";
   bool stream = false;
   std::optional<int> prefetch;
   OptText flush;
@@ -290,6 +306,60 @@ std::string join_ids(const std::vector<int64_t>& ids) {
   return out;
 }
 
+// What `wait` says on stderr, once each, while it waits: that a task it
+// waits for failed an attempt and will be retried (so a 70-minute wait is
+// not a silent one), and that no worker has leased from a task's queue
+// lately while the task is ready.
+class WaitNotes {
+public:
+  // Each look at the tasks asks about each queue at most once.
+  void new_round() { m_asked.clear(); }
+  void look(const core::Task& t, storage::TaskStore& store, Context& ctx) {
+    const core::Time now = ctx.live_now();
+    auto& told = m_errors_told[t.id];
+    if (t.state == core::TaskState::sleeping && t.errors.size() > told) {
+      told = t.errors.size();
+      for (const auto& r : store.why(t.id, now, ctx.worker())) {
+        if (r.rfind("attempt ", 0) == 0) {
+          std::fprintf(stderr, "taskq: task %lld: %s\n",
+                       static_cast<long long>(t.id), r.c_str());
+        }
+      }
+    }
+    const bool ready = t.state == core::TaskState::runnable && !t.waiting
+                       && t.run_at <= now && !t.leased(now);
+    if (!ready || m_idle_told.count(t.queue) != 0
+        || !m_asked.insert(t.queue).second) {
+      return;
+    }
+    storage::QueueInfo q;
+    try {
+      q = store.queue(t.queue, now);
+    } catch (const Error&) {
+      return;
+    }
+    if (q.paused || q.stats.running > 0
+        || (q.last_lease && now - *q.last_lease < k_recent)) {
+      return;
+    }
+    m_idle_told.insert(t.queue);
+    std::fprintf(stderr,
+                 "taskq: no worker has leased from queue %s %s; task %lld "
+                 "waits for one (taskq run %s)\n",
+                 t.queue.c_str(),
+                 q.last_lease
+                     ? ("since " + core::format_time(*q.last_lease)).c_str()
+                     : "yet",
+                 static_cast<long long>(t.id), t.queue.c_str());
+  }
+
+private:
+  static constexpr core::Millis k_recent = std::chrono::minutes(1);
+  std::map<int64_t, size_t> m_errors_told; // errors said, per task
+  std::set<std::string> m_idle_told;       // queues said to be idle
+  std::set<std::string> m_asked;           // queues asked about this round
+};
+
 void run_wait(const std::vector<std::string>& id_args,
               const OptText& timeout_arg, Context& ctx) {
   const Format format =
@@ -299,9 +369,11 @@ void run_wait(const std::vector<std::string>& id_args,
   auto& store = ctx.store(storage::OpenMode::read);
   std::vector<core::Task> tasks;
   std::vector<int64_t> pending;
+  WaitNotes notes;
   const bool finished = watch(store, timeout, [&] {
     tasks.clear();
     pending.clear();
+    notes.new_round();
     for (const int64_t id : ids) {
       auto t = store.find(id);
       if (!t) {
@@ -311,6 +383,12 @@ void run_wait(const std::vector<std::string>& id_args,
         pending.push_back(id);
       }
       tasks.push_back(std::move(*t));
+    }
+    // Once every id is known to exist: a bad id is the only message.
+    for (const auto& t : tasks) {
+      if (!terminal(t.state)) {
+        notes.look(t, store, ctx);
+      }
     }
     return pending.empty();
   });
@@ -334,6 +412,7 @@ void run_wait(const std::vector<std::string>& id_args,
       rows.push_back(
           {std::to_string(t.id), std::string(core::to_string(t.state)),
            t.state == core::TaskState::completed ? t.result.value_or("")
+           : t.state == core::TaskState::failed  ? failure_text(t)
                                                  : t.reason});
     }
   }
@@ -429,7 +508,8 @@ void register_run(CLI::App& app, Context& ctx) {
       "Work QUEUE...: lease each task and run CMD for it, or without -- CMD "
       "the task's own command (payload on stdin, TASKQ_* in its "
       "environment); exit 0 completes, 75 releases, anything else fails. "
-      "Exits 6 when a task it ran failed for good (--fail-on)",
+      "Exits 6 when a handler it ran failed, even if its task will retry "
+      "(--fail-on)",
       "taskq run thumbs --concurrency 4 -- ./make-thumb.sh\n"
       "  taskq run backups --until-empty -q   # in cron: tasks added with "
       "add -- CMD");
@@ -480,8 +560,9 @@ void register_run(CLI::App& app, Context& ctx) {
   run->add_flag("-q,--quiet", a->quiet,
                 "print nothing when no task was leased (for cron)");
   run->add_option("--fail-on", a->fail_on,
-                  "which outcomes make run exit 6: failed (a task failed for "
-                  "good; the default), retry (any handler failed), never")
+                  "which outcomes make run exit 6: retry (a handler failed, "
+                  "whether its task will retry or failed for good; the "
+                  "default), failed (a task failed for good), never")
       ->type_name("WHAT");
   run->add_flag("--stream", a->stream,
                 "start CMD once (per --concurrency) and feed it one JSON task "
@@ -523,7 +604,9 @@ void register_run(CLI::App& app, Context& ctx) {
                            ? nlohmann::json(core::format_time(*s.retry_at))
                            : nlohmann::json(nullptr)},
           {"released", s.released},
-          {"revoked", s.revoked}});
+          {"revoked", s.revoked},
+          {"failed_ids", s.failed_ids},
+          {"retrying_ids", s.retrying_ids}});
     } else {
       std::printf("%s\n", summary_line(s).c_str());
     }

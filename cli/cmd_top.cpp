@@ -101,7 +101,8 @@ void register_top(CLI::App& app, Context& ctx) {
       "A live full-screen view: queues with their counts and completions, "
       "running tasks with worker and elapsed time, recent failures with "
       "their error. Keys: Tab pane, j/k select, p pause, r resume, K kill "
-      "(asks y/n), l logs, q quit. Colour on a terminal, never with NO_COLOR",
+      "(asks y/n), l output (the latest attempt's), e events and errors, q "
+      "quit. Colour on a terminal, never with NO_COLOR",
       "taskq top --db jobs.db");
   top->callback([&ctx] { run_top(ctx); });
 }

@@ -1,6 +1,7 @@
 #include "cli/output.hpp"
 
 #include "core/duration.hpp"
+#include "core/error_policy.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -183,6 +184,16 @@ std::string task_json(const core::Task& t, core::Time now,
       .labels("sync", t.sync)
       .raw("flow", t.flow.value_or("null"))
       .raw("command", t.command.empty() ? "null" : dump_json(Json(t.command)));
+  if (t.state == core::TaskState::failed) {
+    const FailureWords f = failure_words(t);
+    const auto opt = [](const std::string& s) {
+      return s.empty() ? std::nullopt : std::optional(s);
+    };
+    w.text_or_null("cause", opt(f.cause))
+        .text_or_null("verdict", opt(f.verdict));
+  } else {
+    w.raw("cause", "null").raw("verdict", "null");
+  }
   if (events != nullptr) {
     Json list = Json::array();
     for (const auto& e : *events) {
@@ -234,6 +245,58 @@ std::string display_state(const core::Task& t, core::Time now) {
   return std::string(core::to_string(t.state));
 }
 
+std::string what_it_runs(const core::Task& t) {
+  if (t.command.empty()) {
+    return t.payload;
+  }
+  return "$ " + command_line(t.command)
+         + (t.payload == "null" ? "" : " < " + t.payload);
+}
+
+FailureWords failure_words(const core::Task& t) {
+  FailureWords w;
+  const auto& errors = t.errors;
+  const bool gave_up =
+      !errors.empty() && errors.back().message == core::k_exceeded_error_rate;
+  if (gave_up) {
+    // The errors the policy counted: those since it last gave up.
+    int64_t counted = 0;
+    for (auto e = errors.rbegin() + 1;
+         e != errors.rend() && e->message != core::k_exceeded_error_rate; ++e) {
+      if (counted == 0) {
+        w.cause = e->message;
+      }
+      ++counted;
+    }
+    w.verdict = "gave up after " + std::to_string(counted)
+                + (counted == 1 ? " error" : " errors");
+    return w;
+  }
+  if (!errors.empty() && errors.back().message == t.reason) {
+    w.cause = t.reason; // failed for good at once (fail --no-retry)
+    w.verdict = "not retried";
+    return w;
+  }
+  w.cause =
+      !t.reason.empty() || errors.empty() ? t.reason : errors.back().message;
+  return w;
+}
+
+std::string failure_text(const core::Task& t, size_t width) {
+  const FailureWords w = failure_words(t);
+  const std::string verdict = w.verdict.empty() ? "" : " (" + w.verdict + ")";
+  std::string cause = w.cause.empty() ? "-" : w.cause;
+  if (width == 0) {
+    for (char& c : cause) {
+      c = c == '\n' || c == '\r' || c == '\t' ? ' ' : c;
+    }
+    return cause + verdict;
+  }
+  const size_t room =
+      width > display_width(verdict) + 8 ? width - display_width(verdict) : 8;
+  return cell(cause, room) + verdict;
+}
+
 void print_table(const std::vector<std::string>& header,
                  const std::vector<std::vector<std::string>>& rows) {
   std::vector<size_t> widths(header.size(), 0);
@@ -273,19 +336,64 @@ TableTimes table_times(core::Time now) {
   return {now, isatty(STDOUT_FILENO) == 1};
 }
 
+namespace {
+
+// A finished command task's exit ("0", "3", "SIGSEGV", "timeout"; "-" when
+// not known) and how long its last attempt ran ("-" when not known).
+std::pair<std::string, std::string> exit_and_took(const core::Task& t) {
+  std::string code = "-";
+  if (t.state == core::TaskState::completed) {
+    code = "0";
+  } else if (t.state == core::TaskState::failed) {
+    const std::string cause = failure_words(t).cause;
+    const auto after = [&](std::string_view prefix) -> std::string {
+      if (cause.rfind(prefix, 0) != 0) {
+        return "";
+      }
+      size_t end = prefix.size();
+      while (end < cause.size()
+             && std::isalnum(static_cast<unsigned char>(cause[end]))) {
+        ++end;
+      }
+      return cause.substr(prefix.size(), end - prefix.size());
+    };
+    if (const std::string n = after("exit status "); !n.empty()) {
+      code = n;
+    } else if (const std::string sig = after("killed by "); !sig.empty()) {
+      code = sig;
+    } else if (cause.rfind("timed out", 0) == 0) {
+      code = "timeout";
+    }
+  }
+  std::string took = "-";
+  if (t.lease_started && t.updated_at >= *t.lease_started) {
+    took = core::format_elapsed(t.updated_at - *t.lease_started);
+  }
+  return {code, took};
+}
+
+} // namespace
+
 void print_task_table(const std::vector<core::Task>& tasks, core::Time now) {
   const TableTimes times = table_times(now);
-  // Running tasks bring their worker, start and elapsed time; failed ones
-  // their last error (last, as it is the longest).
-  bool running = false, failed = false;
+  // Running tasks bring their worker, start and elapsed time; finished
+  // commands their exit and how long they ran; failed ones their error
+  // (last, as it is the longest).
+  bool running = false, failed = false, ran = false;
   for (const auto& t : tasks) {
     running = running || t.leased(now);
     failed = failed || t.state == core::TaskState::failed;
+    ran =
+        ran
+        || (core::is_terminal(t.state) && !t.command.empty() && t.attempts > 0);
   }
   std::vector<std::string> header = {"ID",  "QUEUE", "STATE",
                                      "PRI", "ATT",   "RUN_AT"};
   if (running) {
     header.insert(header.end(), {"WORKER", "STARTED", "ELAPSED"});
+  }
+  if (ran) {
+    header.insert(header.end(), {"EXIT", "TOOK"});
   }
   header.emplace_back("PAYLOAD");
   if (failed) {
@@ -309,11 +417,20 @@ void print_task_table(const std::vector<core::Task>& tasks, core::Time now) {
         row.insert(row.end(), {"-", "-", "-"});
       }
     }
-    row.push_back(cell(t.payload, 40));
+    if (ran) {
+      if (core::is_terminal(t.state) && !t.command.empty() && t.attempts > 0) {
+        auto [code, took] = exit_and_took(t);
+        row.push_back(std::move(code));
+        row.push_back(std::move(took));
+      } else {
+        row.insert(row.end(), {"-", "-"});
+      }
+    }
+    // The exit and time columns take their room from the payload's.
+    row.push_back(cell(what_it_runs(t), ran ? 28 : 40));
     if (failed) {
-      row.push_back(t.state == core::TaskState::failed && !t.errors.empty()
-                        ? cell(t.errors.back().message, 60)
-                        : "-");
+      row.push_back(t.state == core::TaskState::failed ? failure_text(t, 60)
+                                                       : "-");
     }
     rows.push_back(std::move(row));
   }

@@ -82,6 +82,24 @@ std::optional<std::string> flow_line(const std::optional<core::Task>& task);
 // The display state: `running` for a runnable task with a live lease.
 std::string display_state(const core::Task& task, core::Time now);
 
+// What a table shows of what a task runs: its payload, or for a command
+// task its command, shell-quoted after "$ " (and " < PAYLOAD" when it has
+// one, the handler's stdin).
+std::string what_it_runs(const core::Task& task);
+
+// Why a failed task failed: the error that did it ("exit status 3: oops",
+// "killed by SIGSEGV"), never the policy's own "exceeded error rate", and
+// what the error policy made of it ("gave up after 8 errors", "not
+// retried"); either may be empty. Reads the task's error history.
+struct FailureWords {
+  std::string cause;
+  std::string verdict;
+};
+FailureWords failure_words(const core::Task& task);
+// failure_words on one line: "exit status 3: oops (gave up after 1 error)",
+// the cause shortened so that the whole fits `width` (0: no limit).
+std::string failure_text(const core::Task& task, size_t width = 0);
+
 // How tables write times: relative to now (`3m ago`, `in 2h`) when stdout
 // is a terminal, else RFC 3339 (as -o json always does). TASKQ_TIMES=
 // relative or absolute decides instead (tests, scripts under `script`).

@@ -145,6 +145,7 @@ int Top::draw_pane(Pane which, const std::string& name, int y, int rows,
 
 void Top::draw_logs(int width, int height) {
   draw_title(width, "taskq top  task " + std::to_string(*m_logs)
+                        + (m_log_events ? " events and errors" : " output")
                         + "  (q/Esc: back, j/k: scroll)");
   const int rows = std::max(height - 2, 1);
   const int top = max_log_offset();
@@ -168,9 +169,13 @@ void Top::draw_status(int width, int height) {
     text = m_message;
     attr = A_BOLD;
   } else if (m_logs) {
-    text = "q/Esc back  j/k up/down  PgUp/PgDn  g/G top/end";
+    text = m_log_events ? "q/Esc back  l output  j/k up/down  PgUp/PgDn  "
+                          "g/G top/end"
+                        : "q/Esc back  e events and errors  j/k up/down  "
+                          "PgUp/PgDn  g/G top/end";
   } else {
-    text = "Tab pane  j/k select  p pause  r resume  K kill  l logs  q quit";
+    text = "Tab pane  j/k select  p pause  r resume  K kill  l output  "
+           "e events  q quit";
   }
   put(height - 1, 0, text, width, attr);
 }

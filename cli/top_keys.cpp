@@ -73,7 +73,7 @@ void Top::on_key(int ch) {
   }
   if (p.selected.empty()) {
     if (ch == 'p' || ch == 'r' || ch == 'K' || ch == 'x' || ch == 'l'
-        || ch == '\r' || ch == KEY_ENTER) {
+        || ch == 'e' || ch == '\r' || ch == KEY_ENTER) {
       say("nothing selected");
     }
     return;
@@ -92,13 +92,16 @@ void Top::on_key(int ch) {
                 m_pane, p.selected};
     return;
   case 'l':
+  case 'e':
   case '\r':
   case KEY_ENTER:
     if (m_pane == Pane::queues) {
-      say("logs are a task's: select one with Tab");
+      say(std::string(ch == 'e' ? "events" : "output")
+          + " are a task's: select one with Tab");
       return;
     }
     m_logs = parse_id(p.selected);
+    m_log_events = ch == 'e';
     m_log_offset = 0;
     m_log_follow = true;
     reload();
@@ -112,12 +115,24 @@ void Top::on_log_key(int ch) {
   switch (ch) {
   case 'q':
   case 'Q':
-  case 'l':
   case 27: // Esc
   case KEY_LEFT:
   case KEY_BACKSPACE:
     m_logs.reset();
     m_log_lines.clear();
+    return;
+  case 'l':
+  case 'e':
+    // The other view of the same task (or, the same key, back).
+    if ((ch == 'e') == m_log_events) {
+      m_logs.reset();
+      m_log_lines.clear();
+      return;
+    }
+    m_log_events = ch == 'e';
+    m_log_offset = 0;
+    m_log_follow = true;
+    reload();
     return;
   case KEY_DOWN:
   case 'j':

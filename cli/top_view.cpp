@@ -14,18 +14,9 @@ namespace taskq::cli::top {
 
 namespace {
 
-// The lines the `l` key shows for task `id`, newest last.
-//
-// HOOK (taskq logs): this is the one place that decides what "open the
-// selected task's logs" shows. Until stored output is in this build it
-// shows the task's state, its error history (the last error is the last
-// line) and its event log, as `taskq show` does; once `taskq logs` is,
-// show the latest attempt's stdout and stderr here instead (the view
-// reloads on every change, so a running task's output follows).
-std::vector<std::string> task_log_lines(storage::TaskStore& store, int64_t id,
-                                        core::Time now) {
-  const storage::TaskDetail d = store.show(id);
-  const core::Task& t = d.task;
+// The lines at the head of both views of task `t`: its state, what it
+// runs and, failed, why.
+std::vector<std::string> task_head_lines(const core::Task& t, core::Time now) {
   std::vector<std::string> out;
   out.push_back(
       "task " + std::to_string(t.id) + "  queue " + t.queue + "  state "
@@ -35,11 +26,89 @@ std::vector<std::string> task_log_lines(storage::TaskStore& store, int64_t id,
     out.push_back("worker " + t.lease->worker + ", lease until "
                   + core::format_time(t.lease->expires_at));
   }
-  if (!t.reason.empty()) {
+  if (t.state == core::TaskState::failed) {
+    out.push_back("failed: " + failure_text(t));
+  } else if (!t.reason.empty()) {
     out.push_back("reason: " + t.reason);
   }
-  out.push_back("payload: " + t.payload);
+  if (!t.command.empty()) {
+    out.push_back("command: " + command_line(t.command));
+  }
+  if (t.command.empty() || t.payload != "null") {
+    out.push_back("payload: " + t.payload);
+  }
   out.emplace_back();
+  return out;
+}
+
+// The lines the `l` key shows for task `id`: the tail of what its latest
+// attempt printed, stdout and stderr in the order written (stderr's lines
+// marked), as `taskq logs` prints it. The view reloads on every change, so
+// a running task's output follows.
+std::vector<std::string> task_output_lines(storage::TaskStore& store,
+                                           int64_t id, core::Time now) {
+  const auto t = store.find(id);
+  if (!t) {
+    return {"no task " + std::to_string(id)};
+  }
+  std::vector<std::string> out = task_head_lines(*t, now);
+  if (t->attempts == 0) {
+    out.push_back("output: none yet (it has not run)");
+    return out;
+  }
+  const auto chunks = store.output(id, t->attempts, std::nullopt);
+  if (chunks.empty()) {
+    out.push_back("output of attempt " + std::to_string(t->attempts)
+                  + ": none kept (e: its events and errors)");
+    return out;
+  }
+  out.push_back("output of attempt " + std::to_string(t->attempts)
+                + " (err| marks stderr; e: events and errors):");
+  const size_t first = out.size();
+  std::string partial[2];
+  const auto emit = [&](size_t s, const std::string& line) {
+    out.push_back((s == 0 ? "" : "err| ") + line);
+  };
+  size_t last = 0;
+  for (const storage::OutputChunk& c : chunks) {
+    const size_t s = c.stream == "stderr" ? 1 : 0;
+    if (s != last && !partial[last].empty()) {
+      emit(last, partial[last]);
+      partial[last].clear();
+    }
+    last = s;
+    for (const char ch : c.data) {
+      if (ch == '\n') {
+        emit(s, partial[s]);
+        partial[s].clear();
+      } else {
+        partial[s] += ch == '\t' || ch == '\r' ? ' ' : ch;
+      }
+    }
+  }
+  for (size_t s = 0; s < 2; ++s) {
+    if (!partial[s].empty()) {
+      emit(s, partial[s]);
+    }
+  }
+  // The tail: a screen's worth many times over, never the whole of a
+  // large output.
+  constexpr size_t k_tail = 1000;
+  if (out.size() - first > k_tail) {
+    out.erase(out.begin() + static_cast<std::ptrdiff_t>(first),
+              out.end() - static_cast<std::ptrdiff_t>(k_tail));
+  }
+  return out;
+}
+
+// The lines the `e` key shows for task `id`: its state, its error history
+// (the last error is the last line) and its event log, as `taskq show`
+// does.
+std::vector<std::string> task_log_lines(storage::TaskStore& store, int64_t id,
+                                        core::Time now) {
+  const storage::TaskDetail d = store.show(id);
+  const core::Task& t = d.task;
+  std::vector<std::string> out = task_head_lines(t, now);
   out.push_back("events:");
   for (const core::Event& e : d.events) {
     std::string line = "  " + core::format_time(e.time) + "  " + e.message;
@@ -206,7 +275,8 @@ void Top::reload() {
   rebuild();
   if (m_logs) {
     try {
-      m_log_lines = task_log_lines(m_store, *m_logs, m_now);
+      m_log_lines = m_log_events ? task_log_lines(m_store, *m_logs, m_now)
+                                 : task_output_lines(m_store, *m_logs, m_now);
     } catch (const Error& e) {
       m_log_lines = {e.what()};
     }
@@ -248,12 +318,12 @@ void Top::fill_tasks(PaneView& p, const std::vector<storage::TopTask>& tasks) {
     const std::string attempts = std::to_string(t.attempts);
     std::string detail = tt.last_error
                              ? *tt.last_error
-                             : (t.reason.empty() ? t.payload : t.reason);
+                             : (t.reason.empty() ? what_it_runs(t) : t.reason);
     if (failures) {
       p.rows.push_back(
           {id,
            {id, t.queue, short_duration(m_now - t.updated_at) + " ago",
-            attempts, tt.last_error.value_or(t.reason)},
+            attempts, failure_text(t)},
            pair_failed});
       continue;
     }

@@ -177,6 +177,7 @@ private:
   std::string m_message;
   Clock::time_point m_message_until;
   std::optional<int64_t> m_logs; // the task whose logs are shown
+  bool m_log_events = false;     // its events and errors, not its output
   std::vector<std::string> m_log_lines;
   int m_log_offset = 0;
   bool m_log_follow = true;

@@ -498,7 +498,16 @@ std::vector<Retried> TaskStore::retry_many(const Selector& sel, LiveRetry live,
   }
   std::vector<Retried> out;
   std::vector<const Task*> go;
+  std::vector<const Task*> wake;
   for (const Task& old : olds) {
+    if (!sel.ids.empty() && old.state == TaskState::sleeping
+        && !old.errors.empty()) {
+      // Sleeping after an error until the policy's retry: it runs now,
+      // itself (its id is the answer), not a copy.
+      wake.push_back(&old);
+      out.push_back({old.id, old.id, ""});
+      continue;
+    }
     const auto found = open_retries.find(old.id);
     std::string why =
         retry_refusal(old, found == open_retries.end() ? 0 : found->second);
@@ -511,10 +520,17 @@ std::vector<Retried> TaskStore::retry_many(const Selector& sel, LiveRetry live,
       out.push_back({old.id, 0, std::move(why)});
     }
   }
-  // Phase 2: the new tasks.
+  // Phase 2: the sleepers woken, the new tasks.
+  for (const Task* t : wake) {
+    StateChange change(t->id, t->state, Message::run, actor,
+                       "retried now, not at " + core::format_time(t->run_at));
+    change.also.set_null("reason");
+    change.also.add("run_at = min(run_at, ?3)");
+    move_task(*m_db, change, now);
+  }
   size_t next = 0;
   for (Retried& r : out) {
-    if (r.skipped.empty()) {
+    if (r.skipped.empty() && r.retry == 0) {
       r.retry = insert_retry(*m_db, *go[next++], now, actor);
     }
   }

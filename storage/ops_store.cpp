@@ -113,7 +113,17 @@ QueueInfo TaskStore::queue(const std::string& name, Time now) {
     throw Error(ErrorKind::not_found,
                 "no queue " + name + ": it has no tasks and no settings");
   }
-  return std::move(found.front());
+  QueueInfo q = std::move(found.front());
+  Statement st(*m_db, "SELECT max(e.time) FROM tasks t JOIN events e ON "
+                      "e.task_id = t.id WHERE t.queue = ?1 AND e.message = "
+                      "'lease'");
+  st.bind(1, name);
+  if (st.step()) {
+    if (const auto at = st.get_opt_int(0)) {
+      q.last_lease = core::from_unix_ms(*at);
+    }
+  }
+  return q;
 }
 
 std::vector<std::string> TaskStore::queue_names() {

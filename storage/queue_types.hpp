@@ -48,6 +48,9 @@ struct QueueInfo {
   std::optional<int64_t> max_attempts;
   core::PolicyOverrides policy;
   QueueStats stats; // zero counts when it has no tasks
+  // When a worker last leased one of its tasks (their lease events; none
+  // logged, or all purged: unset). Filled by TaskStore::queue only.
+  std::optional<core::Time> last_lease;
 };
 
 // A worker seen recently (`taskq workers`), derived from its live leases
@@ -73,7 +76,7 @@ struct TopQueue {
   bool paused = false; // `queue pause`: it leases nothing
 };
 struct TopTask {
-  core::Task task; // without its error history
+  core::Task task; // with its error history only among the failures
   // When its live lease began (its latest `lease` event); running only.
   std::optional<core::Time> leased_at;
   std::optional<std::string> last_error; // its latest error, if any

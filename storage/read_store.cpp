@@ -2,6 +2,7 @@
 // selection of tasks by a selector that operator messages share, and the
 // event stream.
 #include "core/error.hpp"
+#include "core/error_policy.hpp"
 #include "storage/db.hpp"
 #include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
@@ -244,8 +245,63 @@ TaskDetail TaskStore::show(int64_t id) {
 
 std::vector<Task> TaskStore::list(const Selector& sel, Time now) {
   Transaction tx(*m_db, Transaction::Kind::read);
-  return select_tasks(*m_db, sel, now);
+  std::vector<Task> tasks = select_tasks(*m_db, sel, now);
+  // A finished command's last attempt: when it began (its latest lease),
+  // for how long it ran.
+  std::optional<Statement> st;
+  for (Task& t : tasks) {
+    if (!core::is_terminal(t.state) || t.command.empty() || t.attempts == 0) {
+      continue;
+    }
+    if (!st) {
+      st.emplace(*m_db, "SELECT time FROM events WHERE task_id = ?1 AND "
+                        "message = 'lease' ORDER BY id DESC LIMIT 1");
+    }
+    st->bind(1, t.id);
+    if (st->step()) {
+      t.lease_started = core::from_unix_ms(st->get_int(0));
+    }
+    st->reset();
+  }
+  return tasks;
 }
+
+namespace {
+
+// For a task the error policy put to sleep (its latest move into sleeping
+// is taskq's retry), the line that says so: "attempt 1 failed (exit status
+// 1: disk full); retry 2 of 8 at TIME". Nothing for any other sleeper.
+std::optional<std::string> retry_line(Db& db, const Task& t) {
+  if (t.errors.empty()
+      || t.errors.back().message == core::k_exceeded_error_rate) {
+    return std::nullopt;
+  }
+  Statement st(db, "SELECT actor, detail FROM events WHERE task_id = ?1 AND "
+                   "to_state = 'sleeping' ORDER BY id DESC LIMIT 1");
+  st.bind(1, t.id);
+  if (!st.step() || st.get_opt_text(0).value_or("") != k_system_actor
+      || st.get_opt_text(1).value_or("").rfind("retry at ", 0) != 0) {
+    return std::nullopt;
+  }
+  const core::ErrorPolicy policy =
+      core::resolve_policy(load_queue(db, t.queue).policy, t.policy);
+  const core::ErrorEntry& last = t.errors.back();
+  // The errors the policy counted when it decided, as core::decide does.
+  const auto counted = std::count_if(
+      t.errors.begin(), t.errors.end(), [&](const core::ErrorEntry& e) {
+        return e.time > last.time - policy.window
+               && e.message != core::k_exceeded_error_rate;
+      });
+  std::string cause = last.message;
+  std::replace(cause.begin(), cause.end(), '\n', ' ');
+  return "attempt " + std::to_string(t.attempts) + " failed (" + cause
+         + "); retry " + std::to_string(counted + 1) + " of "
+         + std::to_string(policy.max_errors) + " at "
+         + core::format_time(t.run_at) + " (taskq retry " + std::to_string(t.id)
+         + " runs it now)";
+}
+
+} // namespace
 
 std::vector<std::string> TaskStore::why(int64_t id, Time now,
                                         const std::string& worker) {
@@ -312,7 +368,8 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
                       + " (taskq resume " + std::to_string(id) + ")");
   }
   if (t.state == TaskState::sleeping && t.run_at > now) {
-    reasons.push_back("it is sleeping until " + core::format_time(t.run_at));
+    reasons.push_back(retry_line(*m_db, t).value_or(
+        "it is sleeping until " + core::format_time(t.run_at)));
   }
   if (t.state == TaskState::runnable && t.run_at > now) {
     reasons.push_back("it is not due until " + core::format_time(t.run_at));

@@ -95,6 +95,11 @@ TopView TaskStore::top_view(Time now, int64_t limit) {
                                         "updated_at DESC, id DESC LIMIT ?1"));
     st.bind(1, limit);
     view.failures = read_top_tasks(st, false);
+    // Their error histories: the error that failed each, not the policy's
+    // own last word.
+    for (TopTask& t : view.failures) {
+      t.task.errors = load_errors(*m_db, t.task.id);
+    }
   }
   return view;
 }

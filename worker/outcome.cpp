@@ -103,6 +103,7 @@ Tally tally(RunSummary& s, storage::Outcome::Kind kind,
   }
   if (after.state == core::TaskState::sleeping) {
     ++s.retrying;
+    s.retrying_ids.push_back(after.id);
     if (!s.retry_at || after.run_at < *s.retry_at) {
       s.retry_at = after.run_at;
     }
@@ -110,6 +111,7 @@ Tally tally(RunSummary& s, storage::Outcome::Kind kind,
   }
   // Failed (or a broadcast's delivery, which is not retried).
   ++s.failed;
+  s.failed_ids.push_back(after.id);
   return Tally::failed;
 }
 

@@ -71,8 +71,9 @@ struct RunOptions {
 // Which outcomes of the tasks a run ran make it exit k_exit_task_failed
 // (`run --fail-on`).
 enum class FailOn {
-  failed, // a task failed for good (the default)
-  retry,  // a handler failed at all: failed for good, or will retry
+  failed, // a task failed for good
+  retry,  // a handler failed at all: failed for good, or will retry (the
+          // default: a cron job hears of the first error, not the eighth)
   never,  // exit 0 whatever the handlers did
 };
 
@@ -84,6 +85,9 @@ struct RunSummary {
   std::optional<core::Time> retry_at; // the first of those retries
   int64_t released = 0; // given back: exit 75, or unfinished at shutdown
   int64_t revoked = 0;  // an operator took the lease, or it was lost
+  // The ids of the failed and retrying ones, in the order they ended.
+  std::vector<int64_t> failed_ids;
+  std::vector<int64_t> retrying_ids;
 };
 
 // Whether `s` counts as a failure under `fail_on`.

@@ -73,7 +73,7 @@ check "CMD ran, with its own arguments" cmp expected "got/$id"
 
 section "a command found nowhere fails its task through the error policy"
 id=$(add_task missing -- no-such-command-taskq-test arg)
-expect_exit 0 "$TASKQ" run missing --until-empty
+expect_exit 6 "$TASKQ" run missing --until-empty
 expect_eq "$(state "$id")" sleeping
 expect_eq "$(field "$id" '.errors[0].error')" \
   'cannot run no-such-command-taskq-test: no such executable file on $PATH'

@@ -1,8 +1,8 @@
 # Honest outcomes for cron (README "run"): run's summary tells
 # apart completed, failed for good, will retry at TIME, released and
-# revoked; -v lines carry a timestamp and the same words; run exits 6 when a
-# task it ran failed for good (--fail-on failed|retry|never chooses which
-# outcomes count); -q prints nothing when nothing was done, and lease -q
+# revoked, naming the tasks that failed; -v lines carry a timestamp and the
+# same words; run exits 6 when a handler it ran failed, even if its task
+# will retry (--fail-on retry|failed|never chooses which outcomes count); -q prints nothing when nothing was done, and lease -q
 # says nothing on an empty queue (still exit 75).
 #
 # The clock is frozen, so a retry's time is exact: the default retry delay
@@ -11,15 +11,16 @@
 set_now 2026-11-21T08:00:00Z
 at_10m=2026-11-21T08:10:00Z
 
-# summary L C G W R V [AT]: run's summary line, as run prints it.
+# summary L C G W R V [AT [FAILED [RETRYING]]]: run's summary line, as run
+# prints it; FAILED and RETRYING name the tasks ("task 3", "tasks 3, 4").
 summary() {
-  local retry="$4 will retry"
+  local retry="$4 will retry" failed=${8:-} retrying=${9:-}
   if (($4 == 1)); then
     retry+=" at $7"
   elif (($4 > 1)); then
     retry+=" (first at $7)"
   fi
-  echo "leased $1: $2 completed, $3 failed for good, $retry, $5 released, $6 revoked"
+  echo "leased $1: $2 completed, $3 failed for good${failed:+ ($failed)}, $retry${retrying:+ ($retrying)}, $5 released, $6 revoked"
 }
 
 db_digest() { db_dump | sha256sum; }
@@ -38,60 +39,60 @@ expect_exit 0 "$TASKQ" run all --until-empty
 expect_out "$(summary 3 3 0 0 0 0)"
 expect_eq "$err" "" "stderr of a clean run"
 
-section "some will retry: exit 0 by default, the summary gives the retry's time"
+section "some will retry: exit 6 by default, the summary gives the retry's time"
 ok retry1 >/dev/null
 id=$(boom retry1)
-expect_exit 0 "$TASKQ" run retry1 --until-empty
-expect_out "$(summary 2 1 0 1 0 0 "$at_10m")"
+expect_exit 6 "$TASKQ" run retry1 --until-empty
+expect_out "$(summary 2 1 0 1 0 0 "$at_10m" "" "task $id")"
 expect_err_contains "boom: $id" # the handler's stderr passes through
 expect_eq "$(state "$id")" sleeping
 expect_eq "$(field "$id" .run_at)" "$at_10m" "the task sleeps until the time the summary gave"
 
 section "--fail-on retry counts a retry: exit 6"
 ok retry2 >/dev/null
-boom retry2 >/dev/null
+id=$(boom retry2)
 expect_exit 6 "$TASKQ" run retry2 --until-empty --fail-on retry
-expect_out "$(summary 2 1 0 1 0 0 "$at_10m")"
+expect_out "$(summary 2 1 0 1 0 0 "$at_10m" "" "task $id")"
 
-section "--fail-on failed (the default, named) and never: a retry is no failure"
-boom retry3 >/dev/null
+section "--fail-on failed and never: a retry is no failure"
+id=$(boom retry3)
 expect_exit 0 "$TASKQ" run retry3 --until-empty --fail-on failed
-expect_out "$(summary 1 0 0 1 0 0 "$at_10m")"
-boom retry4 >/dev/null
+expect_out "$(summary 1 0 0 1 0 0 "$at_10m" "" "task $id")"
+id=$(boom retry4)
 expect_exit 0 "$TASKQ" run retry4 --until-empty --fail-on never
-expect_out "$(summary 1 0 0 1 0 0 "$at_10m")"
+expect_out "$(summary 1 0 0 1 0 0 "$at_10m" "" "task $id")"
 
 section "some failed for good: exit 6, whatever else completed"
 ok good1 >/dev/null
 id=$(boom good1 --max-errors 1)
-boom good1 >/dev/null
+id2=$(boom good1)
 expect_exit 6 "$TASKQ" run good1 --until-empty
-expect_out "$(summary 3 1 1 1 0 0 "$at_10m")"
+expect_out "$(summary 3 1 1 1 0 0 "$at_10m" "task $id" "task $id2")"
 expect_eq "$(state "$id")" failed
 expect_eq "$(field "$id" .reason)" "exceeded error rate"
 
 section "failed for good with --fail-on retry: exit 6; with never: exit 0"
-boom good2 --max-errors 1 >/dev/null
+id=$(boom good2 --max-errors 1)
 expect_exit 6 "$TASKQ" run good2 --until-empty --fail-on retry
-expect_out "$(summary 1 0 1 0 0 0)"
-boom good3 --max-errors 1 >/dev/null
+expect_out "$(summary 1 0 1 0 0 0 "" "task $id")"
+id=$(boom good3 --max-errors 1)
 expect_exit 0 "$TASKQ" run good3 --until-empty --fail-on never
-expect_out "$(summary 1 0 1 0 0 0)"
+expect_out "$(summary 1 0 1 0 0 0 "" "task $id")"
 
 section "--max-tasks: the same rule for the tasks it ran"
-boom max --max-errors 1 >/dev/null
+id=$(boom max --max-errors 1)
 ok max >/dev/null
 expect_exit 6 "$TASKQ" run max --max-tasks 1
-expect_out "$(summary 1 0 1 0 0 0)"
+expect_out "$(summary 1 0 1 0 0 0 "" "task $id")"
 expect_exit 0 "$TASKQ" run max --max-tasks 1
 expect_out "$(summary 1 1 0 0 0 0)"
 
 section "several retries: the summary names the first"
-boom many --retry-delay 5m >/dev/null
-boom many --retry-delay 1m >/dev/null
-boom many --retry-delay 1h >/dev/null
-expect_exit 0 "$TASKQ" run many --until-empty
-expect_out "$(summary 3 0 0 3 0 0 2026-11-21T08:01:00Z)"
+m1=$(boom many --retry-delay 5m)
+m2=$(boom many --retry-delay 1m)
+m3=$(boom many --retry-delay 1h)
+expect_exit 6 "$TASKQ" run many --until-empty
+expect_out "$(summary 3 0 0 3 0 0 2026-11-21T08:01:00Z "" "tasks $m1, $m2, $m3")"
 
 section "released: not a failure, even with --fail-on retry"
 id=$(give_back rel)
@@ -101,12 +102,12 @@ expect_eq "$(state "$id")" runnable
 
 section "-o json: the same counts, failed meaning failed for good"
 ok js >/dev/null
-boom js >/dev/null
-boom js --max-errors 1 >/dev/null
+j1=$(boom js)
+j2=$(boom js --max-errors 1)
 give_back js >/dev/null
 expect_exit 6 "$TASKQ" run js --until-empty --release-delay 1h -o json
 expect_json "$out" . \
-  "{\"completed\":1,\"failed\":1,\"leased\":4,\"released\":1,\"retry_at\":\"$at_10m\",\"retrying\":1,\"revoked\":0}"
+  "{\"completed\":1,\"failed\":1,\"failed_ids\":[$j2],\"leased\":4,\"released\":1,\"retry_at\":\"$at_10m\",\"retrying\":1,\"retrying_ids\":[$j1],\"revoked\":0}"
 
 section "-v: one timestamped line per event, in the summary's words"
 ok verbose >/dev/null
@@ -129,7 +130,7 @@ expect_eq "$(grep -v '^boom: ' <<<"$err" | grep -cvE "^$ts [0-9]+: ")" 0 \
 
 section "-v: a multi-line error stays on its line, the newlines escaped"
 id=$(add_task vlines -- sh -c 'printf "first\nsecond\n" >&2; exit 4')
-expect_exit 0 "$TASKQ" run vlines --until-empty -v
+expect_exit 6 "$TASKQ" run vlines --until-empty -v
 expect_contains "$err" "task $id: will retry at $at_10m (" "-v will retry"
 expect_contains "$err" '): exit status 4: first\nsecond' "-v error, one line"
 expect_eq "$(grep -v -x -e first -e second <<<"$err" | grep -cvE "^$ts [0-9]+: ")" 0 \
@@ -148,14 +149,14 @@ section "-q with work done still prints the summary (and exits by --fail-on)"
 ok quiet >/dev/null
 expect_exit 0 "$TASKQ" run quiet --until-empty -q
 expect_out "$(summary 1 1 0 0 0 0)"
-boom quiet --max-errors 1 >/dev/null
+id=$(boom quiet --max-errors 1)
 expect_exit 6 "$TASKQ" run quiet --until-empty -q
-expect_out "$(summary 1 0 1 0 0 0)"
+expect_out "$(summary 1 0 1 0 0 0 "" "task $id")"
 
 section "a task with no command leased by a run with no -- CMD fails for good"
 id=$(add_task nocmd --payload '{"n":1}')
 expect_exit 6 "$TASKQ" run nocmd --until-empty
-expect_out "$(summary 1 0 1 0 0 0)"
+expect_out "$(summary 1 0 1 0 0 0 "" "task $id")"
 expect_eq "$(state "$id")" failed
 expect_eq "$(field "$id" .reason)" "task has no command and run was given no -- CMD"
 

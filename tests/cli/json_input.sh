@@ -244,7 +244,7 @@ expect_contains "$out" "\"payload\":{\"d\":$deep}," "after export and import"
 section "a handler's stored error stays within its bound (defect 11)"
 fresh_db
 id=$(add_task noisy)
-expect_exit 0 "$TASKQ" run noisy --until-empty -- \
+expect_exit 6 "$TASKQ" run noisy --until-empty -- \
   sh -c 'head -c 5000 /dev/zero | tr "\0" "\377" >&2; exit 1'
 err_text=$(field "$id" '.errors[0].error')
 bytes=$(printf '%s' "$err_text" | wc -c)

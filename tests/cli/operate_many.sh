@@ -140,8 +140,8 @@ done
 section "failed tasks show their last error: a column, and last_error in json"
 expect_exit 0 "$TASKQ" list --state failed
 expect_contains "$(head -1 <<<"$out")" LAST_ERROR "header"
-expect_match "$(grep "^$f1 " <<<"$out")" 'disk full$' "row of $f1"
-expect_match "$(grep "^$f2 " <<<"$out")" 'first line second line$' "row of $f2"
+expect_match "$(grep "^$f1 " <<<"$out")" 'disk full \(not retried\)$' "row of $f1"
+expect_match "$(grep "^$f2 " <<<"$out")" 'first line second line \(not retried\)$' "row of $f2"
 expect_exit 0 "$TASKQ" list --state failed -o json
 expect_eq "$(jq -r .last_error <<<"$out" | head -1)" "disk full" "last_error"
 expect_exit 0 "$TASKQ" list --state runnable -o json

@@ -47,7 +47,7 @@ c=$(add_task proto --payload '{"do":"fail","error":"boom"}' --max-attempts 3)
 d=$(add_task proto --payload '{"do":"fail","error":"final","noretry":true}')
 e=$(add_task proto --payload '{"do":"release","delay":"1h"}')
 expect_exit 6 "$TASKQ" run proto --stream --until-empty -- "$H"
-expect_match "$out" '^leased 5: 2 completed, 1 failed for good, 1 will retry at [^,]+, 1 released, 0 revoked$'
+expect_match "$out" "^leased 5: 2 completed, 1 failed for good \\(task $d\\), 1 will retry at [^,]+ \\(task $c\\), 1 released, 0 revoked\$"
 expect_eq "$(field "$a" .result)" '{"n":[1,"two"]}' "the result"
 expect_eq "$(state "$a")" completed
 expect_eq "$(field "$b" .result)" null "done:null stores no result"
@@ -117,7 +117,7 @@ g=$(add_task garb --payload '{"do":"garbage"}')
 n=$(add_task garb --payload '{"do":"noverb"}')
 t=$(add_task garb --payload '{"do":"twoverbs"}')
 ok=$(add_task garb --payload '{"do":"done","result":1}')
-expect_exit 0 "$TASKQ" run garb --stream --until-empty -- "$H"
+expect_exit 6 "$TASKQ" run garb --stream --until-empty -- "$H"
 expect_match "$out" '^leased 4: 1 completed, 0 failed for good, 3 will retry'
 expect_contains "$err" "taskq: handler 1: malformed line (not a JSON object): this is not JSON"
 expect_contains "$err" "taskq: handler 1: malformed line: {\"id\":$n}"
@@ -135,7 +135,7 @@ section "a handler that never answers: --timeout fails the task, the handler is 
 id=$(add_task slow --payload '{"do":"hold"}')
 next=$(add_task slow --payload '{"do":"done","result":2}')
 start=$(now_ms)
-expect_exit 0 "$TASKQ" run slow --stream --until-empty --timeout 1s --grace 500ms -- "$H"
+expect_exit 6 "$TASKQ" run slow --stream --until-empty --timeout 1s --grace 500ms -- "$H"
 took=$(($(now_ms) - start))
 expect_match "$out" '^leased 2: 1 completed, 0 failed for good, 1 will retry'
 expect_eq "$(state "$id")" sleeping
@@ -150,7 +150,7 @@ section "a handler that answers the cancel is kept"
 : >"$STREAM_LOG"
 id=$(add_task obey --payload '{"do":"hold"}')
 next=$(add_task obey --payload '{"do":"done"}')
-STREAM_OBEY=1 expect_exit 0 "$TASKQ" run obey --stream --until-empty --timeout 500ms -- "$H"
+STREAM_OBEY=1 expect_exit 6 "$TASKQ" run obey --stream --until-empty --timeout 500ms -- "$H"
 expect_eq "$(state "$id")" sleeping
 expect_eq "$(field "$id" .last_error)" "timed out after 500ms"
 expect_eq "$(state "$next")" completed

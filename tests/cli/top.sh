@@ -190,15 +190,44 @@ if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$a thumbs .*convert
 else
   _ko "task $a shows in the failures with its error" "screen:" "$(screen main)"
 fi
-# Tab: queues -> tasks -> failures; l opens the selected task's logs.
+if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$a thumbs .*convert: disk full \(not retried\)"'; then
+  _ok "the failure shows with the policy's verdict"
+else
+  _ko "task $a shows in the failures with its verdict" "screen:" "$(screen main)"
+fi
+expect_screen main "l output  e events  q quit" "the status line labels l and e"
+# Tab: queues -> tasks -> failures; l opens the selected task's output, e
+# its events and errors.
 tmx send-keys -t main Tab Tab l
-expect_screen main "errors, oldest first:" "l shows the task's errors"
-expect_contains "$(screen main)" "task $a" "the logs are task $a's"
+expect_screen main "output of attempt 1: none kept" \
+  "l shows the task's output (none was kept: it was leased by hand)"
+expect_contains "$(screen main)" "task $a output" "the output is task $a's"
+expect_contains "$(screen main)" "failed: convert: disk full (not retried)" \
+  "with why it failed"
+tmx send-keys -t main e
+expect_screen main "errors, oldest first:" "e shows the task's errors"
+expect_contains "$(screen main)" "task $a events and errors" \
+  "the events are task $a's"
 tmx send-keys -t main q
 expect_screen main "Recent failures" "q in the logs goes back to the panes"
 tmx send-keys -t main p
 expect_screen main "cannot pause task $a: it is failed" \
   "a refused pause is shown, and top goes on"
+# A command that printed: l shows the tail of its output, stderr marked.
+o=$(add_task cmds --max-errors 1 -- sh -c 'echo "made 3 of 4"; echo "no space left" >&2; exit 3')
+expect_exit 6 "$TASKQ" run cmds --until-empty
+if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$o cmds .*exit status 3: no space left \(gave up after 1 error\)"'; then
+  _ok "a failed command shows with its exit status, cause and verdict"
+else
+  _ko "task $o shows in the failures" "screen:" "$(screen main)"
+fi
+tmx send-keys -t main k l
+expect_screen main "task $o output" "l on task $o"
+expect_contains "$(screen main)" "made 3 of 4" "its stdout"
+expect_contains "$(screen main)" "err| no space left" "its stderr, marked"
+expect_contains "$(screen main)" "command: sh -c 'echo \"made 3 of 4\"" "its command"
+tmx send-keys -t main q
+expect_screen main "Recent failures" "q goes back to the panes"
 
 section "colour"
 check "NO_COLOR=1: no colour" eval '! coloured main'

@@ -52,15 +52,17 @@ pid_of() {
 
 # summary_is L C G W R V: the last command's stdout is run's summary line:
 # L leased, C completed, G failed for good, W will retry, R released, V
-# revoked.
+# revoked; the failed and retrying tasks named when there are any.
 summary_is() {
   local retry="$4 will retry" at='[0-9]{4}-[0-9]{2}-[0-9]{2}T[0-9:.]+Z'
+  local named=' \(tasks? [0-9]+(, [0-9]+)*\)' failed=""
   if (($4 == 1)); then
-    retry+=" at $at"
+    retry+=" at $at$named"
   elif (($4 > 1)); then
-    retry+=" \\(first at $at\\)"
+    retry+=" \\(first at $at\\)$named"
   fi
-  expect_match "$out" "^leased $1: $2 completed, $3 failed for good, $retry, $5 released, $6 revoked\$" \
+  (($3 > 0)) && failed=$named
+  expect_match "$out" "^leased $1: $2 completed, $3 failed for good$failed, $retry, $5 released, $6 revoked\$" \
     "stdout of $cmd"
 }
 
@@ -220,7 +222,7 @@ expect_exit 0 "$TASKQ" run verbose --until-empty -- "$H" ok
 summary_is 0 0 0 0 0 0
 expect_eq "$err" "" "stderr of a quiet run with nothing to do"
 expect_exit 0 "$TASKQ" run verbose --until-empty -o json -- "$H" ok
-expect_json "$out" . '{"completed":0,"failed":0,"leased":0,"released":0,"retry_at":null,"retrying":0,"revoked":0}'
+expect_json "$out" . '{"completed":0,"failed":0,"failed_ids":[],"leased":0,"released":0,"retry_at":null,"retrying":0,"retrying_ids":[],"revoked":0}'
 
 section "the payload and the task's variables reach the handler intact"
 obj='{"quote":"say \"hi\"","nl":"two\nlines","utf":"naïve café — 日本語 🎉","n":[1,2.5,null,true]}'
@@ -292,7 +294,7 @@ expect_eq "$(field "$d" .result)" null "result without --result-stdout"
 
 section "a handler that exits 3 fails its task with the tail of its stderr"
 id=$(add_task failing)
-expect_exit 0 "$TASKQ" run failing --until-empty -- "$H" fail 'naïve'
+expect_exit 6 "$TASKQ" run failing --until-empty -- "$H" fail 'naïve'
 summary_is 1 0 0 1 0 0
 expect_contains "$err" 'it broke: "naïve"' "the handler's stderr passed through"
 expect_exit 0 "$TASKQ" show "$id" -o json
@@ -339,7 +341,7 @@ expect_eq "$(grep -cx "$id" h/executions)" 2 "executions of the task"
 section "a handler killed by a signal fails its task, naming the signal"
 for sig in SEGV KILL; do
   id=$(add_task "sig$sig")
-  expect_exit 0 "$TASKQ" run "sig$sig" --until-empty -- "$H" signal "$sig"
+  expect_exit 6 "$TASKQ" run "sig$sig" --until-empty -- "$H" signal "$sig"
   summary_is 1 0 0 1 0 0
   expect_eq "$(state "$id")" sleeping "state after SIG$sig"
   expect_match "$(field "$id" '.errors[0].error')" "^killed by SIG$sig(:|\$)" \
@@ -349,7 +351,7 @@ done
 section "a handler past --timeout is stopped and its task fails"
 id=$(add_task slow)
 start=$(now_ms)
-expect_exit 0 "$TASKQ" run slow --until-empty --timeout 1s --grace 1s -- "$H" tree
+expect_exit 6 "$TASKQ" run slow --until-empty --timeout 1s --grace 1s -- "$H" tree
 took=$(($(now_ms) - start))
 summary_is 1 0 0 1 0 0
 expect_eq "$(field "$id" '.errors[0].error')" "timed out after 1s"
@@ -363,7 +365,7 @@ check "the handler's child is gone too" wait_until 5 gone "$gpid"
 section "a handler that ignores SIGTERM past --timeout is killed after --grace"
 id=$(add_task slow2)
 start=$(now_ms)
-expect_exit 0 "$TASKQ" run slow2 --until-empty --timeout 1s --grace 1s -- "$H" stubborn
+expect_exit 6 "$TASKQ" run slow2 --until-empty --timeout 1s --grace 1s -- "$H" stubborn
 took=$(($(now_ms) - start))
 summary_is 1 0 0 1 0 0
 expect_match "$(field "$id" '.errors[0].error')" '^timed out after 1s(:|$)'
@@ -375,7 +377,7 @@ section "a handler that cannot be executed fails its task"
 printf '#!/no/such/interpreter\n' >broken
 chmod +x broken
 id=$(add_task broken)
-expect_exit 0 "$TASKQ" run broken --until-empty -- ./broken
+expect_exit 6 "$TASKQ" run broken --until-empty -- ./broken
 summary_is 1 0 0 1 0 0
 expect_match "$(field "$id" '.errors[0].error')" 'broken.*(No such file|not found)' \
   "error of an unrunnable handler"
@@ -419,7 +421,7 @@ expect_eq "$(got "$b" 1 queue)" mq2 "TASKQ_QUEUE of the second queue's task"
 
 section "-v names a failure and what the policy made of it"
 id=$(add_task vfail)
-expect_exit 0 "$TASKQ" run vfail --until-empty -v -- "$H" fail x
+expect_exit 6 "$TASKQ" run vfail --until-empty -v -- "$H" fail x
 expect_match "$err" "task $id: will retry at [0-9T:.-]+Z \\(after [0-9a-z]+\\): exit status 3: first line" \
   "run -v stderr"
 
@@ -627,7 +629,7 @@ expect_eq "$lost" "" "a task the waiting run did not start within 5 s"
 
 section "a handler that failed before run's SIGTERM arrived still fails"
 id=$(add_task failterm)
-expect_exit 0 "$TASKQ" run failterm --grace 5s -- "$H" fail-with-term
+expect_exit 6 "$TASKQ" run failterm --grace 5s -- "$H" fail-with-term
 summary_is 1 0 0 1 0 0
 expect_eq "$(state "$id")" sleeping
 expect_eq "$(field "$id" '.errors[0].error')" "exit status 3: broken"
