@@ -196,12 +196,19 @@ void Runner::start(core::Task t) {
     if (own) {
       const auto path = resolve_command(spec.argv.front());
       if (!path) {
-        throw Error(ErrorKind::internal,
-                    "cannot run " + spec.argv.front()
-                        + ": no such executable file"
-                        + (spec.argv.front().find('/') == std::string::npos
-                               ? " on $PATH"
-                               : ""));
+        // Not found on this worker: every attempt here would fail the
+        // same way, so it fails for good at once, not after the policy's
+        // retries.
+        record(t,
+               core::Outcome{
+                   core::Verdict::fail,
+                   "cannot run " + spec.argv.front()
+                       + ": no such executable file"
+                       + (spec.argv.front().find('/') == std::string::npos
+                              ? " on $PATH"
+                              : "")},
+               now, nullptr, storage::FailMode::no_retry);
+        return;
       }
       spec.path = *path;
     } else {
