@@ -270,6 +270,9 @@ void Runner::stop(Running& r, core::StopCause cause) {
   r.cause = cause;
   if (first && !r.exit) {
     r.child.signal_group(SIGTERM);
+    if (r.frozen_since) {
+      r.child.signal_group(SIGCONT); // a stopped process cannot exit
+    }
     r.kill_at = Clock::now() + m_o.grace;
   }
 }
@@ -392,8 +395,12 @@ void Runner::check_leases() {
       continue;
     }
     try {
-      if (!m_store.lease_held(r.task.id, r.task.lease->token, now)) {
+      const auto frozen =
+          m_store.lease_frozen(r.task.id, r.task.lease->token, now);
+      if (!frozen) {
         revoke(r);
+      } else {
+        set_frozen(r, *frozen);
       }
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unavailable) {
