@@ -68,11 +68,19 @@ mkdir -p got
 export GOT=$scratch/got
 
 # The command: says its pid, counts its starts, then works until told to
-# finish (a file appears), and says it finished.
-work='echo $$ >"$GOT/pid.$TASKQ_ID"; echo start >>"$GOT/log.$TASKQ_ID"; while [ ! -e "$GOT/go.$TASKQ_ID" ]; do sleep 0.02; done; echo finished >>"$GOT/log.$TASKQ_ID"'
+# finish (a file appears), and says it finished. One process that never
+# forks (perl's select to wait), so that its state is T once stopped (a
+# shell caught in vfork shows D).
+work=(perl -e '
+  my ($dir, $id) = ($ENV{GOT}, $ENV{TASKQ_ID});
+  sub put { open(my $f, $_[0], "$dir/$_[1].$id") or die; print $f "$_[2]\n"; close $f }
+  put(">", "pid", $$);
+  put(">>", "log", "start");
+  select(undef, undef, undef, 0.02) until -e "$dir/go.$id";
+  put(">>", "log", "finished");')
 
 section "freeze stops the command, run keeps its lease; continue lets it finish"
-id=$(add_task frz --sh "$work")
+id=$(add_task frz -- "${work[@]}")
 waiting=$(add_task other --payload 1)
 bg_run worker run frz --until-empty --for 1s -v
 worker=$bg
@@ -116,7 +124,7 @@ expect_contains "$err" "task $id: frozen (SIGSTOP), lease kept" "run -v says it 
 expect_contains "$err" "task $id: continued (SIGCONT)" "run -v says it continued"
 
 section "pause of a frozen command stops it (its work is lost)"
-id=$(add_task frz2 --sh "$work")
+id=$(add_task frz2 -- "${work[@]}")
 bg_run worker2 run frz2 --until-empty --for 1s --grace 5s
 worker=$bg
 wait_until 10 file_has "got/pid.$id" || _ko "the command started" "no pid file"
@@ -130,7 +138,7 @@ expect_eq "$(state "$id")" paused
 expect_eq "$(cat "got/log.$id")" start "it never finished"
 
 section "refused: what is not running, not frozen, already frozen, no such task"
-id=$(add_task frz3 --sh "$work")
+id=$(add_task frz3 -- "${work[@]}")
 refused 4 "freeze of a runnable task" "$TASKQ" freeze "$id"
 expect_eq "$err" "taskq: task $id is not running (it is runnable): only a running command can be frozen" "the refusal"
 refused 4 "continue of a runnable task" "$TASKQ" continue "$id"
