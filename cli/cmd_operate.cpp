@@ -1,5 +1,6 @@
 // Operator commands: pause, resume, sleep, kill, release, checkpoint, send,
-// retry. `release` and `sleep` also serve the lease holder (with a token).
+// freeze, continue, retry. `release` and `sleep` also serve the lease
+// holder (with a token).
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
@@ -197,26 +198,67 @@ CLI::App* operator_command(CLI::App& app, Context& ctx, core::Message msg,
 
 void register_operate(CLI::App& app, Context& ctx) {
   using core::Message;
-  operator_command(app, ctx, Message::pause, "pause",
-                   "Pause tasks until resumed (revokes a live lease)",
-                   "taskq pause 42 43   # or: taskq pause --queue thumbs");
-  operator_command(app, ctx, Message::run, "resume",
-                   "Make paused or sleeping tasks runnable (a paused task's "
-                   "attempts restart at 0)",
-                   "taskq resume 42");
+  operator_command(
+      app, ctx, Message::pause, "pause",
+      "Pause tasks until resumed. A running command is stopped (SIGTERM, "
+      "then SIGKILL after run's --grace) and its work is lost: resume starts "
+      "it over. To stop a command and keep its work, use freeze",
+      "taskq pause 42 43   # or: taskq pause --queue thumbs");
+  operator_command(
+      app, ctx, Message::run, "resume",
+      "Make paused or sleeping tasks runnable: each runs again from the "
+      "start, as a new attempt (a paused task's attempts restart at 0). A "
+      "frozen command is continued by continue, not resume",
+      "taskq resume 42");
   operator_command(app, ctx, Message::sleep, "sleep",
-                   "Put tasks to sleep until a time (revokes a live lease)",
+                   "Put tasks to sleep until a time. A running command is "
+                   "stopped (SIGTERM) and its work is lost: it runs again "
+                   "from the start when the task wakes",
                    "taskq sleep 42 --for 2h");
   operator_command(app, ctx, Message::kill, "kill",
-                   "Kill tasks for good (revokes a live lease)",
+                   "Kill tasks for good. A running command is stopped "
+                   "(SIGTERM, then SIGKILL after run's --grace)",
                    "taskq kill --queue thumbs --match kind=image");
   operator_command(app, ctx, Message::release, "release",
-                   "Revoke tasks' leases; with a lease token, give your "
-                   "leased task back untouched",
+                   "Take tasks' leases away: a running command is stopped "
+                   "(SIGTERM) and the task is runnable again, to run from the "
+                   "start; with a lease token, give your leased task back "
+                   "untouched",
                    "taskq release 42   # worker: taskq release --delay 1m");
   operator_command(app, ctx, Message::checkpoint, "checkpoint",
-                   "Ask the worker of a running task to save its state",
+                   "Ask a running command to save its state: run sends it "
+                   "its --checkpoint-signal at the next heartbeat; it keeps "
+                   "running",
                    "taskq checkpoint 42");
+  for (const bool frozen : {true, false}) {
+    auto ids = std::make_shared<std::vector<std::string>>();
+    CLI::App* cmd = add_command(
+        app, frozen ? "freeze" : "continue",
+        frozen ? "Freeze running commands where they are: run stops each "
+                 "one's process group (SIGSTOP) and keeps its lease alive; "
+                 "nothing is lost; taskq continue lets it go on (ids: all or "
+                 "nothing)"
+               : "Continue frozen commands from where they stopped: run "
+                 "sends SIGCONT (ids: all or nothing)",
+        frozen ? "taskq freeze 42   # later: taskq continue 42"
+               : "taskq continue 42");
+    cmd->add_option("id", *ids, "task ids")->required()->type_name("ID...");
+    cmd->callback([ids, frozen, &ctx] {
+      const auto parsed = parse_ids(*ids);
+      const Format format =
+          ctx.format(Format::id, {Format::table, Format::json, Format::id});
+      const core::Time now = ctx.now();
+      const auto done = ctx.store(storage::OpenMode::update)
+                            .freeze(parsed, frozen, ctx.actor(), now);
+      for (const auto& t : done) {
+        if (format == Format::json) {
+          print_task_json(t, now);
+        } else {
+          std::printf("%lld\n", static_cast<long long>(t.id));
+        }
+      }
+    });
+  }
 
   auto o = std::make_shared<SendOptions>();
   CLI::App* send = add_command(

@@ -3,7 +3,10 @@
 #include "cli/json_fields.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
+#include "core/handler_env.hpp"
 #include "core/new_task.hpp"
+#include "core/text.hpp"
+#include "worker/child.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -27,6 +30,7 @@ struct AddOptions {
   bool broadcast = false;
   OptText ttl;
   OptText trigger;
+  OptText sh; // --sh: a command line for /bin/sh -c
 };
 
 // A broadcast's default lifetime: rescue's retention of finished work.
@@ -178,16 +182,72 @@ void apply_rescue_options(const AddOptions& o, storage::NewTask& task,
   task.trigger = o.trigger;
 }
 
-// `add QUEUE -- CMD [ARG...]`: the argv, checked. It is stored as JSON
-// text, so each word must be UTF-8; the program itself is looked up by
-// `run`, on the worker's $PATH, not here.
-std::vector<std::string> command_arg(const Context& ctx,
+// The shell that runs a `--sh` command line, as `/bin/sh -c LINE`.
+constexpr std::string_view k_shell = "/bin/sh";
+
+// A lone word after -- that a shell would have split or interpreted (`add
+// q -- 'echo hi; ls'`): no program is named like that, so it is refused
+// with the way to say it. A program whose name really holds such
+// characters is found here and accepted.
+bool shell_string(const std::vector<std::string>& argv) {
+  return argv.size() == 1
+         && argv.front().find_first_of(" \t\n;|&<>`$()") != std::string::npos
+         && !worker::resolve_command(argv.front());
+}
+
+// `add QUEUE -- CMD [ARG...]` or `add QUEUE --sh LINE`: the argv, checked.
+// It is stored as JSON text, so each word must be UTF-8. The program
+// itself is looked up by `run`, on the worker's $PATH; when this host
+// has no such program, a note says so (the worker's host may differ).
+std::vector<std::string> command_arg(const AddOptions& o, const Context& ctx,
                                      core::NewTaskFields& fields) {
+  if (o.sh) {
+    if (ctx.command_given) {
+      throw Error(ErrorKind::usage,
+                  "give only one of --sh LINE and -- CMD [ARG...]");
+    }
+    if (o.sh->find_first_not_of(" \t\n") == std::string::npos) {
+      throw Error(ErrorKind::usage,
+                  "give the command line after --sh: taskq add QUEUE --sh "
+                  "'CMD; CMD2'");
+    }
+    if (!core::is_valid_utf8(*o.sh) || o.sh->find('\0') != std::string::npos) {
+      throw Error(ErrorKind::usage,
+                  "the --sh command line is not UTF-8 text: a task's command "
+                  "is stored as JSON, which holds UTF-8 only");
+    }
+    std::vector<std::string> argv{std::string(k_shell), "-c", *o.sh};
+    fields.command = argv;
+    check_fields(fields);
+    return argv;
+  }
   if (!ctx.command_given) {
     return {};
   }
   fields.command = ctx.command;
   check_fields(fields);
+  if (shell_string(ctx.command)) {
+    const std::string& word = ctx.command.front();
+    const bool printable = std::none_of(word.begin(), word.end(), [](char c) {
+      return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+    });
+    throw Error(ErrorKind::usage,
+                (printable ? core::command_line({word}) : "the command")
+                    + " is one word, not a program and its arguments; to "
+                      "run it with /bin/sh -c: taskq add "
+                    + o.queue + " --sh "
+                    + (printable ? core::command_line({word}) : "LINE")
+                    + " (or give the program and each argument as words "
+                      "after --)");
+  }
+  if (!worker::resolve_command(ctx.command.front())) {
+    std::fprintf(stderr,
+                 "taskq: note: no program %s on this host%s; a worker "
+                 "without it fails the task at once\n",
+                 ctx.command.front().c_str(),
+                 ctx.command.front().find('/') == std::string::npos ? "'s $PATH"
+                                                                    : "");
+  }
   return ctx.command;
 }
 
@@ -204,7 +264,7 @@ void run_add(const AddOptions& o, Context& ctx) {
   }
   storage::NewTask task;
   task.queue = o.queue;
-  task.command = command_arg(ctx, fields);
+  task.command = command_arg(o, ctx, fields);
   if (auto payload = payload_arg(o.payload, o.text)) {
     task.payload = std::move(*payload);
   } else if (o.payload_file) {
@@ -320,9 +380,11 @@ void register_produce(CLI::App& app, Context& ctx) {
   CLI::App* add = add_command(
       app, "add",
       "Add a task to QUEUE (prints its id), or many with --jsonl or --lines; "
-      "after --, the command `run` executes for it (never through a shell)",
+      "after --, the command `run` executes for it (never through a shell); "
+      "--sh LINE runs LINE with /bin/sh -c",
       "taskq add thumbs --payload '{\"file\":\"a.png\"}' --label kind=image\n"
       "  taskq add backups -- rsync -a /srv/www/ backup:/www/\n"
+      "  taskq add jobs --sh 'make && make test'\n"
       "  find . -name '*.png' | taskq add thumbs --lines - -o id");
   add->add_option("queue", o->queue, "queue name")->required();
   add->add_option("--payload", o->payload, "payload, any JSON value")
@@ -340,6 +402,10 @@ void register_produce(CLI::App& app, Context& ctx) {
                   "add one task per line of FILE (- for stdin), its text as "
                   "a JSON string payload; all or nothing; prints the count")
       ->type_name("FILE");
+  add->add_option("--sh", o->sh,
+                  "the command: LINE, run by /bin/sh -c LINE (stored as that "
+                  "argv); instead of -- CMD")
+      ->type_name("LINE");
   add->add_option("--label", o->labels, "label K=V (repeatable)")
       ->type_name("K=V");
   add->add_option("--priority", o->priority, "higher is leased first")

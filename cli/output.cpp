@@ -135,6 +135,7 @@ std::string task_json(const core::Task& t, core::Time now,
                 .text("worker", t.lease->worker)
                 .text("expires_at", core::format_time(t.lease->expires_at))
                 .text_or_null("started_at", started)
+                .raw("frozen", t.frozen ? "true" : "false")
                 .finish();
   }
   std::string errors = "[";
@@ -240,7 +241,7 @@ void print_env(const core::Task& t) {
 
 std::string display_state(const core::Task& t, core::Time now) {
   if (t.state == core::TaskState::runnable && t.leased(now)) {
-    return "running";
+    return t.frozen ? "frozen" : "running";
   }
   return std::string(core::to_string(t.state));
 }

@@ -186,7 +186,7 @@ _taskq() {
         else
             case $cmd/$sub/$npos in
             //0) words="add lease heartbeat done fail run wait progress release
-                sleep pause resume kill checkpoint send retry requeue purge show
+                sleep pause resume kill checkpoint freeze continue send retry requeue purge show
                 list stats why workers events metrics queue schedule gate flow tick tx
                 export import db completion top" ;;
             queue//0) words="list show set pause resume redrive" ;;

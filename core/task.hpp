@@ -52,6 +52,10 @@ struct Task {
   // When that lease was taken (its `lease` event), when the reader loaded
   // it (list, show, lease).
   std::optional<Time> lease_started;
+  // An operator froze its running command (`freeze`: SIGSTOP, the lease
+  // kept) and has not continued it since this lease was taken; loaded
+  // with lease_started, and meant only while the lease is live.
+  bool frozen = false;
   std::vector<ErrorEntry> errors;        // oldest first
   std::optional<std::string> checkpoint; // JSON text
   std::optional<std::string> result;     // JSON text

@@ -282,6 +282,65 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
 }
 
 // ---------------------------------------------------------------------------
+// Freeze and continue
+// ---------------------------------------------------------------------------
+
+std::vector<Task> TaskStore::freeze(const std::vector<int64_t>& ids,
+                                    bool frozen, const std::string& actor,
+                                    Time now) {
+  if (ids.empty()) {
+    throw Error(ErrorKind::usage, "which tasks? give their ids");
+  }
+  Transaction tx(*m_db);
+  now = locked_now(now);
+  std::vector<int64_t> seen;
+  std::vector<Task> out;
+  for (const int64_t id : ids) {
+    if (std::find(seen.begin(), seen.end(), id) != seen.end()) {
+      continue;
+    }
+    seen.push_back(id);
+    const Task t = load_full(*m_db, id);
+    const std::string verb = frozen ? "frozen" : "continued";
+    if (t.state != TaskState::runnable || !t.leased(now)) {
+      throw Error(ErrorKind::conflict,
+                  task_ref(id) + " is not running (it is "
+                      + std::string(core::to_string(t.state))
+                      + "): only a running command can be " + verb);
+    }
+    if (t.broadcast_until) {
+      throw Error(ErrorKind::conflict,
+                  task_ref(id)
+                      + " is a broadcast, run by every worker: it cannot be "
+                      + verb);
+    }
+    const bool was = frozen_now(*m_db, id);
+    if (frozen && was) {
+      throw Error(ErrorKind::conflict,
+                  task_ref(id) + " is already frozen (taskq continue "
+                      + std::to_string(id) + " continues it)");
+    }
+    if (!frozen && !was) {
+      throw Error(ErrorKind::conflict, task_ref(id) + " is not frozen");
+    }
+    Statement st(*m_db, "UPDATE tasks SET rev = rev + 1, updated_at = ?2 "
+                        "WHERE id = ?1");
+    st.bind(1, id).bind(2, to_unix_ms(now));
+    st.run();
+    log_event(*m_db, id, now, frozen ? "freeze" : "continue", t.state, t.state,
+              actor,
+              frozen ? "frozen by " + actor + " (SIGSTOP); " + t.lease->worker
+                           + " keeps the lease"
+                     : "continued by " + actor + " (SIGCONT)");
+    Task after = load_full(*m_db, id);
+    after.frozen = frozen;
+    out.push_back(std::move(after));
+  }
+  tx.commit();
+  return out;
+}
+
+// ---------------------------------------------------------------------------
 // Purge
 // ---------------------------------------------------------------------------
 

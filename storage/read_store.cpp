@@ -106,10 +106,12 @@ std::vector<SelectPart> select_sqls(const Selector& sel,
 
 namespace {
 
-// When each lease among `tasks` was taken: its latest `lease` event (one
-// lookup in events_task per leased task).
+// When each lease among `tasks` was taken: its latest `lease` event, and
+// whether an operator froze its command since (two lookups in events_task
+// per leased task).
 void load_lease_starts(Db& db, std::vector<Task>& tasks) {
   std::optional<Statement> st;
+  std::optional<Statement> frozen;
   for (Task& t : tasks) {
     if (!t.lease) {
       continue;
@@ -117,12 +119,16 @@ void load_lease_starts(Db& db, std::vector<Task>& tasks) {
     if (!st) {
       st.emplace(db, "SELECT time FROM events WHERE task_id = ?1 AND "
                      "message = 'lease' ORDER BY id DESC LIMIT 1");
+      frozen.emplace(db, std::string(k_frozen_sql));
     }
     st->bind(1, t.id);
     if (st->step()) {
       t.lease_started = core::from_unix_ms(st->get_int(0));
     }
     st->reset();
+    frozen->bind(1, t.id);
+    t.frozen = frozen->step() && frozen->get_int(0) != 0;
+    frozen->reset();
   }
 }
 

@@ -125,6 +125,12 @@ Task read_task(const Statement& st) {
   return t;
 }
 
+bool frozen_now(Db& db, int64_t task_id) {
+  Statement st(db, std::string(k_frozen_sql));
+  st.bind(1, task_id);
+  return st.step() && st.get_int(0) != 0;
+}
+
 std::string random_token() {
   // A token tells leases apart; it is not a secret. A generator seeded
   // once from the system's entropy (256 bits) gives 128-bit tokens without

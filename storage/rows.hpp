@@ -104,6 +104,18 @@ void log_event(Db& db, int64_t task_id, core::Time now,
 void append_error(Db& db, int64_t task_id, core::Time now,
                   std::string_view message, int64_t keep);
 
+// Whether the task's running command is frozen: the latest of its
+// `lease`, `freeze` and `continue` events is a freeze (each lease starts
+// unfrozen). Meant only while the task holds a live lease.
+bool frozen_now(Db& db, int64_t task_id);
+
+// The query frozen_now runs (?1: the task's id), for those that prepare
+// it once.
+inline constexpr std::string_view k_frozen_sql =
+    "SELECT CASE WHEN message = 'freeze' THEN 1 ELSE 0 END FROM events "
+    "WHERE task_id = ?1 AND message IN ('lease', 'freeze', 'continue') "
+    "ORDER BY id DESC LIMIT 1";
+
 // Clears the task's lease; when `revoked_by` is set, remembers the token and
 // why it was revoked so the worker can be told.
 void clear_lease(Db& db, const core::Task& task,

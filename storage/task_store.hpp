@@ -229,6 +229,12 @@ public:
   // the others.
   bool lease_held(int64_t id, const std::string& token, core::Time now);
 
+  // lease_held, and when held, whether an operator has frozen the task's
+  // command under this lease (`freeze`, not yet `continue`d): std::nullopt
+  // when not held. What `run` checks on every change.
+  std::optional<bool> lease_frozen(int64_t id, const std::string& token,
+                                   core::Time now);
+
   // --- operator_store.cpp: an operator's changes to selected tasks ---
   // Operator message to the selected tasks. With ids: all or nothing, and a
   // refused transition on any id is a conflict. With filters: applies to the
@@ -244,6 +250,15 @@ public:
   int64_t send_bulk(const Selector& sel, core::Message msg,
                     std::optional<core::Time> until, const std::string& actor,
                     core::Time now, std::vector<int64_t>* ids = nullptr);
+
+  // `freeze` (`frozen` true) or `continue` (false) of the running commands
+  // of tasks `ids`, all or nothing: each must hold a live lease of its own
+  // (a broadcast's deliveries are refused), not frozen yet to freeze,
+  // frozen to continue. Logs a `freeze` or `continue` event, which the
+  // worker holding the lease acts on (SIGSTOP, SIGCONT); the state and the
+  // lease are untouched. Returns the tasks.
+  std::vector<core::Task> freeze(const std::vector<int64_t>& ids, bool frozen,
+                                 const std::string& actor, core::Time now);
 
   // Deletes the selected tasks with their errors and events: finished ones
   // only, unless req.force (then a deleted unfinished task counts as

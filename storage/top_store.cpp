@@ -16,14 +16,18 @@ using namespace detail;
 
 namespace {
 
-// The task columns, then when its latest lease began and its latest error.
+// The task columns, then when its latest lease began, its latest error,
+// and whether its command is frozen (1 when so, in that lease).
 std::string top_task_select(std::string_view where_order) {
   return join(
       join(join("SELECT ", k_task_columns),
            ", (SELECT max(e.time) FROM events e WHERE e.task_id = tasks.id "
            "AND e.message = 'lease'), "
            "(SELECT r.message FROM task_errors r WHERE r.task_id = tasks.id "
-           "ORDER BY r.time DESC LIMIT 1) FROM tasks "),
+           "ORDER BY r.time DESC LIMIT 1), "
+           "(SELECT CASE WHEN f.message = 'freeze' THEN 1 ELSE 0 END FROM "
+           "events f WHERE f.task_id = tasks.id AND f.message IN ('lease', "
+           "'freeze', 'continue') ORDER BY f.id DESC LIMIT 1) FROM tasks "),
       where_order);
 }
 
@@ -36,6 +40,7 @@ std::vector<TopTask> read_top_tasks(Statement& st, bool running) {
       if (const auto at = st.get_opt_int(k_task_column_count)) {
         t.leased_at = core::from_unix_ms(*at);
       }
+      t.task.frozen = st.get_opt_int(k_task_column_count + 2).value_or(0) != 0;
     }
     t.last_error = st.get_opt_text(k_task_column_count + 1);
     out.push_back(std::move(t));

@@ -400,4 +400,20 @@ bool TaskStore::lease_held(int64_t id, const std::string& token, Time now) {
   return st.step();
 }
 
+std::optional<bool>
+TaskStore::lease_frozen(int64_t id, const std::string& token, Time now) {
+  Statement st(*m_db,
+               join(join("SELECT (", k_frozen_sql),
+                    ") FROM tasks WHERE id = ?1 AND lease_token = ?2 AND "
+                    "lease_expires > ?3"));
+  st.bind(1, id).bind(2, token).bind(3, to_unix_ms(now));
+  if (st.step()) {
+    return st.get_opt_int(0).value_or(0) != 0;
+  }
+  if (lease_held(id, token, now)) {
+    return false; // a broadcast's delivery: never frozen
+  }
+  return std::nullopt;
+}
+
 } // namespace taskq::storage

@@ -196,12 +196,19 @@ void Runner::start(core::Task t) {
     if (own) {
       const auto path = resolve_command(spec.argv.front());
       if (!path) {
-        throw Error(ErrorKind::internal,
-                    "cannot run " + spec.argv.front()
-                        + ": no such executable file"
-                        + (spec.argv.front().find('/') == std::string::npos
-                               ? " on $PATH"
-                               : ""));
+        // Not found on this worker: every attempt here would fail the
+        // same way, so it fails for good at once, not after the policy's
+        // retries.
+        record(t,
+               core::Outcome{
+                   core::Verdict::fail,
+                   "cannot run " + spec.argv.front()
+                       + ": no such executable file"
+                       + (spec.argv.front().find('/') == std::string::npos
+                              ? " on $PATH"
+                              : "")},
+               now, nullptr, storage::FailMode::no_retry);
+        return;
       }
       spec.path = *path;
     } else {
@@ -263,6 +270,9 @@ void Runner::stop(Running& r, core::StopCause cause) {
   r.cause = cause;
   if (first && !r.exit) {
     r.child.signal_group(SIGTERM);
+    if (r.frozen_since) {
+      r.child.signal_group(SIGCONT); // a stopped process cannot exit
+    }
     r.kill_at = Clock::now() + m_o.grace;
   }
 }
@@ -385,8 +395,12 @@ void Runner::check_leases() {
       continue;
     }
     try {
-      if (!m_store.lease_held(r.task.id, r.task.lease->token, now)) {
+      const auto frozen =
+          m_store.lease_frozen(r.task.id, r.task.lease->token, now);
+      if (!frozen) {
         revoke(r);
+      } else {
+        set_frozen(r, *frozen);
       }
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unavailable) {

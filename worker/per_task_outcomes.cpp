@@ -16,7 +16,8 @@ void Runner::on_timers(Instant now) {
       r.child.signal_group(SIGKILL);
       r.kill_at.reset();
     }
-    if (r.cause == core::StopCause::none && r.deadline && now >= *r.deadline) {
+    if (r.cause == core::StopCause::none && r.deadline && !r.frozen_since
+        && now >= *r.deadline) {
       stop(r, core::StopCause::timeout);
     }
     if (r.flush_at && now >= *r.flush_at) {
@@ -38,6 +39,19 @@ void Runner::heartbeat(Running& r) {
     revoke(r);
     return;
   }
+  if (beat.kind == Beat::Kind::extended) {
+    // A freeze or continue whose change this worker did not see.
+    try {
+      if (const auto frozen = m_store.lease_frozen(
+              r.task.id, r.task.lease->token, m_host.live_now())) {
+        set_frozen(r, *frozen);
+      }
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::unavailable) {
+        throw;
+      }
+    }
+  }
   if (beat.kind == Beat::Kind::extended && beat.result.checkpoint_requested) {
     if (catches_signal(r.child.pid(), m_o.checkpoint_signal)) {
       r.child.signal_leader(m_o.checkpoint_signal);
@@ -49,6 +63,27 @@ void Runner::heartbeat(Running& r) {
                    static_cast<long long>(r.task.id),
                    core::signal_name(m_o.checkpoint_signal).c_str());
     }
+  }
+}
+
+void Runner::set_frozen(Running& r, bool frozen) {
+  if (frozen == r.frozen_since.has_value() || r.exit
+      || r.cause != core::StopCause::none) {
+    return; // as asked already, or ending: a stopping handler is not frozen
+  }
+  r.child.signal_group(frozen ? SIGSTOP : SIGCONT);
+  const Instant now = Clock::now();
+  if (frozen) {
+    r.frozen_since = now;
+  } else {
+    if (r.deadline) {
+      *r.deadline += now - *r.frozen_since; // frozen time is not run time
+    }
+    r.frozen_since.reset();
+  }
+  if (m_o.verbose) {
+    say(r.task.id,
+        frozen ? "frozen (SIGSTOP), lease kept" : "continued (SIGCONT)");
   }
 }
 

@@ -65,6 +65,9 @@ struct Running {
   storage::OutputWrite last_output; // what is left, with the outcome
   std::optional<core::ChildExit> exit;
   bool checkpoint_unheard = false; // said once that it would not be sent
+  // Since when an operator's `freeze` holds its process group stopped
+  // (SIGSTOP); the time frozen does not count toward --timeout.
+  std::optional<Instant> frozen_since;
 };
 
 // A per-task handler's environment; what is too large for one is said on
@@ -197,6 +200,9 @@ private:
   void on_timers(Instant now);
 
   void heartbeat(Running& r);
+  // Stops (SIGSTOP) or continues (SIGCONT) the handler of `r` when an
+  // operator's freeze or continue says so (`frozen`), once.
+  void set_frozen(Running& r, bool frozen);
 
   void finish_exited();
 

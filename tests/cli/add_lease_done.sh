@@ -32,9 +32,10 @@ expect_json "$lease" .max_attempts null
 expect_time "$(jq -r .run_at <<<"$lease")" 2026-11-21T08:00:00Z run_at
 expect_time "$(jq -r .created_at <<<"$lease")" 2026-11-21T08:00:00Z created_at
 expect_time "$(jq -r .updated_at <<<"$lease")" 2026-11-21T08:00:00Z updated_at
-# The three lease fields of doc/reference/task.md#json-form, and when the lease
-# began (list/show's STARTED).
-expect_json "$lease" '.lease | keys | sort' '["expires_at","started_at","token","worker"]'
+# The three lease fields of doc/reference/task.md#json-form, when the lease
+# began (list/show's STARTED), and whether an operator froze its command.
+expect_json "$lease" '.lease | keys | sort' '["expires_at","frozen","started_at","token","worker"]'
+expect_json "$lease" .lease.frozen false
 expect_time "$(jq -r .lease.started_at <<<"$lease")" 2026-11-21T08:00:00Z lease.started_at
 expect_json "$lease" '.lease.token | type == "string" and length > 0' true \
   "lease token is a non-empty string"

@@ -71,10 +71,10 @@ check "the task's own command did not run" test ! -e override-task-ran
 printf '%s\0' given >expected
 check "CMD ran, with its own arguments" cmp expected "got/$id"
 
-section "a command found nowhere fails its task through the error policy"
+section "a command found nowhere fails its task for good at once (no retry)"
 id=$(add_task missing -- no-such-command-taskq-test arg)
 expect_exit 6 "$TASKQ" run missing --until-empty
-expect_eq "$(state "$id")" sleeping
+expect_eq "$(state "$id")" failed
 expect_eq "$(field "$id" '.errors[0].error')" \
   'cannot run no-such-command-taskq-test: no such executable file on $PATH'
 

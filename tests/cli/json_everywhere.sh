@@ -79,6 +79,12 @@ j 0 requeue qo
 j 0 send "$p" pause
 j 0 resume --queue qo
 j 0 checkpoint "$p"
+# freeze and continue act on a running task: leased here by hand.
+tq lease qo >/dev/null
+j 0 freeze "$p"
+expect_json "$out" .lease.frozen true
+j 0 continue "$p"
+expect_json "$out" .lease.frozen false
 j 0 release "$p"
 j 0 kill "$p"
 j 0 purge --queue qo --dry-run
