@@ -67,10 +67,8 @@ void run_events(const EventsOptions& o, Context& ctx) {
   // database when missing, as a write would.
   auto& store =
       ctx.store(o.follow ? storage::OpenMode::update : storage::OpenMode::read);
-  if (o.queue && o.follow) {
+  if (o.queue) {
     note_unknown_queues(store, {*o.queue}); // its first task may be to come
-  } else if (o.queue) {
-    require_queue(store, *o.queue);
   }
   // Following without --since starts at the end, as `tail -f` would after
   // a long log: only what happens from now on.

@@ -135,7 +135,7 @@ void run_list(const ListOptions& o, Context& ctx) {
   const core::Time now = ctx.now();
   auto& store = ctx.store(storage::OpenMode::read);
   if (sel.queue) {
-    require_queue(store, *sel.queue);
+    note_unknown_queues(store, {*sel.queue}); // empty, and says why
   }
   const auto tasks = store.list(sel, now);
   if (format == Format::table) {
@@ -160,7 +160,7 @@ void run_stats(const std::optional<std::string>& queue, Context& ctx) {
   const core::Time now = ctx.now();
   auto& store = ctx.store(storage::OpenMode::read);
   if (queue) {
-    require_queue(store, *queue);
+    note_unknown_queues(store, {*queue});
   }
   const auto stats = store.stats(queue, now);
   // Flows by state, when there are any (and no --queue: flows span queues).

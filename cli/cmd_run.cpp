@@ -156,82 +156,12 @@ FailOn parse_fail_on(const std::string& text) {
                                     + "': expected failed, retry or never");
 }
 
-// `word` as the shell reads it back: as it is when it needs no quotes.
-std::string shell_word(const std::string& word) {
-  const bool plain =
-      !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-               || (c >= '0' && c <= '9')
-               || std::string_view("._/:=+-@%,").find(c)
-                      != std::string_view::npos;
-      });
-  return plain ? word : shell_quote(word);
-}
-
-bool looks_like_path(const std::string& word) {
-  return word.rfind("./", 0) == 0 || word.rfind("../", 0) == 0
-         || word.rfind('/', 0) == 0;
-}
-
-// Whether queue `name` has tasks, settings or history in the database
-// (false when there is no database yet).
-bool known_queue(Context& ctx, const std::string& name) {
-  try {
-    ctx.store(storage::OpenMode::read).queue(name, ctx.now());
-    return true;
-  } catch (const Error& e) {
-    if (e.kind() == ErrorKind::not_found) {
-      return false;
-    }
-    throw;
-  }
-}
-
-// `taskq run thumbs ./handler.sh`: a forgotten -- makes the handler a
-// second queue, and run would lease thumbs' tasks and fail each for want of
-// a command. A queue word that is a path (./, ../, /), or without -- names
-// a file here and no queue the database knows, is refused before anything
-// is leased, with the command line meant.
-void check_not_a_program(const RunArgs& a, Context& ctx) {
-  std::vector<std::string> queues;
-  std::vector<std::string> programs;
-  for (const auto& q : a.queues) {
-    std::error_code ec;
-    const bool program =
-        looks_like_path(q)
-        || (!ctx.command_given && std::filesystem::is_regular_file(q, ec)
-            && !known_queue(ctx, q));
-    (program ? programs : queues).push_back(q);
-  }
-  if (programs.empty()) {
-    return;
-  }
-  std::string meant = "taskq run";
-  for (const auto& q : queues) {
-    meant += " " + shell_word(q);
-  }
-  if (queues.empty()) {
-    meant += " QUEUE";
-  }
-  meant += " --";
-  for (const auto& p : programs) {
-    meant += " " + shell_word(p);
-  }
-  for (const auto& w : ctx.command) {
-    meant += " " + shell_word(w);
-  }
-  throw Error(ErrorKind::usage, "'" + programs.front()
-                                    + "' is a program, not a queue; did you "
-                                      "mean: "
-                                    + meant + "?");
-}
-
 RunOptions check_run_args(const RunArgs& a, Context& ctx) {
   RunOptions o;
   for (const auto& q : a.queues) {
     check_queue_name(q);
   }
-  check_not_a_program(a, ctx);
+  check_not_a_program(a.queues, ctx);
   o.queues = a.queues;
   o.lease_for = parse_duration_arg(a.lease_for, "--for");
   if (o.lease_for.count() <= 0) {

@@ -51,6 +51,12 @@ void note_unknown_queues(storage::TaskStore& store,
 // said on stderr, with the nearest queue there is, so a typo shows.
 void note_new_queue(storage::TaskStore& store, const std::string& queue);
 
+// `taskq run thumbs ./handler.sh`: a forgotten -- makes the handler a
+// second queue. A queue word that is a path (./, ../, /), or, without --,
+// names a file here and no queue the database knows, is a usage error
+// naming the command line meant (taskq run thumbs -- ./handler.sh).
+void check_not_a_program(const std::vector<std::string>& words, Context& ctx);
+
 // `--state a,b`: state names, `running` or `ready`, separated by commas
 // (usage error for an empty or unknown one).
 std::vector<std::string> parse_states(const std::string& text);

@@ -371,9 +371,6 @@ cases <<'EOF'
 3 retry --queue thumb --state failed      #> did you mean 'thumbs'?
 3 requeue thumb                           #> did you mean 'thumbs'?
 3 purge --queue thumb                     #> did you mean 'thumbs'?
-3 list --queue thumb                      #> did you mean 'thumbs'?
-3 stats --queue thumb                     #> did you mean 'thumbs'?
-3 events --queue thumb                    #> did you mean 'thumbs'?
 3 queue resume thumb                      #> did you mean 'thumbs'?
 3 queue redrive thumb thumbs              #> did you mean 'thumbs'?
 3 kill --queue zzzzzzzz                   #> no queue 'zzzzzzzz': it has no tasks, settings or history (taskq queue list shows the queues)

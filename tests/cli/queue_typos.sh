@@ -25,6 +25,21 @@ expect_exit 0 "$TASKQ" run brandnew --until-empty -q
 expect_err_contains "note: queue 'brandnew' has no tasks yet"
 expect_not_contains "$err" "did you mean" "no suggestion when nothing is near"
 
+section "reads of a queue with no tasks are empty, and say why"
+fresh_db
+add_task thumbs >/dev/null
+expect_exit 0 "$TASKQ" list --queue thumb
+expect_out_empty
+expect_err_contains "note: queue 'thumb' has no tasks yet; did you mean 'thumbs'?"
+expect_exit 0 "$TASKQ" stats --queue thumb -o json
+expect_err_contains "note: queue 'thumb' has no tasks yet"
+expect_exit 0 "$TASKQ" events --queue thumb
+expect_out_empty
+expect_err_contains "did you mean 'thumbs'?"
+expect_exit 0 "$TASKQ" list --queue thumbs -o id
+expect_out 1
+expect_eq "$err" "" "no note for a queue with tasks"
+
 section "a worker started before the first add runs it"
 fresh_db
 expect_exit 0 "$TASKQ" add later --payload 1 --delay 0s
