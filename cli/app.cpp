@@ -1,4 +1,5 @@
 #include "cli/commands.hpp"
+#include "cli/help.hpp"
 #include "core/error.hpp"
 #include "core/text.hpp"
 
@@ -75,59 +76,6 @@ void check_option_values(CLI::App& app) {
   }
   for (CLI::App* sub : app.get_subcommands({})) {
     check_option_values(*sub);
-  }
-}
-
-// Help text: a usage line of our own where CLI11's cannot say it (run's
-// `-- CMD [ARG...]`), else CLI11's.
-class HelpFormatter : public CLI::Formatter {
-public:
-  std::map<const CLI::App*, std::string> usages;
-
-  std::string make_usage(const CLI::App* app, std::string name) const override {
-    if (const auto it = usages.find(app); it != usages.end()) {
-      return "Usage: " + it->second + "\n";
-    }
-    return CLI::Formatter::make_usage(app, std::move(name));
-  }
-};
-
-// Whether `cmd` has an option whose value is of the kind `type` (DUR, TIME).
-bool takes_type(const CLI::App* cmd, std::string_view type) {
-  for (const CLI::Option* opt : cmd->get_options()) {
-    if (opt->get_type_name().find(type) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
-
-// Every command's help ends with the global options, and with the forms
-// of DUR and TIME when it takes one.
-void add_help_footers(CLI::App& cmd) {
-  for (CLI::App* sub : cmd.get_subcommands({})) {
-    std::string footer = sub->get_footer();
-    footer += footer.empty() ? "" : "\n\n";
-    footer +=
-        "Global options (before or after the command):\n"
-        "  --db PATH           database file or postgresql:// URL (default: "
-        "$TASKQ_DB, else $XDG_DATA_HOME/taskq/taskq.db)\n"
-        "  -o,--output FORMAT  table, json (JSON Lines for lists), id, or env "
-        "(lease)\n"
-        "  --worker NAME       worker name (default: $TASKQ_WORKER, else "
-        "HOSTNAME:PID)";
-    if (takes_type(sub, "DUR")) {
-      footer +=
-          "\n\nDUR: 90s, 5m, 1h30m, 2d, 1w, 1500ms, 1.5h, '5 minutes' or a\n"
-          "number of seconds (units w, d, h, m, s, ms in that order)";
-    }
-    if (takes_type(sub, "TIME")) {
-      footer += std::string(takes_type(sub, "DUR") ? "\n" : "\n\n")
-                + "TIME: RFC 3339, like 2026-11-24T09:00:00Z or "
-                  "2026-11-24T10:00:00+01:00";
-    }
-    sub->footer(footer);
-    add_help_footers(*sub);
   }
 }
 
@@ -272,11 +220,13 @@ bool has_subcommand(CLI::App& app, std::string_view name) {
 
 // run() with the command tree of `only` (all groups when nullptr).
 int run_tree(int argc, char** argv, const Group* only) {
-  CLI::App app{"taskq: a task queue in one SQLite database.", "taskq"};
-  app.footer("Example:\n  id=$(taskq add thumbs --payload '{\"file\":"
-             "\"a.png\"}')\n  eval \"$(taskq lease thumbs -o env)\" || exit 0"
-             "\n\nEach command explains itself: taskq help COMMAND (or taskq "
-             "COMMAND --help)");
+  CLI::App app{"taskq: a task queue in one database (SQLite, or PostgreSQL).",
+               "taskq"};
+  app.footer(
+      "Example:\n  taskq add jobs -- echo hello   # prints the new task's id\n"
+      "  taskq run jobs --until-empty   # runs it (and every other), then "
+      "exits\n  taskq list\n\nEach command explains itself: taskq help "
+      "COMMAND (or taskq COMMAND --help)");
   app.require_subcommand(1);
   auto formatter = std::make_shared<HelpFormatter>();
   app.formatter(formatter);

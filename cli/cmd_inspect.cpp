@@ -307,9 +307,8 @@ void register_inspect(CLI::App& app, Context& ctx) {
               "Print Prometheus metrics (text exposition): tasks per queue "
               "and state, ready, running, oldest ready age, errors, expired "
               "leases",
-              "taskq metrics > /var/lib/node_exporter/taskq.prom.$$ && mv "
-              "/var/lib/node_exporter/taskq.prom.$$ "
-              "/var/lib/node_exporter/taskq.prom")
+              "cd /var/lib/node_exporter   # the textfile collector's folder\n"
+              "  taskq metrics >taskq.prom.$$ && mv taskq.prom.$$ taskq.prom")
       ->callback([&ctx] {
         if (ctx.output_option && *ctx.output_option != "table") {
           throw Error(ErrorKind::usage,

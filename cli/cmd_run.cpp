@@ -497,7 +497,7 @@ void register_run(CLI::App& app, Context& ctx) {
   run->add_flag("--stream", a->stream,
                 "start CMD once (per --concurrency) and feed it one JSON task "
                 "per line on stdin; it answers one JSON outcome per line on "
-                "stdout (README: Persistent handlers)");
+                "stdout (doc/workers.md, --stream)");
   run->add_option("--prefetch", a->prefetch,
                   "with --stream: lease up to K tasks ahead in one "
                   "transaction and record outcomes in batches (default 1)")

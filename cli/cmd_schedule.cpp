@@ -218,8 +218,7 @@ void register_schedules(CLI::App& app, Context& ctx) {
       *schedule, "add",
       "Add a schedule that emits a task into QUEUE at each tick (the first "
       "one after now); prints it",
-      "taskq schedule add nightly reports --every 'day at 02:00' --payload "
-      "'{\"kind\":\"daily\"}'");
+      "taskq schedule add nightly reports --every 'day at 02:00' --text daily");
   add->add_option("name", a->name, "schedule name")->required();
   add->add_option("queue", a->queue, "queue of the tasks it emits")->required();
   add->add_option("--every", a->every,

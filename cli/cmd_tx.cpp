@@ -125,7 +125,7 @@ void register_tx(CLI::App& app, Context& ctx) {
       app, "tx",
       "Apply a JSON document of require/delete/update/create/complete "
       "operations atomically",
-      R"(echo '{"require":[{"id":7,"rev":3}],"update":[{"id":7,"rev":3,"payload":{"n":1}}]}' | taskq tx)");
+      R"(echo '{"update":[{"id":7,"rev":3,"payload":{"n":1}}]}' | taskq tx)");
   tx->add_option("file", *file, "the document; - (the default) reads stdin")
       ->type_name("FILE|-");
   tx->callback([file, &ctx] {

@@ -1,25 +1,35 @@
 # What `cmake --install` and `cpack -G DEB` put on a system besides the
-# binary: the man page taskq(1), generated at build time by help2man from
-# the built binary's help texts (cmake/taskq-man), and the bash, zsh and
-# fish completions in the folders each shell searches. Included from the
-# top-level CMakeLists.txt after the taskq target.
+# binary: the man pages taskq(1) and taskq-concepts(7), written in POD
+# (doc/man/*.pod) and rendered at build time by pod2man, and the bash, zsh
+# and fish completions in the folders each shell searches. Included from
+# the top-level CMakeLists.txt after the taskq target.
 
-# The man page: target `man`, part of `all` when help2man is installed.
-find_program(TASKQ_HELP2MAN help2man)
-if(TASKQ_HELP2MAN)
-  set(TASKQ_MAN ${CMAKE_CURRENT_BINARY_DIR}/taskq.1)
-  add_custom_command(
-    OUTPUT ${TASKQ_MAN}
-    COMMAND ${CMAKE_COMMAND} -E env HELP2MAN=${TASKQ_HELP2MAN}
-      bash ${CMAKE_CURRENT_SOURCE_DIR}/cmake/taskq-man $<TARGET_FILE:taskq>
-      ${CMAKE_CURRENT_SOURCE_DIR}/README.md ${TASKQ_MAN}
-    DEPENDS taskq ${CMAKE_CURRENT_SOURCE_DIR}/cmake/taskq-man
-      ${CMAKE_CURRENT_SOURCE_DIR}/README.md
-    COMMENT "Generating the man page taskq.1 (help2man)")
-  add_custom_target(man ALL DEPENDS ${TASKQ_MAN})
-  install(FILES ${TASKQ_MAN} DESTINATION share/man/man1)
+# The man pages: target `man`, part of `all` when pod2man is installed
+# (Debian's perl package has it). pod2man rather than pandoc, asciidoctor
+# or ronn: perl is on every machine that builds or tests taskq already, so
+# CI installs nothing for it.
+find_program(TASKQ_POD2MAN pod2man)
+if(TASKQ_POD2MAN)
+  set(TASKQ_MANS)
+  foreach(page taskq.1 taskq-concepts.7)
+    string(REGEX MATCH "[0-9]$" section ${page})
+    string(REGEX REPLACE "\\.[0-9]$" "" name ${page})
+    string(TOUPPER ${name} title)
+    set(out ${CMAKE_CURRENT_BINARY_DIR}/${page})
+    add_custom_command(
+      OUTPUT ${out}
+      COMMAND ${TASKQ_POD2MAN} --utf8 --section=${section} --name=${title}
+        "--center=taskq manual" --release=taskq
+        "--date=version ${PROJECT_VERSION}" --errors=die
+        ${CMAKE_CURRENT_SOURCE_DIR}/doc/man/${page}.pod ${out}
+      DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/doc/man/${page}.pod
+      COMMENT "Rendering the man page ${page} (pod2man)")
+    list(APPEND TASKQ_MANS ${out})
+    install(FILES ${out} DESTINATION share/man/man${section})
+  endforeach()
+  add_custom_target(man ALL DEPENDS ${TASKQ_MANS})
 else()
-  message(STATUS "help2man not found: no man page (apt-get install help2man)")
+  message(STATUS "pod2man not found: no man pages (apt-get install perl)")
 endif()
 
 # Completions. bash-completion and fish search share/ under every prefix

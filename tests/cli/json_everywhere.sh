@@ -32,9 +32,7 @@ j() {
 
 # Every command, with each group's subcommands as "group sub", from the
 # help texts.
-subcommands() {
-  "$TASKQ" "$@" --help | sed -n '/^Subcommands:/,/^$/p' | awk 'NR>1 && $1 {print $1}'
-}
+subcommands() { help_commands "$@"; }
 groups=""
 all=()
 while read -r c; do

@@ -1,17 +1,18 @@
-# The README's tour: its first ```sh block after "## A tour", run as it
-# stands, top to bottom, by bash (and by zsh when installed) with errexit
-# and pipefail, in a folder of its own, with `taskq` on the PATH being
-# $TASKQ and TASKQ_DB the suite's database. Every command must succeed; the
-# shell worker's `if` must have leased and completed a task.
+# The README's five-minute loop: its first ```sh block after "## Five
+# minutes with taskq", run as it stands, top to bottom, by bash (and by zsh
+# when installed) with errexit and pipefail, in a folder of its own, with
+# `taskq` on the PATH being $TASKQ and TASKQ_DB the suite's database. Every
+# command must succeed (run's exit status is the block's to report); two
+# commands complete, one fails for good and its retry waits.
 
 readme=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)/README.md
-awk '/^## A tour/ { tour = 1; next }
+awk '/^## Five minutes with taskq/ { tour = 1; next }
      tour && /^```sh$/ { inblock = 1; next }
      inblock && /^```$/ { exit }
      inblock { print }' "$readme" >tour.sh
 
 section "extracted"
-check "README.md has a tour block of commands" grep -q '^taskq ' tour.sh
+check "README.md has a five-minute loop" grep -q '^taskq run ' tour.sh
 
 mkdir -p bin
 ln -s "$TASKQ" bin/taskq
@@ -37,8 +38,13 @@ for sh in bash zsh; do
     _ko "the tour runs top to bottom in $sh" "exit $?" \
       "last lines of its trace: $(tail -n 8 "$scratch/$sh/trace")"
   fi
-  expect_exit 0 "$TASKQ" list --queue thumbs --state completed -o id
-  check "the shell worker and run completed the 4 thumbs tasks" \
-    test "$(wc -l <<<"$out")" -eq 4
+  expect_exit 0 "$TASKQ" list --queue jobs --state completed -o id
+  expect_eq "$(tr '\n' ' ' <<<"$out")" "1 2 " "run completed the two good commands"
+  expect_exit 0 "$TASKQ" list --queue jobs --state failed -o id
+  expect_eq "$out" 3 "the third failed for good (--max-errors 1)"
+  expect_exit 0 "$TASKQ" show 4 -o json
+  expect_json "$out" .retry_of 3 "task 4 is the retry of task 3"
+  expect_json "$out" .state runnable "the retry waits for a worker"
+  check "the loop printed task 1's output" grep -qx 'hello, world' "$scratch/$sh/out"
   expect_exit 0 "$TASKQ" db check
 done

@@ -93,13 +93,10 @@ expect_exit 2 "$TASKQ" help list extra
 expect_err_format
 
 section "every command's help shows the global options, DUR and TIME"
-commands() { # every command and group subcommand, from the help texts
-  "$TASKQ" --help | sed -n '/^Subcommands:/,/^$/p' | awk 'NR>1 && $1 {print $1}'
-}
+commands() { help_commands; } # every command, from the help text
 while read -r cmd; do
   [[ $cmd == help ]] && continue
-  "$TASKQ" "$cmd" --help >help.txt
-  subs=$(sed -n '/^Subcommands:/,/^$/p' help.txt | awk 'NR>1 && $1 {print $1}')
+  subs=$(help_commands "$cmd")
   for line in "$cmd" $(for s in $subs; do echo "$cmd/$s"; done); do
     read -ra words <<<"${line//\// }"
     expect_exit 0 "$TASKQ" "${words[@]}" --help
