@@ -43,9 +43,10 @@ crash_input_pos() {
 # crash_count QUEUE: how many tasks QUEUE holds, or a message saying why not.
 crash_count() {
   local ids
+  # stdout only: a queue with no tasks yet gets a note on stderr.
   ids=$(timeout -k 5 "$crash_cmd_timeout" "$TASKQ" list --queue "$1" -o id \
-    2>&1 3>&-) || {
-    echo "<list failed: $ids>"
+    2>crash-list.err 3>&-) || {
+    echo "<list failed: $(<crash-list.err)>"
     return
   }
   grep -c . <<<"$ids"
