@@ -133,8 +133,8 @@ refused_doc "a retry of no kind" "" \
   "{\"retry\": {\"name\": \"r\"}, \"atoms\": [$ok_atom]}"
 refused_doc "a retry of two kinds" "" \
   "{\"retry\": {\"times\": 2, \"for_each\": [1, 2]}, \"atoms\": [$ok_atom]}"
-refused_doc "times 0" times \
-  "{\"retry\": {\"times\": 0}, \"atoms\": [$ok_atom]}"
+refused_doc "times -1" times \
+  "{\"retry\": {\"times\": -1}, \"atoms\": [$ok_atom]}"
 refused_doc "times not a number" times \
   "{\"retry\": {\"times\": \"three\"}, \"atoms\": [$ok_atom]}"
 refused_doc "for_each not an array" for_each \
