@@ -67,7 +67,7 @@ void run_events(const EventsOptions& o, Context& ctx) {
   // database when missing, as a write would.
   auto& store =
       ctx.store(o.follow ? storage::OpenMode::update : storage::OpenMode::read);
-  if (o.queue) {
+  if (o.queue && format == Format::table) {
     note_unknown_queues(store, {*o.queue}); // its first task may be to come
   }
   // Following without --since starts at the end, as `tail -f` would after

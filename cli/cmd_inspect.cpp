@@ -134,7 +134,7 @@ void run_list(const ListOptions& o, Context& ctx) {
   sel.limit = o.limit;
   const core::Time now = ctx.now();
   auto& store = ctx.store(storage::OpenMode::read);
-  if (sel.queue) {
+  if (sel.queue && format == Format::table) { // for a reader, not a pipe
     note_unknown_queues(store, {*sel.queue}); // empty, and says why
   }
   const auto tasks = store.list(sel, now);
@@ -159,7 +159,7 @@ void run_stats(const std::optional<std::string>& queue, Context& ctx) {
   }
   const core::Time now = ctx.now();
   auto& store = ctx.store(storage::OpenMode::read);
-  if (queue) {
+  if (queue && format == Format::table) {
     note_unknown_queues(store, {*queue});
   }
   const auto stats = store.stats(queue, now);

@@ -515,7 +515,9 @@ void register_run(CLI::App& app, Context& ctx) {
     const RunOptions o = check_run_args(*a, ctx);
     const StreamOptions so = check_stream_args(*a, o);
     ContextHost host(ctx);
-    note_unknown_queues(host.store(), o.queues);
+    if (!a->quiet) { // -q: cron mails nothing when nothing ran
+      note_unknown_queues(host.store(), o.queues);
+    }
     const RunSummary s = a->stream ? worker::run_stream(o, so, host)
                                    : worker::run_worker(o, host);
     if (worker::run_failed(s, fail_on)) {

@@ -32,7 +32,7 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
   auto& store = ctx.store(storage::OpenMode::update);
   if (!o.wait) {
     auto tasks = store.lease(req, ctx.now());
-    if (tasks.empty()) {
+    if (tasks.empty() && !o.quiet) {
       note_unknown_queues(store, req.queues); // a typo leases nothing
     }
     return tasks;
@@ -60,7 +60,7 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
       if (!tasks.empty()) {
         return tasks;
       }
-      if (first) {
+      if (first && !o.quiet) {
         note_unknown_queues(store, req.queues); // said once, then waits
       }
     }

@@ -339,8 +339,16 @@ std::optional<std::string> find_revoked(Db& db, int64_t id,
 }
 
 std::string refusal(const Task& task, Message msg) {
-  return "cannot " + std::string(core::to_string(msg)) + " " + task_ref(task.id)
-         + ": it is " + std::string(core::to_string(task.state));
+  std::string why = "cannot " + std::string(core::to_string(msg)) + " "
+                    + task_ref(task.id) + ": it is "
+                    + std::string(core::to_string(task.state));
+  // `resume` of a task that ended: what runs it again.
+  if (msg == Message::run
+      && (task.state == TaskState::failed || task.state == TaskState::killed)) {
+    why += "; taskq retry " + std::to_string(task.id)
+           + " runs it again as a new task";
+  }
+  return why;
 }
 
 // Loads a task for a worker write: it must exist (not_found) and `token`

@@ -769,7 +769,8 @@ section "transitions refused (exit 4, nothing changes)"
 watch dump "$main"
 cases <<'EOF'
 4 pause $C                                #> completed
-4 resume $K
+4 resume $K                                #> it is killed; taskq retry
+4 resume $F                                #> it is failed; taskq retry
 4 kill $F
 4 sleep $C --for 1h
 4 release $C

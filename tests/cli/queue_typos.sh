@@ -10,7 +10,7 @@ set_now 2026-11-21T08:00:00Z
 section "a worker on a queue with no tasks says so once"
 fresh_db
 add_task thumbs >/dev/null
-expect_exit 0 "$TASKQ" run thumb --until-empty -q
+expect_exit 0 "$TASKQ" run thumb --until-empty
 expect_err_contains "note: queue 'thumb' has no tasks yet; did you mean 'thumbs'?"
 expect_eq "$(grep -c . <<<"$err")" 1 "lines on stderr of $cmd"
 expect_eq "$(state 1)" runnable "thumbs' task is left alone"
@@ -21,7 +21,7 @@ expect_eq "$(grep -c 'has no tasks yet' <<<"$err")" 1 "notes of $cmd"
 expect_exit 0 "$TASKQ" lease thumbs -o id
 expect_out 1
 expect_eq "$err" "" "no note for a queue with tasks"
-expect_exit 0 "$TASKQ" run brandnew --until-empty -q
+expect_exit 0 "$TASKQ" run brandnew --until-empty
 expect_err_contains "note: queue 'brandnew' has no tasks yet"
 expect_not_contains "$err" "did you mean" "no suggestion when nothing is near"
 
@@ -29,13 +29,19 @@ section "reads of a queue with no tasks are empty, and say why"
 fresh_db
 add_task thumbs >/dev/null
 expect_exit 0 "$TASKQ" list --queue thumb
-expect_out_empty
+expect_eq "$(grep -c . <<<"$out")" 1 "list prints its header only"
 expect_err_contains "note: queue 'thumb' has no tasks yet; did you mean 'thumbs'?"
-expect_exit 0 "$TASKQ" stats --queue thumb -o json
+expect_exit 0 "$TASKQ" stats --queue thumb
 expect_err_contains "note: queue 'thumb' has no tasks yet"
 expect_exit 0 "$TASKQ" events --queue thumb
-expect_out_empty
 expect_err_contains "did you mean 'thumbs'?"
+expect_exit 0 "$TASKQ" list --queue thumb -o id
+expect_out_empty
+expect_eq "$err" "" "a machine format: no note (a script may merge stderr)"
+expect_exit 0 "$TASKQ" run thumb --until-empty -q
+expect_eq "$err" "" "run -q: no note (cron mails nothing when nothing ran)"
+expect_exit 75 "$TASKQ" lease thumb -q
+expect_eq "$err" "" "lease -q: no note"
 expect_exit 0 "$TASKQ" list --queue thumbs -o id
 expect_out 1
 expect_eq "$err" "" "no note for a queue with tasks"

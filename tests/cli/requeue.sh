@@ -69,5 +69,5 @@ expect_exit 2 "$TASKQ" requeue 'no spaces'
 expect_err_format
 expect_exit 2 "$TASKQ" requeue rq -o env
 expect_eq "$(snapshot "$d4")" "$before" "task after refused requeues"
-expect_exit 0 "$TASKQ" requeue nosuch
-expect_out 0
+expect_exit 3 "$TASKQ" requeue nosuch
+expect_err_contains "no queue 'nosuch'"

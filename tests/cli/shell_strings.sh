@@ -99,7 +99,7 @@ path_id=$out
 expect_eq "$err" "taskq: note: no program ./no-such-handler on this host; a worker without it fails the task at once" \
   "add's note for a path"
 expect_exit 6 "$TASKQ" run missing --until-empty
-expect_out "leased 2: 0 completed, 2 failed for good, 0 will retry, 0 released, 0 revoked"
+expect_out "leased 2: 0 completed, 2 failed for good (tasks 9, 10), 0 will retry, 0 released, 0 revoked"
 expect_eq "$(state "$id") $(state "$path_id")" "failed failed" "failed for good, not sleeping"
 expect_eq "$(field "$id" '.attempts') $(field "$id" '.errors | length')" "1 1" "one attempt, one error"
 expect_eq "$(field "$id" '.errors[0].error')" \
