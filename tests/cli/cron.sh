@@ -1,5 +1,5 @@
-# Honest outcomes for cron (README "run"): run's summary tells
-# apart completed, failed for good, will retry at TIME, released and
+# Honest outcomes for cron (doc/workers.md, "What run says, and its exit
+# status"): run's summary tells apart completed, failed for good, will retry at TIME, released and
 # revoked, naming the tasks that failed; -v lines carry a timestamp and the
 # same words; run exits 6 when a handler it ran failed, even if its task
 # will retry (--fail-on retry|failed|never chooses which outcomes count); -q prints nothing when nothing was done, and lease -q
