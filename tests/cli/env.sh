@@ -1,6 +1,7 @@
 # The environment: `lease -o env` for shell workers
-# (doc/reference/commands.md#lease), the TASKQ_ID/TASKQ_LEASE defaults of the worker commands, TASKQ_WORKER, and
-# the default database path (doc/reference/invocation.md#database).
+# (doc/reference/commands.md#lease), the TASKQ_ID/TASKQ_LEASE defaults of
+# the worker commands, TASKQ_WORKER, and the default database path
+# (doc/reference/invocation.md#database).
 
 set_now 2026-11-21T08:00:00Z
 
