@@ -37,6 +37,8 @@ constexpr Row k_overview[] = {
     {"Operate", "retry", "run failed or killed tasks again, as new tasks"},
     {"Operate", "kill", "stop tasks for good"},
     {"Operate", "pause", "stop tasks until resumed"},
+    {"Operate", "freeze", "stop running commands where they are"},
+    {"Operate", "continue", "let frozen commands go on"},
     {"Operate", "resume", "make paused or sleeping tasks runnable"},
     {"Operate", "sleep", "put tasks to sleep until a time"},
     {"Operate", "release", "take tasks back from their workers"},
