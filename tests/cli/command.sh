@@ -1,4 +1,4 @@
-# Commands as tasks (README "add" and "run"): `add QUEUE -- CMD
+# Commands as tasks (doc/workers.md, "Commands as tasks"): `add QUEUE -- CMD
 # [ARG...]` stores an argv in the task, `run QUEUE` with no `-- CMD`
 # executes it with execve (never through a shell), and show, lease,
 # export/import and retry carry it. `add --lines FILE|-` adds one JSON

@@ -1,9 +1,10 @@
-# Honest outcomes for cron (README "run"): run's summary tells
-# apart completed, failed for good, will retry at TIME, released and
-# revoked, naming the tasks that failed; -v lines carry a timestamp and the
-# same words; run exits 6 when a handler it ran failed, even if its task
-# will retry (--fail-on retry|failed|never chooses which outcomes count); -q prints nothing when nothing was done, and lease -q
-# says nothing on an empty queue (still exit 75).
+# Honest outcomes for cron (doc/workers.md, "What run says, and its exit
+# status"): run's summary tells apart completed, failed for good, will retry
+# at TIME, released and revoked, naming the tasks that failed; -v lines
+# carry a timestamp and the same words; run exits 6 when a handler it ran
+# failed, even if its task will retry (--fail-on retry|failed|never chooses
+# which outcomes count); -q prints nothing when nothing was done, and lease
+# -q says nothing on an empty queue (still exit 75).
 #
 # The clock is frozen, so a retry's time is exact: the default retry delay
 # is 10 minutes after the failure.

@@ -1,10 +1,11 @@
-# The environment: `lease -o env` for shell workers (README "lease"), the
-# TASKQ_ID/TASKQ_LEASE defaults of the worker commands, TASKQ_WORKER, and
-# the default database path (doc/reference/invocation.md#database).
+# The environment: `lease -o env` for shell workers
+# (doc/reference/commands.md#lease), the TASKQ_ID/TASKQ_LEASE defaults of
+# the worker commands, TASKQ_WORKER, and the default database path
+# (doc/reference/invocation.md#database).
 
 set_now 2026-11-21T08:00:00Z
 
-# A shell worker as the README shows it. It runs in its own folder so that a
+# A shell worker as doc/workers.md shows it. It runs in its own folder so that a
 # payload that escapes its quotes leaves a `pwned` file behind.
 mkdir -p worker
 cat >worker/work.sh <<'EOF'

@@ -96,7 +96,7 @@ j 0 list
 j 0 stats
 j 0 why "$fid"
 expect_json "$out" '.reasons | length > 0' true
-# metrics is Prometheus text: -o json is refused (README).
+# metrics is Prometheus text: -o json is refused (doc/behaviour.md).
 j 2 metrics
 expect_err_contains "taskq stats -o json"
 j 0 events --queue q1

@@ -1,4 +1,4 @@
-# Bulk add (doc/reference/commands.md#bulk-add, README "add --jsonl"): one
+# Bulk add (doc/reference/commands.md#bulk-add): one
 # payload per line from a file or stdin, one transaction, all or nothing.
 
 set_now 2026-11-21T08:00:00Z

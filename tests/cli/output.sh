@@ -1,4 +1,4 @@
-# Job output (the README's "Job output"): `run` keeps each attempt's stdout and
+# Job output (doc/watching.md, "Job output"): `run` keeps each attempt's stdout and
 # stderr in the database, bounded to their last part (--keep-output), flushed
 # while the handler runs; `logs` prints it (--follow live); show, purge,
 # export/import, db check and done/fail --output-file know of it; run --tag

@@ -1,4 +1,4 @@
-# `taskq run --stream` (README "Persistent handlers"): the line protocol
+# `taskq run --stream` (doc/workers.md, "Persistent handlers"): the line protocol
 # (results, failures, releases, heartbeats, checkpoints), handlers that die,
 # answer garbage or never answer (--timeout), an operator's kill reaching a
 # streamed task, SIGTERM releasing every prefetched task, --prefetch

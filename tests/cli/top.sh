@@ -1,4 +1,4 @@
-# taskq top in a real terminal (the README's "A live view: taskq top"). tmux
+# taskq top in a real terminal (doc/watching.md, "A live view: taskq top"). tmux
 # runs a shell in a detached 120x40 window; the suite types `taskq top` and
 # keys into it (send-keys) and reads the screen (capture-pane). Every wait is
 # for a condition on the screen or in the database, with a generous deadline

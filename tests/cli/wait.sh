@@ -1,4 +1,4 @@
-# Waiting (doc/reference/commands.md#wait, README "Workers"): `taskq wait
+# Waiting (doc/reference/commands.md#wait, doc/workers.md): `taskq wait
 # ID...`, `lease --wait`, and `taskq progress` with stdout not on a terminal.
 # Each must wake on another process's commit at once, without polling, and give
 # up on time.

@@ -1,5 +1,5 @@
-# The worker loop, `taskq run` (doc/reference/commands.md#run, README
-# "Workers"): how a handler's end becomes the task's state, what the handler
+# The worker loop, `taskq run` (doc/reference/commands.md#run,
+# doc/workers.md): how a handler's end becomes the task's state, what the handler
 # gets (argv, stdin, environment), stopping handlers for operators, timeouts
 # and shutdown, crash recovery, and concurrency.
 #
