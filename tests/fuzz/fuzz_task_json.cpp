@@ -44,7 +44,8 @@ std::string reference(const core::Task& t, core::Time now) {
              {"expires_at", core::format_time(t.lease->expires_at)},
              {"started_at", t.lease_started
                                 ? Json(core::format_time(*t.lease_started))
-                                : Json(nullptr)}};
+                                : Json(nullptr)},
+             {"frozen", t.frozen}};
   }
   Json errors = Json::array();
   for (const auto& e : t.errors) {
@@ -85,7 +86,20 @@ std::string reference(const core::Task& t, core::Time now) {
       {"gate", or_null(t.gate)},
       {"sync", labels_json(t.sync)},
       {"flow", nullptr},
-      {"command", t.command.empty() ? Json(nullptr) : Json(t.command)}};
+      {"command", t.command.empty() ? Json(nullptr) : Json(t.command)},
+      {"cause", nullptr},
+      {"verdict", nullptr}};
+  // A failed task's cause and the policy's verdict: their words come from
+  // failure_words; what is checked here is how they are written.
+  if (t.state == core::TaskState::failed) {
+    const cli::FailureWords f = cli::failure_words(t);
+    if (!f.cause.empty()) {
+      out["cause"] = f.cause;
+    }
+    if (!f.verdict.empty()) {
+      out["verdict"] = f.verdict;
+    }
+  }
   return cli::dump_json(out);
 }
 
