@@ -131,11 +131,14 @@ std::vector<std::string> TaskStore::queue_names() {
   // queue_counts keeps a row per queue and state once a task of that queue
   // was in that state, at zero when none is left.
   Statement st(*m_db, "SELECT queue FROM queue_counts UNION "
-                      "SELECT name FROM queues ORDER BY 1");
+                      "SELECT name FROM queues");
   std::vector<std::string> names;
   while (st.step()) {
     names.push_back(st.get_text(0));
   }
+  // Sorted by bytes here: PostgreSQL's ORDER BY follows the database's
+  // collation, and callers binary-search the list.
+  std::sort(names.begin(), names.end());
   return names;
 }
 

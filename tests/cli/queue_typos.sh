@@ -78,3 +78,13 @@ add_task jobs2 >/dev/null
 expect_exit 2 "$TASKQ" run jobs2 jobs3 --until-empty
 expect_err_contains "'jobs3' is a program, not a queue; did you mean: taskq run jobs2 -- jobs3?"
 expect_eq "$(state 2)" runnable "nothing was leased"
+
+section "queues whose names sort differently by byte and by collation"
+fresh_db
+for q in alpha Jobs b.c b_c Zeta zeta; do
+  add_task "$q" >/dev/null
+done
+for q in alpha Jobs b.c b_c Zeta zeta; do
+  expect_exit 0 "$TASKQ" kill --queue "$q"
+  expect_out 1
+done
