@@ -55,7 +55,12 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
     // After the first look, take the write lock only when a read says
     // something may be there: a commit to another queue wakes every
     // waiting worker, and they should not queue up for the lock for it.
-    if (first || store.anything_due(req.queues, ctx.live_now(), req.worker)) {
+    // One time for both reads of this look: were anything_due and next_due
+    // asked at two times, a task due between them would be neither due at
+    // the first nor due after the second, and the wait would sleep through
+    // it to --wait's end.
+    const core::Time now = ctx.live_now();
+    if (first || store.anything_due(req.queues, now, req.worker)) {
       auto tasks = store.lease(req, ctx.live_now());
       if (!tasks.empty()) {
         return tasks;
@@ -71,7 +76,7 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
         return {};
       }
     }
-    if (const auto due = store.next_due(req.queues, ctx.live_now())) {
+    if (const auto due = store.next_due(req.queues, now)) {
       const auto in = std::max(core::Millis{0}, *due - ctx.live_now());
       wait = wait ? std::min(*wait, in) : in;
     }
