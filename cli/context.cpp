@@ -279,10 +279,11 @@ parse_patterns(const std::vector<std::string>& texts) {
   for (const auto& t : texts) {
     const auto p = core::parse_label_pattern(t);
     if (!p) {
-      throw Error(ErrorKind::usage,
-                  "invalid label pattern '" + t
-                      + "': expected KEY=VALUE, where KEY may be *, pre* or "
-                        "*suf and VALUE may be *");
+      throw Error(
+          ErrorKind::usage,
+          "invalid label pattern '" + t
+              + "': expected KEY=VALUE, where KEY may be *, or have one * "
+                "at its start, end or both, and VALUE may be *");
     }
     patterns.push_back(*p);
   }

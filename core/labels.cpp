@@ -25,20 +25,31 @@ bool valid_value(std::string_view value) {
   return is_plain_text(value);
 }
 
+// A key pattern is `*` (any key), a key (that key exactly), or a key with
+// one `*` before it, after it, or both: rescue's matcher, which strips them
+// and looks for what is left anywhere in the key.
 bool key_matches(std::string_view pattern, std::string_view key) {
   if (pattern == "*") {
     return true;
   }
-  if (pattern.empty()) {
+  auto stem = pattern;
+  if (stem.starts_with('*')) {
+    stem.remove_prefix(1);
+  }
+  if (stem.ends_with('*')) {
+    stem.remove_suffix(1);
+  }
+  if (stem.empty()) {
     return false; // not a parsed pattern; no key is empty
   }
-  if (pattern.front() == '*') {
-    return key.ends_with(pattern.substr(1));
+  if (stem.size() == pattern.size()) {
+    return key == pattern;
   }
-  if (pattern.back() == '*') {
-    return key.starts_with(pattern.substr(0, pattern.size() - 1));
-  }
-  return key == pattern;
+  return key.find(stem) != std::string_view::npos;
+}
+
+bool matches_anything(const LabelPattern& p) {
+  return p.key == "*" && p.value == "*";
 }
 
 } // namespace
@@ -64,12 +75,13 @@ std::optional<LabelPattern> parse_label_pattern(std::string_view text) {
   }
   const auto key = text.substr(0, eq);
   const auto value = text.substr(eq + 1);
-  // What remains after one leading or one trailing `*` must be a plain key;
-  // `*` alone is the one pattern with nothing left.
+  // What remains after one leading and one trailing `*` must be a plain
+  // key; `*` alone is the one pattern with nothing left.
   auto stem = key;
   if (stem.starts_with('*')) {
     stem.remove_prefix(1);
-  } else if (stem.ends_with('*')) {
+  }
+  if (stem.ends_with('*')) {
     stem.remove_suffix(1);
   }
   if ((key != "*" && !valid_key(stem)) || !valid_value(value)) {
@@ -81,10 +93,12 @@ std::optional<LabelPattern> parse_label_pattern(std::string_view text) {
 bool matches(const Labels& labels, const std::vector<LabelPattern>& patterns) {
   return std::all_of(
       patterns.begin(), patterns.end(), [&](const LabelPattern& p) {
-        return std::any_of(labels.begin(), labels.end(), [&](const auto& kv) {
-          return key_matches(p.key, kv.first)
-                 && (p.value == "*" || p.value == kv.second);
-        });
+        return matches_anything(p)
+               || std::any_of(
+                   labels.begin(), labels.end(), [&](const auto& kv) {
+                     return key_matches(p.key, kv.first)
+                            && (p.value == "*" || p.value == kv.second);
+                   });
       });
 }
 

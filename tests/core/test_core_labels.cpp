@@ -85,7 +85,8 @@ TEST_CASE("malformed labels are refused") {
   }
 }
 
-TEST_CASE("label patterns accept exact, *, prefix and suffix keys") {
+TEST_CASE("label patterns accept exact keys, *, and keys with a * at either "
+          "end or both") {
   CHECK(core::parse_label_pattern("kind=image")->key == "kind");
   CHECK(core::parse_label_pattern("*=image")->key == "*");
   CHECK(core::parse_label_pattern("ki*=image")->key == "ki*");
@@ -93,6 +94,8 @@ TEST_CASE("label patterns accept exact, *, prefix and suffix keys") {
   CHECK(core::parse_label_pattern("kind=*")->value == "*");
   CHECK(core::parse_label_pattern("kind=")->value.empty());
   CHECK(core::parse_label_pattern("*=*"));
+  CHECK(core::parse_label_pattern("*rescue.io*=*")->key == "*rescue.io*");
+  CHECK(core::parse_label_pattern("*.api.io/*=v"));
   CHECK(core::parse_label_pattern(std::string(128, 'k') + "*=v"));
 }
 
@@ -102,10 +105,11 @@ TEST_CASE("malformed label patterns are refused") {
            "kind",      // missing =
            "=x",        // empty key
            "**=x",      // star twice
-           "*kind*=x",  // both ends
            "ki*nd=x",   // inside
            "k**=x",     // doubled
            "**k=x",     // doubled
+           "*k**=x",    // doubled
+           "***=x",     // nothing left
            "ki nd=x",   // bad key char
            "kind=a\tb", // control character
        }) {
@@ -131,30 +135,46 @@ TEST_CASE("a * key matches any key with that value") {
   CHECK_FALSE(core::matches(k_image, patterns({"*=small"})));
 }
 
-TEST_CASE("a prefix key matches keys that start with it") {
+TEST_CASE("a trailing * key matches keys that hold the rest") {
   const Labels labels{{"region-eu", "1"}, {"zone", "a"}};
   CHECK(core::matches(labels, patterns({"region*=1"})));
   CHECK(core::matches(labels, patterns({"reg*=1"})));
   CHECK(core::matches(labels, patterns({"region-eu*=1"}))); // * may be empty
-  CHECK_FALSE(core::matches(labels, patterns({"eu*=1"})));
+  CHECK(core::matches(labels, patterns({"eu*=1"}))); // anywhere in the key
+  CHECK_FALSE(core::matches(labels, patterns({"us*=1"})));
   CHECK_FALSE(core::matches(labels, patterns({"region*=2"})));
   CHECK_FALSE(core::matches(labels, patterns({"region-eu-west*=1"})));
 }
 
-TEST_CASE("a suffix key matches keys that end with it") {
+TEST_CASE("a leading * key matches keys that hold the rest") {
   const Labels labels{{"region-eu", "1"}, {"zone", "a"}};
   CHECK(core::matches(labels, patterns({"*-eu=1"})));
   CHECK(core::matches(labels, patterns({"*one=a"})));
-  CHECK(core::matches(labels, patterns({"*zone=a"}))); // * may be empty
-  CHECK_FALSE(core::matches(labels, patterns({"*region=1"})));
+  CHECK(core::matches(labels, patterns({"*zone=a"})));   // * may be empty
+  CHECK(core::matches(labels, patterns({"*region=1"}))); // anywhere
+  CHECK_FALSE(core::matches(labels, patterns({"*-us=1"})));
   CHECK_FALSE(core::matches(labels, patterns({"*-eu=2"})));
 }
 
-TEST_CASE("wildcard keys do not match a substring in the middle") {
-  // rescue matched substrings; taskq matches only prefixes and suffixes.
+TEST_CASE("wildcard keys match what is left anywhere in the key") {
+  // rescue's matcher: one leading and one trailing * stripped, the rest a
+  // substring of the key.
   const Labels labels{{"my-region-eu", "1"}};
-  CHECK_FALSE(core::matches(labels, patterns({"region*=1"})));
-  CHECK_FALSE(core::matches(labels, patterns({"*region=1"})));
+  CHECK(core::matches(labels, patterns({"region*=1"})));
+  CHECK(core::matches(labels, patterns({"*region=1"})));
+  CHECK(core::matches(labels, patterns({"*region*=1"})));
+  CHECK(core::matches(labels, patterns({"*my-region-eu*=1"})));
+  CHECK_FALSE(core::matches(labels, patterns({"*regions*=1"})));
+  const Labels rescue{{"task.rescue.io/worker", "w1"}, {"x.api.io/v", "2"}};
+  CHECK(core::matches(rescue, patterns({"*rescue.io*=w1"})));
+  CHECK(core::matches(rescue, patterns({"*.api.io/*=2"})));
+  CHECK_FALSE(core::matches(rescue, patterns({"*.api.io/*=w1"})));
+}
+
+TEST_CASE("a key without * is matched whole, not as a part of a key") {
+  const Labels labels{{"my-region-eu", "1"}};
+  CHECK_FALSE(core::matches(labels, patterns({"region=1"})));
+  CHECK(core::matches(labels, patterns({"my-region-eu=1"})));
 }
 
 TEST_CASE("the value must belong to a label whose key matched") {
@@ -193,10 +213,19 @@ TEST_CASE("an empty pattern list matches everything") {
   CHECK(core::matches(Labels{}, {}));
 }
 
-TEST_CASE("a task without labels matches no pattern, not even *=*") {
-  CHECK_FALSE(core::matches(Labels{}, patterns({"*=*"})));
+TEST_CASE("*=* matches every task, even one without labels") {
+  CHECK(core::matches(Labels{}, patterns({"*=*"})));
+  CHECK(core::matches(k_image, patterns({"*=*"})));
+  // Beside another pattern it asks nothing more.
+  CHECK(core::matches(k_image, patterns({"*=*", "kind=image"})));
+  CHECK_FALSE(core::matches(Labels{}, patterns({"*=*", "kind=*"})));
+}
+
+TEST_CASE("a task without labels matches no other pattern") {
+  CHECK_FALSE(core::matches(Labels{}, patterns({"*=x"})));
   CHECK_FALSE(core::matches(Labels{}, patterns({"kind=*"})));
   CHECK_FALSE(core::matches(Labels{}, patterns({"kind="})));
+  CHECK_FALSE(core::matches(Labels{}, patterns({"*kind*=*"})));
 }
 
 TEST_CASE("an unparsed empty key pattern matches nothing") {
