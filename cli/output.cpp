@@ -337,8 +337,6 @@ TableTimes table_times(core::Time now) {
   return {now, isatty(STDOUT_FILENO) == 1};
 }
 
-namespace {
-
 // A finished command task's exit ("0", "3", "SIGSEGV", "timeout"; "-" when
 // not known) and how long its last attempt ran ("-" when not known).
 std::pair<std::string, std::string> exit_and_took(const core::Task& t) {
@@ -372,8 +370,6 @@ std::pair<std::string, std::string> exit_and_took(const core::Task& t) {
   }
   return {code, took};
 }
-
-} // namespace
 
 void print_task_table(const std::vector<core::Task>& tasks, core::Time now) {
   const TableTimes times = table_times(now);

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace taskq::cli {
@@ -99,6 +100,11 @@ FailureWords failure_words(const core::Task& task);
 // failure_words on one line: "exit status 3: oops (gave up after 1 error)",
 // the cause shortened so that the whole fits `width` (0: no limit).
 std::string failure_text(const core::Task& task, size_t width = 0);
+
+// A finished task's exit ("0", "3", "SIGSEGV", "timeout"; "-" when not
+// known) and how long its last attempt ran ("-" when not known: it needs
+// the task's lease_started).
+std::pair<std::string, std::string> exit_and_took(const core::Task& t);
 
 // How tables write times: relative to now (`3m ago`, `in 2h`) when stdout
 // is a terminal, else RFC 3339 (as -o json always does). TASKQ_TIMES=

@@ -173,11 +173,9 @@ Top::Top(Context& ctx, storage::TaskStore& store)
                         {"TIME", 7, true},
                         {"ATT", 3, true},
                         {"PAYLOAD / LAST ERROR", 0}};
-  m_panes[2].columns = {{"ID", 7, true},
-                        {"QUEUE", 16},
-                        {"FAILED", 9, true},
-                        {"ATT", 3, true},
-                        {"ERROR", 0}};
+  m_panes[2].columns = {{"ID", 7, true},     {"QUEUE", 16},
+                        {"FAILED", 9, true}, {"ATT", 3, true},
+                        {"TOOK", 6, true},   {"ERROR", 0}};
 }
 
 Top::~Top() {
@@ -323,7 +321,7 @@ void Top::fill_tasks(PaneView& p, const std::vector<storage::TopTask>& tasks) {
       p.rows.push_back(
           {id,
            {id, t.queue, short_duration(m_now - t.updated_at) + " ago",
-            attempts, failure_text(t)},
+            attempts, exit_and_took(t).second, failure_text(t)},
            pair_failed});
       continue;
     }

@@ -36,11 +36,14 @@ std::vector<TopTask> read_top_tasks(Statement& st, bool running) {
   while (st.step()) {
     TopTask t;
     t.task = read_task(st);
+    const auto at = st.get_opt_int(k_task_column_count);
     if (running) {
-      if (const auto at = st.get_opt_int(k_task_column_count)) {
+      if (at) {
         t.leased_at = core::from_unix_ms(*at);
       }
       t.task.frozen = st.get_opt_int(k_task_column_count + 2).value_or(0) != 0;
+    } else if (at && core::is_terminal(t.task.state)) {
+      t.task.lease_started = core::from_unix_ms(*at); // its last attempt's
     }
     t.last_error = st.get_opt_text(k_task_column_count + 1);
     out.push_back(std::move(t));

@@ -196,6 +196,7 @@ else
   _ko "task $a shows in the failures with its verdict" "screen:" "$(screen main)"
 fi
 expect_screen main "l output  e events  q quit" "the status line labels l and e"
+expect_match "$(screen main)" "ATT +TOOK +ERROR" "the failures pane has a TOOK column"
 # Tab: queues -> tasks -> failures; l opens the selected task's output, e
 # its events and errors.
 tmx send-keys -t main Tab Tab l
@@ -214,10 +215,10 @@ tmx send-keys -t main p
 expect_screen main "cannot pause task $a: it is failed" \
   "a refused pause is shown, and top goes on"
 # A command that printed: l shows the tail of its output, stderr marked.
-o=$(add_task cmds --max-errors 1 -- sh -c 'echo "made 3 of 4"; echo "no space left" >&2; exit 3')
+o=$(add_task cmds --max-errors 1 -- sh -c 'echo "made 3 of 4"; echo "no space left" >&2; sleep 1; exit 3')
 expect_exit 6 "$TASKQ" run cmds --until-empty
-if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$o cmds .*exit status 3: no space left \(gave up after 1 error\)"'; then
-  _ok "a failed command shows with its exit status, cause and verdict"
+if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$o cmds .* 1 +[12]s +exit status 3: no space left \(gave up after 1 error\)"'; then
+  _ok "a failed command shows with how long it ran, its exit status, cause and verdict"
 else
   _ko "task $o shows in the failures" "screen:" "$(screen main)"
 fi
