@@ -29,8 +29,8 @@ struct AddOptions {
   OptText to;
   bool broadcast = false;
   OptText ttl;
-  OptText trigger;
-  OptText sh; // --sh: a command line for /bin/sh -c
+  std::vector<std::string> trigger; // each K,...
+  OptText sh;                       // --sh: a command line for /bin/sh -c
 };
 
 // A broadcast's default lifetime: rescue's retention of finished work.
@@ -148,9 +148,11 @@ void check_fields(const core::NewTaskFields& fields) {
   case Rule::broadcast_ttl:
     throw Error(ErrorKind::usage, "--ttl must be longer than 0");
   case Rule::trigger:
-    throw Error(ErrorKind::usage, "invalid --trigger '" + *fields.trigger
-                                      + "': expected a gate key of letters, "
-                                        "digits and . _ / -");
+    throw Error(ErrorKind::usage,
+                "invalid key '"
+                    + core::trigger_keys(*fields.trigger).at(broken->index)
+                    + "' in --trigger: expected K1,K2,..., each key 1-128 "
+                      "letters, digits and . _ / -");
   }
   throw Error(ErrorKind::usage, std::string(broken->field) + " must be "
                                     + broken->must); // not reached
@@ -177,9 +179,16 @@ void apply_rescue_options(const AddOptions& o, storage::NewTask& task,
     check_fields(fields);
     task.broadcast_ttl = fields.broadcast_ttl;
   }
-  fields.trigger = o.trigger;
-  check_fields(fields);
-  task.trigger = o.trigger;
+  // `--trigger a,b --trigger c`: the keys of all, stored sorted and once.
+  if (!o.trigger.empty()) {
+    std::string keys = o.trigger.front();
+    for (size_t i = 1; i < o.trigger.size(); ++i) {
+      keys += "," + o.trigger[i];
+    }
+    fields.trigger = keys;
+    check_fields(fields);
+    task.trigger = core::normal_trigger(keys);
+  }
 }
 
 // The shell that runs a `--sh` command line, as `/bin/sh -c LINE`.
@@ -435,8 +444,9 @@ void register_produce(CLI::App& app, Context& ctx) {
   add->add_option("--ttl", o->ttl, "how long a --broadcast lasts (default 7d)")
       ->type_name("DUR");
   add->add_option("--trigger", o->trigger,
-                  "once completed, covers gate key K (gate add --keys)")
-      ->type_name("K");
+                  "once completed, covers each gate key K (gate add --keys; "
+                  "repeatable)")
+      ->type_name("K,...");
   add_policy_options(add, o->policy);
   add->callback([o, &ctx] { run_add(*o, ctx); });
 }

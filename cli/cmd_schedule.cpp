@@ -3,6 +3,7 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
+#include "core/new_task.hpp"
 #include "core/schedule.hpp"
 #include "core/text.hpp"
 
@@ -87,6 +88,8 @@ void print_schedule_json(const storage::ScheduleInfo& s, core::Time now) {
           .raw("payload", s.spec.payload)
           .field("labels", Json(s.spec.labels))
           .field("priority", s.spec.priority)
+          .field("trigger",
+                 s.spec.trigger ? Json(*s.spec.trigger) : Json(nullptr))
           .field("due", schedule_due(s, now))
           .field("created_at", core::format_time(s.created_at))
           .finish();
@@ -110,6 +113,9 @@ void print_schedule_detail(const storage::ScheduleInfo& s, core::Time now) {
     detail_line("labels:", core::format_labels(s.spec.labels, " "));
   }
   detail_line("priority:", std::to_string(s.spec.priority));
+  if (s.spec.trigger) {
+    detail_line("trigger:", *s.spec.trigger);
+  }
   detail_line("created_at:", core::format_time(s.created_at));
 }
 
@@ -152,7 +158,29 @@ struct ScheduleAddOptions {
   std::string name, queue;
   OptText every, cron;
   EmitOptions emit;
+  std::vector<std::string> trigger; // each K,...
 };
+
+// `--trigger a,b --trigger c`, checked as add checks it: the keys of all,
+// sorted and once; std::nullopt when none is given.
+std::optional<std::string> trigger_arg(const std::vector<std::string>& texts) {
+  if (texts.empty()) {
+    return std::nullopt;
+  }
+  core::NewTaskFields fields;
+  fields.trigger = texts.front();
+  for (size_t i = 1; i < texts.size(); ++i) {
+    *fields.trigger += "," + texts[i];
+  }
+  if (const auto broken = core::check_new_task(fields)) {
+    throw Error(ErrorKind::usage,
+                "invalid key '"
+                    + core::trigger_keys(*fields.trigger).at(broken->index)
+                    + "' in --trigger: expected K1,K2,..., each key 1-128 "
+                      "letters, digits and . _ / -");
+  }
+  return core::normal_trigger(*fields.trigger);
+}
 
 void run_schedule_add(const ScheduleAddOptions& o, Context& ctx) {
   const Format format =
@@ -171,6 +199,7 @@ void run_schedule_add(const ScheduleAddOptions& o, Context& ctx) {
   spec.payload = emit_payload(o.emit);
   spec.labels = parse_labels(o.emit.labels);
   spec.priority = o.emit.priority;
+  spec.trigger = trigger_arg(o.trigger);
   const core::Time now = ctx.now();
   auto& store = ctx.store(storage::OpenMode::write);
   store.add_schedule(spec, now, ctx.actor());
@@ -229,6 +258,10 @@ void register_schedules(CLI::App& app, Context& ctx) {
                   "five-field cron expression, in UTC: \"m h dom mon dow\"")
       ->type_name("EXPR");
   add_emit_options(add, a->emit);
+  add->add_option("--trigger", a->trigger,
+                  "each task it emits covers gate keys K once completed "
+                  "(gate add --keys; repeatable)")
+      ->type_name("K,...");
   add->callback([a, &ctx] { run_schedule_add(*a, ctx); });
 
   CLI::App* list = add_command(

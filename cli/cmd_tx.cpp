@@ -55,6 +55,12 @@ void check_create(JsonFields& op, const core::NewTaskFields& fields) {
   if (broken->rule == core::NewTaskRule::queue_name) {
     check_name(*fields.queue, op.where() + ": queue");
   }
+  if (broken->rule == core::NewTaskRule::trigger) {
+    op.fail(broken->field,
+            std::string("must be ") + broken->must + ": '"
+                + core::trigger_keys(*fields.trigger).at(broken->index)
+                + "' is not");
+  }
   op.fail(broken->field, std::string("must be ") + broken->must);
 }
 
@@ -104,6 +110,12 @@ storage::TxRequest parse_tx(const std::string& text, const std::string& file) {
     t.after = op.ids("after").value_or(std::vector<int64_t>{});
     fields.after = t.after;
     check_create(op, fields);
+    // "trigger": "a,b", as a task's JSON shows it; stored sorted, once.
+    fields.trigger = op.string("trigger");
+    check_create(op, fields);
+    if (fields.trigger) {
+      t.trigger = core::normal_trigger(*fields.trigger);
+    }
     req.create.push_back(std::move(t));
   });
   each_op(doc, "complete", [&](JsonFields& op) {

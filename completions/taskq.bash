@@ -169,7 +169,7 @@ _taskq() {
             queue) [[ $sub == set ]] && words="--max-running --max-attempts
                 --max-errors --error-window --retry-delay --backoff --max-delay" ;;
             schedule) [[ $sub == add ]] && words="--every --cron --payload
-                --text --label --priority" ;;
+                --text --label --priority --trigger" ;;
             gate) [[ $sub == add ]] && words="--keys --payload --text --label
                 --priority" ;;
             tick) words="--queue" ;;

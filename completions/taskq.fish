@@ -249,7 +249,7 @@ complete -c taskq -n $add -l root -x -d 'Obsolete while an unfinished task has t
 complete -c taskq -n $add -l to -x -d 'Deliver to this worker only'
 complete -c taskq -n $add -l broadcast -d 'Deliver once to every worker of the queue'
 complete -c taskq -n $add -l ttl -x -d 'How long a broadcast is delivered'
-complete -c taskq -n $add -l trigger -x -d 'The gate key it covers when it completes'
+complete -c taskq -n $add -l trigger -x -d 'The gate keys it covers when it completes (K1,K2,...)'
 set -l policy '__taskq_at add; or __taskq_at queue set'
 complete -c taskq -n $policy -l max-attempts -x -d 'Pause after this many leases'
 complete -c taskq -n $policy -l max-errors -x -d 'Fail after this many errors in the window'
@@ -323,6 +323,7 @@ complete -c taskq -n $purge -l dry-run -d 'Print how many would go; delete nothi
 # What schedules and gates emit, and when.
 complete -c taskq -n '__taskq_at schedule add' -l every -x -d 'Interval (15 minutes, day at 08:00, ...)'
 complete -c taskq -n '__taskq_at schedule add' -l cron -x -d 'Cron expression, in UTC (m h dom mon dow)'
+complete -c taskq -n '__taskq_at schedule add' -l trigger -x -d 'The gate keys each task it emits covers (K1,K2,...)'
 complete -c taskq -n '__taskq_at gate add' -l keys -x -d 'The trigger keys it waits for (K1,K2,...)'
 set -l emit '__taskq_at schedule add; or __taskq_at gate add'
 complete -c taskq -n $emit -l payload -x -d 'JSON payload of each task it emits'

@@ -30,6 +30,31 @@ bool is_gate_key(const std::string& key) {
 
 } // namespace
 
+std::vector<std::string> trigger_keys(const std::string& text) {
+  std::vector<std::string> keys;
+  size_t start = 0;
+  while (true) {
+    const size_t comma = text.find(',', start);
+    if (comma == std::string::npos) {
+      keys.push_back(text.substr(start));
+      return keys;
+    }
+    keys.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+}
+
+std::string normal_trigger(const std::string& text) {
+  std::vector<std::string> keys = trigger_keys(text);
+  std::sort(keys.begin(), keys.end());
+  keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
+  std::string joined;
+  for (const auto& key : keys) {
+    joined += (joined.empty() ? "" : ",") + key;
+  }
+  return joined;
+}
+
 std::optional<BrokenRule> check_new_task(const NewTaskFields& task) {
   if (task.queue && !is_valid_name(*task.queue)) {
     return broken(NewTaskRule::queue_name, "queue",
@@ -81,9 +106,16 @@ std::optional<BrokenRule> check_new_task(const NewTaskFields& task) {
                     "longer than 0");
     }
   }
-  if (task.trigger && !is_gate_key(*task.trigger)) {
-    return broken(NewTaskRule::trigger, "trigger",
-                  "a gate key of letters, digits and . _ / -");
+  if (task.trigger) {
+    const auto keys = trigger_keys(*task.trigger);
+    for (size_t i = 0; i < keys.size(); ++i) {
+      if (!is_gate_key(keys[i])) {
+        return broken(NewTaskRule::trigger, "trigger",
+                      "a gate key of letters, digits and . _ / -, or "
+                      "several, comma-separated",
+                      i);
+      }
+    }
   }
   return std::nullopt;
 }

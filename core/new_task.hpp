@@ -32,7 +32,8 @@ struct NewTaskFields {
   bool broadcast = false;               // delivered once to every worker
   std::optional<Millis> broadcast_ttl;  // how long, once known
 
-  std::optional<std::string> trigger; // a gate key
+  // The gate keys it covers once completed, comma-joined (`a,b`).
+  std::optional<std::string> trigger;
 };
 
 // Which rule a new task breaks (in the order check_new_task tries them).
@@ -47,18 +48,28 @@ enum class NewTaskRule {
   broadcast_to,    // a broadcast has no to_worker
   broadcast_alone, // a broadcast has no after, root or unique_key
   broadcast_ttl,   // a broadcast's ttl: longer than 0
-  trigger,         // trigger: a gate key (a label's key)
+  trigger,         // trigger: gate keys (a label's key each), comma-joined
 };
 
 // The first rule a new task breaks: which, the field it concerns, what
 // the field must be (to follow "must be "), and for a list field the
-// position of the offending item.
+// position of the offending item (for a trigger, of the key in
+// trigger_keys()).
 struct BrokenRule {
   NewTaskRule rule;
   const char* field;
   const char* must;
   size_t index = 0;
 };
+
+// The keys of a trigger's text `K1,K2,...`: split at each comma, in the
+// order written, repeats kept (an empty text is one empty key, refused as
+// a key). A gate key holds no comma, so the text is the keys joined.
+std::vector<std::string> trigger_keys(const std::string& text);
+
+// The stored form of a trigger: its keys sorted by bytes, each once,
+// comma-joined. A text of one key is that key.
+std::string normal_trigger(const std::string& text);
 
 // The first rule `task` breaks, in the order of NewTaskRule, or
 // std::nullopt when it breaks none. Pure: no clock, no database.

@@ -1,5 +1,6 @@
 // What follows a task's end (the state writer's move into a terminal
 // state): its dependents, the gates its trigger covers, the label index.
+#include "core/new_task.hpp"
 #include "storage/db.hpp"
 #include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
@@ -20,9 +21,12 @@ using namespace detail;
 
 namespace detail {
 
-// A completed task with `--trigger key` covers that key on every gate that
-// has it; a gate with all its keys covered emits its task and re-arms.
-void cover_gates(Db& db, const std::string& key, Time now) {
+// A completed task with `--trigger k1,k2` covers each of its keys on every
+// gate that has it; a gate with all its keys covered emits its task (once,
+// however many of its keys this task covered) and re-arms.
+void cover_gates(Db& db, const std::string& trigger, Time now) {
+  const std::string normal = core::normal_trigger(trigger);
+  const std::vector<std::string> mine = core::trigger_keys(normal);
   std::vector<std::tuple<std::string, std::vector<std::string>,
                          std::vector<std::string>>>
       touched;
@@ -33,16 +37,22 @@ void cover_gates(Db& db, const std::string& key, Time now) {
                           db.dialect().bytewise()));
     while (st.step()) {
       auto keys = strings_from_json(st.get_text(1));
-      if (std::binary_search(keys.begin(), keys.end(), key)) {
+      const bool has = std::any_of(mine.begin(), mine.end(), [&](auto& key) {
+        return std::binary_search(keys.begin(), keys.end(), key);
+      });
+      if (has) {
         touched.emplace_back(st.get_text(0), std::move(keys),
                              strings_from_json(st.get_text(2)));
       }
     }
   }
   for (auto& [name, keys, covered] : touched) {
-    if (!std::binary_search(covered.begin(), covered.end(), key)) {
-      covered.insert(std::upper_bound(covered.begin(), covered.end(), key),
-                     key);
+    for (const auto& key : mine) {
+      if (std::binary_search(keys.begin(), keys.end(), key)
+          && !std::binary_search(covered.begin(), covered.end(), key)) {
+        covered.insert(std::upper_bound(covered.begin(), covered.end(), key),
+                       key);
+      }
     }
     if (covered != keys) {
       Statement(db, "UPDATE gates SET covered = ?2 WHERE name = ?1")

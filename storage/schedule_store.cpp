@@ -33,7 +33,7 @@ namespace {
 
 constexpr std::string_view k_schedule_columns =
     "name, queue, every, cron, payload, labels, priority, paused, due_at, "
-    "sync, last_task, created_at";
+    "sync, last_task, created_at, trigger_key";
 
 ScheduleInfo read_schedule(const Statement& st) {
   ScheduleInfo s;
@@ -48,6 +48,7 @@ ScheduleInfo read_schedule(const Statement& st) {
   s.sync = labels_from_json(st.get_opt_text(9));
   s.last_task = st.get_opt_int(10);
   s.created_at = core::from_unix_ms(st.get_int(11));
+  s.spec.trigger = st.get_opt_text(12);
   return s;
 }
 
@@ -131,6 +132,7 @@ std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
       emit.payload = d.spec.payload;
       emit.labels = d.spec.labels;
       emit.priority = d.spec.priority;
+      emit.trigger = d.spec.trigger;
       id = insert_task(db, emit, now, "schedule:" + d.spec.name);
       Statement(db, "UPDATE tasks SET schedule = ?2, sync = ?3 WHERE id = ?1")
           .bind(1, *id)
@@ -160,8 +162,9 @@ void TaskStore::add_schedule(const ScheduleSpec& spec, Time now,
   const bool every = std::holds_alternative<core::Every>(spec.when);
   const std::string text = core::to_string(spec.when);
   Statement(*m_db, "INSERT INTO schedules (name, queue, every, cron, payload, "
-                   "labels, priority, due_at, created_at, created_by) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)")
+                   "labels, priority, due_at, created_at, created_by, "
+                   "trigger_key) "
+                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")
       .bind(1, spec.name)
       .bind(2, spec.queue)
       .bind(3, every ? std::optional(text) : std::nullopt)
@@ -173,6 +176,7 @@ void TaskStore::add_schedule(const ScheduleSpec& spec, Time now,
       .bind(8, to_unix_ms(core::ticks(spec.when, now).next))
       .bind(9, to_unix_ms(now))
       .bind(10, actor)
+      .bind(11, spec.trigger)
       .run();
   tx.commit();
 }

@@ -22,6 +22,9 @@ struct ScheduleSpec {
   std::string payload = "null"; // JSON text
   core::Labels labels;
   int64_t priority = 0;
+  // The gate keys each task it emits covers once completed: sorted, each
+  // once, comma-joined (`add --trigger`'s stored form).
+  std::optional<std::string> trigger;
 };
 
 struct ScheduleInfo {
@@ -33,8 +36,9 @@ struct ScheduleInfo {
   core::Time created_at;
 };
 
-// A recurring barrier (`gate add`): once a completed task with
-// `--trigger K` has covered each key, it emits its task and re-arms.
+// A recurring barrier (`gate add`): once completed tasks with
+// `--trigger K` (added, or emitted by a schedule) have covered each key, it
+// emits its task and re-arms.
 struct GateSpec {
   std::string name;
   std::string queue;

@@ -368,6 +368,12 @@ std::optional<std::string> task_misfit(const ImageRow& row) {
   task.trigger = text_of(value_in(row, "trigger_key"));
   const auto broken = core::check_new_task(task);
   if (!broken) {
+    // Keys are stored as add stores them: sorted, each once.
+    if (task.trigger && *task.trigger != core::normal_trigger(*task.trigger)) {
+      return "'trigger_key' must be its keys sorted, each once ('"
+             + core::normal_trigger(*task.trigger) + "', not '" + *task.trigger
+             + "')";
+    }
     return std::nullopt;
   }
   const char* k_to_every = " must be absent from a broadcast (it goes to "
@@ -378,6 +384,9 @@ std::optional<std::string> task_misfit(const ImageRow& row) {
                        : task.has_root     ? "'root'"
                                            : "'unique_key'")
            + k_to_every;
+  case core::NewTaskRule::trigger:
+    return std::string("'trigger_key' must be ") + broken->must + ": '"
+           + core::trigger_keys(*task.trigger).at(broken->index) + "' is not";
   case core::NewTaskRule::broadcast_ttl:
     return "'broadcast_until' must be later than 'created_at' (a "
            "broadcast's ttl is longer than 0)";

@@ -100,7 +100,7 @@ expect_exit 0 "$TASKQ" schedule add nightly reports --every '  6   hours ' \
 expect_json "$out" .every "6 hours" "canonical every text"
 expect_exit 0 "$TASKQ" schedule show nightly -o json
 expect_json "$out" 'keys_unsorted' \
-  '["name","queue","every","prev_tick","next_tick","paused","sync","last_task","payload","labels","priority","due","created_at"]' \
+  '["name","queue","every","prev_tick","next_tick","paused","sync","last_task","payload","labels","priority","trigger","due","created_at"]' \
   "fields of a schedule"
 expect_json "$out" '[.name, .queue, .paused, .sync, .last_task, .due]' \
   '["nightly","reports",false,{},null,false]'

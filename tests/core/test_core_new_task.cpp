@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 using taskq::core::check_new_task;
@@ -185,6 +186,39 @@ TEST_CASE("a trigger is a gate key: a label's key") {
     t.trigger = bad;
     CHECK(rule_of(t) == NewTaskRule::trigger);
   }
+}
+
+TEST_CASE("a trigger holds several keys, comma-separated; the first bad "
+          "one is told by its position") {
+  NewTaskFields t;
+  t.trigger = "b,a,b";
+  CHECK_FALSE(check_new_task(t));
+  for (const auto& [text, pos] : std::vector<std::pair<std::string, size_t>>{
+           {"a,b c", 1}, {"a,,b", 1}, {",a", 0}, {"a,", 1}, {"a,b,k=v,=", 2}}) {
+    t.trigger = text;
+    const auto broken = check_new_task(t);
+    REQUIRE(broken);
+    CHECK(broken->rule == NewTaskRule::trigger);
+    CHECK(broken->index == pos);
+  }
+}
+
+TEST_CASE("trigger_keys splits at each comma, in order, repeats kept") {
+  using taskq::core::trigger_keys;
+  CHECK(trigger_keys("a") == std::vector<std::string>{"a"});
+  CHECK(trigger_keys("b,a,b") == std::vector<std::string>{"b", "a", "b"});
+  CHECK(trigger_keys("") == std::vector<std::string>{""});
+  CHECK(trigger_keys("a,") == std::vector<std::string>{"a", ""});
+  CHECK(trigger_keys(",,") == std::vector<std::string>{"", "", ""});
+}
+
+TEST_CASE("normal_trigger sorts the keys by bytes and keeps each once") {
+  using taskq::core::normal_trigger;
+  CHECK(normal_trigger("build.done") == "build.done");
+  CHECK(normal_trigger("b,a,b") == "a,b");
+  CHECK(normal_trigger("a,a,a") == "a");
+  CHECK(normal_trigger("b,B,a/1,a.1,a_1,a-1")
+        == "B,a-1,a.1,a/1,a_1,b"); // '-' < '.' < '/' < 'B' < '_' < 'b'
 }
 
 TEST_CASE("the first broken rule is told, in the order of the rules") {

@@ -7,6 +7,9 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <string>
+#include <utility>
+#include <vector>
 
 #include "store_helpers.hpp"
 #include "temp_db.hpp"
@@ -196,4 +199,68 @@ TEST_CASE("gate: emits once every key is covered, then re-arms") {
   store.remove_gate("nightly");
   CHECK(store.gates().empty());
   CHECK(error_kind([&] { store.gate("nightly"); }) == ErrorKind::not_found);
+}
+
+TEST_CASE("gate: one task with several keys covers each, and emits once") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  storage::GateSpec spec;
+  spec.queue = "reports";
+  for (const auto& [name, keys] :
+       std::vector<std::pair<std::string, std::vector<std::string>>>{
+           {"ab", {"a", "b"}}, {"abc", {"a", "b", "c"}}, {"x", {"x"}}}) {
+    spec.name = name;
+    spec.keys = keys;
+    store.add_gate(spec, t0, k_operator);
+  }
+  const auto trigger = [&](const std::string& keys) {
+    storage::NewTask t = new_task("work");
+    t.trigger = keys; // as add stores them: sorted, each once
+    return store.add(t, t0, k_operator);
+  };
+  finish(store, trigger("a,b"), t0);
+  CHECK(store.gate("ab").emitted == 1); // filled by one task: one task
+  CHECK(store.gate("ab").covered.empty());
+  CHECK(store.gate("abc").covered == std::vector<std::string>{"a", "b"});
+  CHECK(store.gate("abc").emitted == 0);
+  CHECK(store.gate("x").covered.empty()); // none of its keys
+  CHECK(store.list(by_queue("reports"), t0).size() == 1);
+
+  // Several gates filled by one task emit in the order of their names.
+  finish(store, trigger("a,b"), t0);
+  finish(store, trigger("c,x"), t0);
+  CHECK(store.gate("abc").emitted == 1);
+  CHECK(store.gate("x").emitted == 1);
+  const auto emitted = store.list(by_queue("reports"), t0);
+  REQUIRE(emitted.size() == 4);
+  CHECK(emitted[2].gate == "abc");
+  CHECK(emitted[3].gate == "x");
+  CHECK(emitted[2].id < emitted[3].id);
+}
+
+TEST_CASE("schedule: the tasks it emits carry its trigger keys") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  storage::GateSpec gate;
+  gate.name = "deploy";
+  gate.queue = "reports";
+  gate.keys = {"build", "docs"};
+  store.add_gate(gate, t0, k_operator);
+  auto spec = every("builds", "cron", "hour");
+  spec.trigger = "build,docs";
+  store.add_schedule(spec, t0, k_operator);
+  store.add_schedule(every("plain", "other", "hour"), t0, k_operator);
+  CHECK(store.schedule("builds").spec.trigger == "build,docs");
+  CHECK_FALSE(store.schedule("plain").spec.trigger);
+
+  const auto first = lease_one(store, "cron", t0 + 1h);
+  REQUIRE(first);
+  CHECK(first->schedule == "builds");
+  CHECK(first->trigger == "build,docs");
+  const auto plain = lease_one(store, "other", t0 + 1h);
+  REQUIRE(plain);
+  CHECK_FALSE(plain->trigger);
+  store.complete(first->id, first->lease->token, std::nullopt, t0 + 1h);
+  CHECK(store.gate("deploy").emitted == 1);
+  REQUIRE(store.list(by_queue("reports"), t0 + 1h).size() == 1);
 }
