@@ -296,18 +296,19 @@ void register_operate(CLI::App& app, Context& ctx) {
   auto ro = std::make_shared<RetryOptions>();
   CLI::App* retry = add_command(
       app, "retry",
-      "Add a new task with the spec of each failed or killed one (prints the "
-      "new ids; ids: all or nothing; a task whose retry is still unfinished "
-      "is refused, or skipped in bulk, unless --again); an id sleeping "
-      "after an error runs now, itself, instead of at its retry time",
+      "Add a new task with the spec of each failed, killed or completed one "
+      "(prints the new ids; ids: all or nothing; a task whose retry is "
+      "still unfinished is refused, or skipped in bulk, unless --again); an "
+      "id sleeping after an error runs now, itself, instead of at its retry "
+      "time",
       "taskq retry 42 43   # bulk: taskq retry --queue thumbs --state failed");
   retry->add_option("id", ro->ids, "task ids")->type_name("ID...");
   retry->add_option("--queue", ro->queue, "every task of QUEUE")
       ->type_name("QUEUE");
   retry
       ->add_option("--state", ro->state,
-                   "every task in these states: failed, killed or "
-                   "failed,killed (needed with --queue/--match)")
+                   "every task in these states: failed, killed, completed "
+                   "or several, failed,killed (needed with --queue/--match)")
       ->type_name("S,...");
   retry
       ->add_option("--match", ro->match,

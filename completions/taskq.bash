@@ -114,7 +114,7 @@ _taskq() {
             local typed=${cur%"${cur##*,}"} s states
             case $cmd in
             purge) states="runnable sleeping paused fault completed failed killed" ;;
-            retry) states="failed killed" ;;
+            retry) states="failed killed completed" ;;
             *) states="runnable sleeping paused completed failed killed running ready" ;;
             esac
             for s in $states; do

@@ -413,10 +413,10 @@ std::map<int64_t, int64_t> live_retries(Db& db, int64_t from_id) {
 // Why task `old` cannot be retried; empty when it can. `live` is its live
 // retry (0: none, or it does not count).
 std::string retry_refusal(const Task& old, int64_t live) {
-  if (old.state != TaskState::failed && old.state != TaskState::killed) {
+  if (!core::is_terminal(old.state)) {
     return "cannot retry " + task_ref(old.id) + ": it is "
            + std::string(core::to_string(old.state))
-           + " (only failed or killed tasks are retried)";
+           + " (only failed, killed or completed tasks are retried)";
   }
   if (old.flow) {
     // A copy would run without its flow; the flow decides what runs again.
@@ -463,15 +463,17 @@ std::vector<Retried> TaskStore::retry_many(const Selector& sel, LiveRetry live,
     throw Error(ErrorKind::usage, "which tasks? give ids or filters");
   }
   for (const auto& s : sel.states) {
-    if (s != "failed" && s != "killed") {
-      throw Error(ErrorKind::usage, "invalid --state '" + s
-                                        + "' for retry: expected failed or "
-                                          "killed (or both: failed,killed)");
+    if (s != "failed" && s != "killed" && s != "completed") {
+      throw Error(ErrorKind::usage,
+                  "invalid --state '" + s
+                      + "' for retry: expected failed, killed or completed "
+                        "(or several: failed,killed)");
     }
   }
   if (sel.has_filters() && sel.states.empty()) {
     throw Error(ErrorKind::usage,
-                "a bulk retry needs --state failed, killed or failed,killed");
+                "a bulk retry needs --state: failed, killed, completed or "
+                "several (failed,killed)");
   }
   Transaction tx(*m_db);
   now = locked_now(now);

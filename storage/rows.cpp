@@ -343,8 +343,7 @@ std::string refusal(const Task& task, Message msg) {
                     + task_ref(task.id) + ": it is "
                     + std::string(core::to_string(task.state));
   // `resume` of a task that ended: what runs it again.
-  if (msg == Message::run
-      && (task.state == TaskState::failed || task.state == TaskState::killed)) {
+  if (msg == Message::run && core::is_terminal(task.state)) {
     why += "; taskq retry " + std::to_string(task.id)
            + " runs it again as a new task";
   }

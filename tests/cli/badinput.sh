@@ -578,7 +578,7 @@ cases <<'EOF'
 2 list --match '**=1'
 2 list --match $'k=a\nb'
 2 lease q --match k
-2 lease q --match '*k*=1'
+2 lease q --match 'k**=1'
 2 run q --match x -- true
 2 pause --match k
 2 kill --match =v
@@ -771,6 +771,7 @@ cases <<'EOF'
 4 pause $C                                #> completed
 4 resume $K                                #> it is killed; taskq retry
 4 resume $F                                #> it is failed; taskq retry
+4 resume $C                                #> it is completed; taskq retry
 4 kill $F
 4 sleep $C --for 1h
 4 release $C

@@ -59,7 +59,7 @@ expect_err_contains "task $ra"
 expect_eq "$("$TASKQ" list --state runnable -o id | grep -c .)" 3 \
   "runnable tasks after the refusals (r, ra, rb)"
 unchanged "retry of a runnable task" 4 "$TASKQ" retry "$c" "$r"
-expect_err_contains "only failed or killed"
+expect_err_contains "only failed, killed or completed"
 unchanged "retry of an unknown task" 3 "$TASKQ" retry "$c" 999999
 
 section "--again retries all the same; -o json gives {task, retry}"
@@ -104,6 +104,25 @@ expect_out_empty
 # Bulk --again: every failed task, live retry or not.
 expect_exit 0 "$TASKQ" retry --queue q --state failed --again
 expect_eq "$(grep -c . <<<"$out")" 3 "tasks retried with --again"
+
+section "a completed task is retried too (by id, and in bulk with --state completed)"
+d1=$(add_task dq --payload '{"n":1}')
+d2=$(add_task dq --payload '{"n":2}')
+for id in "$d1" "$d2"; do
+  tok=$(tq lease dq --worker w0 | jq -r .lease.token)
+  expect_exit 0 "$TASKQ" done "$id" --lease "$tok"
+done
+expect_exit 4 "$TASKQ" resume "$d1"
+expect_err_contains "it is completed; taskq retry $d1 runs it again as a new task"
+expect_exit 0 "$TASKQ" retry "$d1"
+rd1=$out
+expect_eq "$(field "$rd1" .retry_of)/$(state "$rd1")/$(field "$rd1" .payload.n)" \
+  "$d1/runnable/1" "the completed task's retry: linked, runnable, same payload"
+expect_eq "$(state "$d1")" completed "the completed task stays completed"
+expect_exit 0 "$TASKQ" retry --queue dq --state completed
+expect_eq "$(grep -c . <<<"$out")/$(field "$out" .retry_of)" "1/$d2" \
+  "bulk: only d2 retried (d1 has a live retry)"
+expect_err_contains "skipped: task $d1 already has a live retry"
 
 section "retry's usage errors change nothing"
 for args in "retry" "retry --queue q" "retry --queue q --state runnable" \
