@@ -115,11 +115,12 @@ for url in \
   one_line_error
   no_secret
 done
-expect_eq "$(ls -A "$scratch" | grep -iv '^postgresql\.db' | grep -ic postgres)" 0 \
+expect_eq "$(find "$scratch" -maxdepth 1 -iname '*postgres*' ! -name 'postgresql.db*' | wc -l)" 0 \
   "no file made of a URL (postgresql.db is the one asked for)"
 
 section "a server that accepts and never answers: exit 5 after the connect timeout"
 # A silent listener: accepts connections, reads nothing, says nothing.
+# shellcheck disable=SC2016
 timeout 120 perl -MIO::Socket::INET -e '
   my $s = IO::Socket::INET->new(Listen => 16, LocalAddr => "127.0.0.1",
     LocalPort => 0, Proto => "tcp") or die "listen: $!";
@@ -183,7 +184,24 @@ expect_out "$id"
 # The server's database holds it (by the suite's own lower-case URL).
 expect_exit 0 "$TASKQ" list -o id
 expect_out "$id"
-check "no file named after the URL" test -z "$(ls -A "$scratch" | grep -i '^postgres:')"
+check "no file named after the URL" test -z "$(find "$scratch" -maxdepth 1 -iname 'postgres*:*')"
+# The change feed's own connection (a waiting command's LISTEN) reads the
+# same URL.
+listening() {
+  [[ $(psql -XAtq -d "$db" -c "SELECT count(*) FROM pg_stat_activity WHERE datname = '$db' AND query = 'LISTEN taskq' AND pid <> pg_backend_pid()") -ge 1 ]]
+}
+unset TASKQ_NOW
+"$TASKQ" --db "POSTGRESQL://$user:$s1@/$db?$at" wait "$id" --timeout 20s \
+  >"$scratch/wait.out" 2>"$scratch/wait.err" &
+waiter=$!
+check "wait on an upper-case URL listens" wait_until 10 listening
+tok=$(tq lease q --worker w -o json | jq -r .lease.token)
+tq done "$id" --lease "$tok" >/dev/null
+wait "$waiter"
+expect_eq "$?" 0 "exit status of wait on an upper-case URL"
+out=$(<"$scratch/wait.out") err=$(<"$scratch/wait.err") cmd="taskq wait $id"
+no_secret
+set_now 2026-11-21T08:00:00Z
 
 section "connecting with a password in any form prints none of it"
 # The test cluster trusts every login: each form connects.
