@@ -232,11 +232,25 @@ std::vector<UrlSpan> url_secrets(std::string_view url) {
   // later '@' (the last one before the query): whichever hides more.
   const size_t first = url.find_first_of("@/", start);
   size_t end = first != none && url[first] == '@' ? first : none;
-  const size_t last = url.substr(0, query).rfind('@');
+  // A bracketed (IPv6) host's ':' are no password's.
+  const size_t colon = start < url.size() && url[start] == '[' && end == none
+                           ? url.find(':', url.find(']', start))
+                           : url.find(':', start);
+  // Where libpq sees no user information, a ':' before the first '/' is a
+  // port's; when what follows it is no port (digits), it was a password's
+  // holding a '/' or '?' (libpq could not connect anyway): it ends at the
+  // URL's last '@', even one past a '?key='.
+  bool port = true;
+  if (end == none && colon != none && colon < first) {
+    const size_t stop = std::min(url.find_first_of(",/?", colon), url.size());
+    for (size_t i = colon + 1; i < stop; ++i) {
+      port = port && url[i] >= '0' && url[i] <= '9';
+    }
+  }
+  const size_t last = url.substr(0, port ? query : none).rfind('@');
   if (last != none && last >= start && (end == none || last > end)) {
     end = last;
   }
-  const size_t colon = url.find(':', start);
   if (end != none && colon != none && colon < end) {
     spans.push_back({colon + 1, end});
   }

@@ -60,6 +60,7 @@ for url in \
   "postgresql://tq:$s1?$s2@h/db" \
   "postgresql://tq:$s1@$s2@h/db" \
   "postgresql://tq:$s1:$s2@h/db" \
+  "postgresql://tq:$s1/$s2?x=1@h/db" \
   "postgresql://tq@h/db?user=tq&pass%77ord=$s1$s2" \
   "postgresql://tq@h/db?%70assword=$s1$s2" \
   "postgresql://tq@h/db?%70%41%53%53word=$s1$s2" \
@@ -92,6 +93,7 @@ for url in \
   "postgresql://tq:$s1$s2@127.0.0.1:1/db" \
   "postgresql://tq:$s1/$s2@127.0.0.1:1/db" \
   "postgresql://tq:$s1/$s2@/db?$nosock" \
+  "postgresql://tq:$s1/$s2?x=1@127.0.0.1:1/db" \
   "postgresql://tq:$s1?$s2@/db?$nosock" \
   "postgresql://tq:$s1@$s2@/db?$nosock" \
   "postgresql://tq:$s1:$s2@/db?$nosock" \

@@ -141,9 +141,24 @@ TEST_CASE("a password with unencoded reserved characters is hidden whole") {
   // A user with an unencoded '@' (as some hosted services name users).
   CHECK(redact_url("postgresql://name@server:SECRET@h/db")
         == "postgresql://name@server:***@h/db");
-  // With a query holding an '@' of its own.
+  // With a query holding an '@' of its own: which '@' ends the password
+  // cannot be told, so it is hidden up to the last.
   CHECK(redact_url("postgresql://u:pa/ss@h/db?application_name=a@b")
-        == "postgresql://u:***@h/db?application_name=a@b");
+        == "postgresql://u:***@b");
+  // A '/' and then '?key=' in it: "a" is no port, so the ':' was a
+  // password's, up to the last '@'.
+  CHECK(redact_url("postgresql://u:a/b?x=1@h/db") == "postgresql://u:***@h/db");
+  CHECK(redact_url("postgresql://u:a/b?x=1@h/db?application_name=c@d")
+        == "postgresql://u:***@d");
+  // A port, and an '@' in the query: nothing is a password.
+  CHECK(redact_url("postgresql://h1:5432,h2:5433/db?user=a@b")
+        == "postgresql://h1:5432,h2:5433/db?user=a@b");
+  CHECK(redact_url("postgresql://h:/db?user=a@b")
+        == "postgresql://h:/db?user=a@b");
+  CHECK(redact_url("postgresql://[::1]:5432/db?user=a@b")
+        == "postgresql://[::1]:5432/db?user=a@b");
+  CHECK(redact_url("postgresql://u:pw@[::1]:5432/db")
+        == "postgresql://u:***@[::1]:5432/db");
   // Every mix at once, and an upper-case scheme.
   const std::string mix = redact_url(
       "POSTGRES://u:S/E?C@R:E&T@h:5432/db?pass%77ord=X1&PASSWORD=X2");
