@@ -90,9 +90,13 @@ std::string Context::db_path() const {
     if (db_option->empty()) {
       throw Error(ErrorKind::usage, "--db needs a file path");
     }
+    // A string that starts like a URL but is none is refused rather than
+    // made a file (doc/reference/postgresql.md#connecting).
+    storage::check_db_name(*db_option);
     return *db_option;
   }
   if (const char* env = std::getenv("TASKQ_DB"); env && *env) {
+    storage::check_db_name(env);
     return env;
   }
   std::string data = env_or("XDG_DATA_HOME", "");

@@ -26,6 +26,20 @@ enum class Backend { sqlite, postgresql };
 // PostgreSQL's lock_timeout): 30 s, or TASKQ_BUSY_TIMEOUT_MS.
 int busy_timeout_ms();
 
+// Where a PostgreSQL URL holds a secret: bytes [begin, end) of it.
+struct UrlSpan {
+  size_t begin = 0;
+  size_t end = 0;
+};
+// The secrets of `url` (redact_url() hides them), in order, none
+// overlapping; none for a string that is no PostgreSQL URL.
+std::vector<UrlSpan> url_secrets(std::string_view url);
+// `text` percent-decoded as libpq decodes a URL's parts (%XY, either case
+// of hex); a malformed escape, which libpq refuses, is kept as it is.
+std::string percent_decode(std::string_view text);
+// `url` as libpq reads it: its scheme in lower case.
+std::string libpq_url(std::string_view url);
+
 // What one backend's prepared statement does; Statement wraps it. Bind
 // indexes are 1-based, column indexes 0-based.
 class StatementImpl {

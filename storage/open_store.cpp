@@ -26,6 +26,7 @@ int latest_schema_version() {
 
 TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
     : m_clock(std::move(clock)) {
+  check_db_name(path);
   if (is_postgres_url(path)) {
     // A server's database always exists: reads and writes bring its
     // schema up to date (a read of a new database then reads an empty

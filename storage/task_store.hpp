@@ -23,11 +23,20 @@ namespace taskq::storage {
 class Db;
 
 // Whether `path` names a PostgreSQL server: a libpq connection URI
-// (postgresql://... or postgres://...) rather than a file.
+// (postgresql://... or postgres://..., the scheme in any case) rather than
+// a file.
 bool is_postgres_url(std::string_view path);
 
-// `url` with its password, if any, replaced by `***`: how a URL is shown in
-// messages and by `db path`.
+// Throws a usage error (exit 2) for a database name that starts like a URL
+// but is no PostgreSQL URL (postgresql:tq, postgres:/x, postgresql//h,
+// pgsql://h, any other scheme://), rather than let it name a file. The
+// message quotes the scheme only.
+void check_db_name(std::string_view path);
+
+// `url` with every password libpq could read in it (the user information's,
+// a password or sslpassword parameter, however percent-encoded) replaced by
+// `***`: how a URL is shown in messages and by `db path`. Other strings are
+// returned as they are.
 std::string redact_url(std::string_view url);
 
 // How to open the database file.

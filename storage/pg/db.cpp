@@ -261,10 +261,7 @@ public:
   static PGconn* connect(const std::string& url) {
     const std::string options = session_settings("-c ", " ");
     const bool own = url.find("options=") != std::string::npos;
-    const char* keys[] = {"dbname", "fallback_application_name",
-                          own ? nullptr : "options", nullptr};
-    const char* values[] = {url.c_str(), "taskq", options.c_str(), nullptr};
-    return pq().PQconnectdbParams(keys, values, 1);
+    return libpq::connect(url, own ? nullptr : options.c_str());
   }
 
   PGconn* conn() const { return m_conn.get(); }

@@ -6,9 +6,11 @@
 
 #include "core/error.hpp"
 #include "storage/change_feed.hpp"
+#include "storage/db.hpp"
 #include "storage/task_store.hpp"
 
 #include <algorithm>
+#include <cstdlib>
 #include <dlfcn.h>
 #include <string_view>
 #include <vector>
@@ -66,55 +68,136 @@ std::string one_line(const char* text) {
   return out;
 }
 
+namespace {
+
+// Whether `needle` occurs in `text` where a byte marked secret lies.
+bool covers_secret(std::string_view text, const std::vector<bool>& secret,
+                   std::string_view needle) {
+  for (size_t p = text.find(needle); p != std::string_view::npos;
+       p = text.find(needle, p + 1)) {
+    for (size_t i = p; i < p + needle.size(); ++i) {
+      if (secret[i]) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+int hex_digit(char c) {
+  if (c >= '0' && c <= '9') {
+    return c - '0';
+  }
+  if (c >= 'a' && c <= 'f') {
+    return c - 'a' + 10;
+  }
+  return c >= 'A' && c <= 'F' ? c - 'A' + 10 : -1;
+}
+
+void replace_all(std::string& text, std::string_view what,
+                 std::string_view with) {
+  if (what.empty()) {
+    return;
+  }
+  for (size_t p = text.find(what); p != std::string::npos;
+       p = text.find(what, p + with.size())) {
+    text.replace(p, what.size(), with);
+  }
+}
+
+} // namespace
+
 // libpq's message about a connection to `url`, on one line and without
-// the URL's passwords: libpq quotes a malformed URL back in full ("...
-// in URI: \"postgresql://user:secret@[::1/db\"").
+// the URL's passwords. libpq quotes a malformed URL back in full ("... in
+// URI: \"postgresql://user:secret@[::1/db\""), and the parts it read from
+// one (a port, a database's name, a parameter), decoded or not: a URL
+// whose password holds an unencoded '/' or '?' puts pieces of it there.
+// So a quoted part of the message that is found in the URL, as written or
+// decoded, where a secret lies is hidden whole; so is a secret anywhere.
 std::string connect_error(const char* message, const std::string& url) {
   std::string out = one_line(message);
   const std::string redacted = redact_url(url);
-  for (size_t p = out.find(url); p != std::string::npos;
-       p = out.find(url, p + redacted.size())) {
-    out.replace(p, url.size(), redacted);
+  const std::string as_read = libpq_url(url);
+  replace_all(out, url, redacted);
+  replace_all(out, as_read, redacted);
+  const std::vector<UrlSpan> spans = url_secrets(url);
+  if (spans.empty()) {
+    return out;
   }
-  // What may be left of a password (user:PASSWORD@, password=PASSWORD)
-  // inside the quoted parts of the message, where libpq echoes the URL.
-  std::vector<std::string_view> secrets;
-  const std::string_view u(url);
-  const size_t scheme = u.find("://");
-  if (scheme != std::string_view::npos) {
-    const size_t start = scheme + 3;
-    const size_t end = std::min(u.find_first_of("/?", start), u.size());
-    const size_t at = u.rfind('@', end);
-    const size_t colon = u.find(':', start);
-    if (at != std::string_view::npos && at > start
-        && colon != std::string_view::npos && colon < at) {
-      secrets.push_back(u.substr(colon + 1, at - colon - 1));
+  std::vector<bool> secret(url.size(), false);
+  for (const UrlSpan& s : spans) {
+    for (size_t i = s.begin; i < s.end; ++i) {
+      secret[i] = true;
     }
   }
-  for (size_t p = u.find("password="); p != std::string_view::npos;
-       p = u.find("password=", p + 1)) {
-    const size_t value = p + 9;
-    secrets.push_back(
-        u.substr(value, std::min(u.find('&', value), u.size()) - value));
+  std::string decoded;
+  std::vector<bool> decoded_secret;
+  for (size_t i = 0; i < url.size();) {
+    if (url[i] == '%' && i + 2 < url.size() && hex_digit(url[i + 1]) >= 0
+        && hex_digit(url[i + 2]) >= 0) {
+      decoded +=
+          static_cast<char>(hex_digit(url[i + 1]) * 16 + hex_digit(url[i + 2]));
+      decoded_secret.push_back(secret[i] || secret[i + 1] || secret[i + 2]);
+      i += 3;
+    } else {
+      decoded += url[i];
+      decoded_secret.push_back(secret[i]);
+      ++i;
+    }
   }
   for (size_t open = out.find('"'); open != std::string::npos;) {
-    size_t close = out.find('"', open + 1);
+    const size_t close = out.find('"', open + 1);
     if (close == std::string::npos) {
-      close = out.size();
+      break;
     }
-    for (const std::string_view secret : secrets) {
-      for (size_t p = secret.empty() ? std::string::npos
-                                     : out.find(secret, open + 1);
-           p != std::string::npos && p + secret.size() <= close;
-           p = out.find(secret, p + 3)) {
-        out.replace(p, secret.size(), "***");
-        close = close + 3 - secret.size();
+    const std::string quoted = out.substr(open + 1, close - open - 1);
+    size_t next = close + 1;
+    if (!quoted.empty()
+        && (covers_secret(url, secret, quoted)
+            || covers_secret(as_read, secret, quoted)
+            || covers_secret(decoded, decoded_secret, quoted))) {
+      out.replace(open + 1, quoted.size(), "***");
+      next = open + 5;
+    }
+    open = next < out.size() ? out.find('"', next) : std::string::npos;
+  }
+  for (const UrlSpan& s : spans) {
+    const std::string_view raw =
+        std::string_view(url).substr(s.begin, s.end - s.begin);
+    const std::string plain = percent_decode(raw);
+    // A short one would hide ordinary words; quoted, it is hidden above.
+    for (const std::string_view whole : {raw, std::string_view(plain)}) {
+      if (whole.size() >= 3) {
+        replace_all(out, whole, "***");
       }
     }
-    open =
-        close + 1 < out.size() ? out.find('"', close + 1) : std::string::npos;
   }
   return out;
+}
+
+PGconn* connect(const std::string& url, const char* options) {
+  const std::string as_read = libpq_url(url);
+  std::vector<const char*> keys;
+  std::vector<const char*> values;
+  // First, so that the URL's own connect_timeout wins (libpq keeps the
+  // last value of a key); PGCONNECT_TIMEOUT is read only for a key not
+  // given at all.
+  if (const char* env = std::getenv("PGCONNECT_TIMEOUT");
+      env == nullptr || *env == '\0') {
+    keys.push_back("connect_timeout");
+    values.push_back(k_default_connect_timeout);
+  }
+  keys.push_back("dbname");
+  values.push_back(as_read.c_str());
+  keys.push_back("fallback_application_name");
+  values.push_back("taskq");
+  if (options != nullptr) {
+    keys.push_back("options");
+    values.push_back(options);
+  }
+  keys.push_back(nullptr);
+  values.push_back(nullptr);
+  return pq().PQconnectdbParams(keys.data(), values.data(), 1);
 }
 
 void no_notices(void*, const char*) {}
@@ -140,7 +223,7 @@ struct PgListener::Conn {
 
 PgListener::PgListener(const std::string& url, int own_pid)
     : m_conn(std::make_unique<Conn>()), m_own_pid(own_pid) {
-  m_conn->conn.reset(pq().PQconnectdb(url.c_str()));
+  m_conn->conn.reset(libpq::connect(url, nullptr));
   PGconn* c = m_conn->conn.get();
   if (c == nullptr || pq().PQstatus(c) != CONNECTION_OK) {
     throw Error(ErrorKind::unavailable,

@@ -62,6 +62,20 @@ std::string one_line(const char* text);
 // the URL's passwords.
 std::string connect_error(const char* message, const std::string& url);
 
+// How long a connection may take, in seconds, when neither the URL
+// (connect_timeout=) nor PGCONNECT_TIMEOUT says: libpq's own default is to
+// wait for ever on a server that accepts and never answers. A healthy
+// server answers in milliseconds, a loaded one or a slow TLS handshake
+// in a few seconds; 10 s leaves them room and still ends a command that
+// cannot reach its database while its user is waiting for it.
+inline constexpr const char* k_default_connect_timeout = "10";
+
+// Connects to the PostgreSQL URL `url` (its scheme in any case), with the
+// default connect timeout unless the URL or PGCONNECT_TIMEOUT gives one,
+// `options` (the startup packet's; nullptr: none) and the application
+// name taskq unless the URL gives one. Never null but out of memory.
+PGconn* connect(const std::string& url, const char* options);
+
 // A notice processor that drops notices (taskq prints its own messages).
 void no_notices(void*, const char*);
 

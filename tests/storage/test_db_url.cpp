@@ -1,0 +1,182 @@
+// PostgreSQL URLs (storage/db.cpp): which strings are one, which are
+// refused, and that no password libpq could read in one is ever shown.
+// Pure functions: no server needed.
+#include "core/error.hpp"
+#include "storage/db.hpp"
+
+#include <doctest/doctest.h>
+
+#include <string>
+
+using taskq::Error;
+using taskq::ErrorKind;
+using taskq::storage::check_db_name;
+using taskq::storage::is_postgres_url;
+using taskq::storage::libpq_url;
+using taskq::storage::redact_url;
+
+namespace {
+
+// The error kind check_db_name() throws for `path`; internal: none.
+ErrorKind refusal(const std::string& path) {
+  try {
+    check_db_name(path);
+  } catch (const Error& e) {
+    return e.kind();
+  }
+  return ErrorKind::internal;
+}
+
+} // namespace
+
+TEST_CASE("a PostgreSQL URL's scheme is recognised in any case") {
+  for (const char* url :
+       {"postgresql://h/db", "postgres://h/db", "POSTGRESQL://h/db",
+        "Postgres://h/db", "pOsTgReSqL:///db", "postgresql://"}) {
+    CAPTURE(url);
+    CHECK(is_postgres_url(url));
+    CHECK_NOTHROW(check_db_name(url));
+  }
+  for (const char* path :
+       {"/var/lib/taskq.db", "taskq.db", "postgresql", "postgresql.db",
+        "postgres_data/q.db", "postgresql/q.db", "./postgresql://x"}) {
+    CAPTURE(path);
+    CHECK_FALSE(is_postgres_url(path));
+    CHECK_NOTHROW(check_db_name(path));
+  }
+}
+
+TEST_CASE("libpq is given the scheme in lower case, the rest as written") {
+  CHECK(libpq_url("POSTGRESQL://U:PW@H/DB") == "postgresql://U:PW@H/DB");
+  CHECK(libpq_url("Postgres://h/db?A=B") == "postgres://h/db?A=B");
+  CHECK(libpq_url("/Var/Taskq.db") == "/Var/Taskq.db");
+}
+
+TEST_CASE("a string that starts like a URL but is none is refused") {
+  for (const char* path :
+       {"postgresql:tq", "postgres:/x", "postgresql//h", "POSTGRES//h/db",
+        "postgresql:", "Postgresql:u:pw@h/db", "pgsql://h/db", "pg://h",
+        "mysql://u:pw@h/db", "file:///tmp/q.db"}) {
+    CAPTURE(path);
+    CHECK_FALSE(is_postgres_url(path));
+    CHECK(refusal(path) == ErrorKind::usage);
+  }
+}
+
+TEST_CASE("a refused string's message quotes its scheme, no password") {
+  try {
+    check_db_name("postgresql:u:SECRET@h/db");
+    FAIL("not refused");
+  } catch (const Error& e) {
+    const std::string what = e.what();
+    CHECK(what.find("SECRET") == std::string::npos);
+    CHECK(what.find("'postgresql:...'") != std::string::npos);
+  }
+  try {
+    check_db_name("pgsql://u:SECRET@h/db");
+    FAIL("not refused");
+  } catch (const Error& e) {
+    CHECK(std::string(e.what()).find("SECRET") == std::string::npos);
+  }
+}
+
+TEST_CASE("a URL is shown without its password") {
+  CHECK(redact_url("postgresql://u:secret@host:5432/db")
+        == "postgresql://u:***@host:5432/db");
+  CHECK(redact_url("postgres://u@host/db") == "postgres://u@host/db");
+  CHECK(redact_url("postgresql:///db?host=/tmp&password=secret&sslmode=off")
+        == "postgresql:///db?host=/tmp&password=***&sslmode=off");
+  CHECK(redact_url("postgresql://u:p%40ss@h/db") == "postgresql://u:***@h/db");
+  CHECK(redact_url("/var/lib/taskq.db") == "/var/lib/taskq.db");
+  CHECK(redact_url("postgresql://h/db") == "postgresql://h/db");
+  CHECK(redact_url("postgresql://h:5432/db?user=a@b&sslmode=require")
+        == "postgresql://h:5432/db?user=a@b&sslmode=require");
+  CHECK(redact_url("postgresql://[::1]:5432/db")
+        == "postgresql://[::1]:5432/db");
+}
+
+TEST_CASE("a password parameter is hidden however its key is spelled") {
+  // libpq percent-decodes keys too (either case of hex); spaces around a
+  // key are trimmed; sslpassword is a secret as well.
+  CHECK(redact_url("postgresql://h/db?user=tq&pass%77ord=SECRET")
+        == "postgresql://h/db?user=tq&pass%77ord=***");
+  CHECK(redact_url("postgresql://h/db?%70assword=SECRET&x=1")
+        == "postgresql://h/db?%70assword=***&x=1");
+  CHECK(redact_url("postgresql://h/db?%70%61%73%73%57%4f%52%44=SECRET")
+        == "postgresql://h/db?%70%61%73%73%57%4f%52%44=***");
+  CHECK(redact_url("postgresql://h/db?PASSWORD=SECRET")
+        == "postgresql://h/db?PASSWORD=***");
+  CHECK(redact_url("postgresql://h/db?%20password%20=SECRET")
+        == "postgresql://h/db?%20password%20=***");
+  CHECK(redact_url("postgresql://h/db?sslpassword=SECRET")
+        == "postgresql://h/db?sslpassword=***");
+  // Repeated: every one.
+  CHECK(redact_url("postgresql://h/db?password=ONE&password=TWO")
+        == "postgresql://h/db?password=***&password=***");
+  // A value holding '=' or '?' runs to the next '&'.
+  CHECK(redact_url("postgresql://h/db?password=a=b?c&x=1")
+        == "postgresql://h/db?password=***&x=1");
+  // No '=' at all: libpq quotes the whole parameter back.
+  CHECK(redact_url("postgresql://h/db?password%3DSECRET")
+        == "postgresql://h/db?***");
+  // Upper-case scheme.
+  CHECK(redact_url("POSTGRESQL://u:SECRET@h/db?PassWord=SECRET2")
+        == "POSTGRESQL://u:***@h/db?PassWord=***");
+}
+
+TEST_CASE("a password with unencoded reserved characters is hidden whole") {
+  // '/': libpq finds no user information (a '/' comes before the '@') and
+  // reads "u" as the host, "pa" as the port, "ss@h/db" as the database.
+  CHECK(redact_url("postgresql://u:pa/ss@h/db") == "postgresql://u:***@h/db");
+  // '?': libpq takes it in the password; so does taskq.
+  CHECK(redact_url("postgresql://u:pa?ss@h/db") == "postgresql://u:***@h/db");
+  CHECK(redact_url("postgresql://u:pa?x=1@h/db") == "postgresql://u:***@h/db");
+  // '@': libpq ends the password at the first; the rest is hidden too.
+  CHECK(redact_url("postgresql://u:p@ss@h/db") == "postgresql://u:***@h/db");
+  // ':': libpq ends the user at the first ':'.
+  CHECK(redact_url("postgresql://u:pa:ss@h/db") == "postgresql://u:***@h/db");
+  // '&' and '#'.
+  CHECK(redact_url("postgresql://u:a&b#c@h/db?sslmode=disable")
+        == "postgresql://u:***@h/db?sslmode=disable");
+  // A user with an unencoded '@' (as some hosted services name users).
+  CHECK(redact_url("postgresql://name@server:SECRET@h/db")
+        == "postgresql://name@server:***@h/db");
+  // With a query holding an '@' of its own: which '@' ends the password
+  // cannot be told, so it is hidden up to the last.
+  CHECK(redact_url("postgresql://u:pa/ss@h/db?application_name=a@b")
+        == "postgresql://u:***@b");
+  // A '/' and then '?key=' in it: "a" is no port, so the ':' was a
+  // password's, up to the last '@'.
+  CHECK(redact_url("postgresql://u:a/b?x=1@h/db") == "postgresql://u:***@h/db");
+  CHECK(redact_url("postgresql://u:a/b?x=1@h/db?application_name=c@d")
+        == "postgresql://u:***@d");
+  // A port, and an '@' in the query: nothing is a password.
+  CHECK(redact_url("postgresql://h1:5432,h2:5433/db?user=a@b")
+        == "postgresql://h1:5432,h2:5433/db?user=a@b");
+  CHECK(redact_url("postgresql://h:/db?user=a@b")
+        == "postgresql://h:/db?user=a@b");
+  CHECK(redact_url("postgresql://[::1]:5432/db?user=a@b")
+        == "postgresql://[::1]:5432/db?user=a@b");
+  CHECK(redact_url("postgresql://u:pw@[::1]:5432/db")
+        == "postgresql://u:***@[::1]:5432/db");
+  // Every mix at once, and an upper-case scheme.
+  const std::string mix = redact_url(
+      "POSTGRES://u:S/E?C@R:E&T@h:5432/db?pass%77ord=X1&PASSWORD=X2");
+  CHECK(mix == "POSTGRES://u:***@h:5432/db?pass%77ord=***&PASSWORD=***");
+}
+
+TEST_CASE("nothing of a secret survives redaction") {
+  // Whatever the URL, no secret marked in it is left in redact_url's text.
+  for (const char* url :
+       {"postgresql://u:SECRET@h/db", "postgresql://u:SEC/RET@h/db",
+        "postgresql://u:SEC?RET@h/db", "postgresql://u:SEC@RET@h/db",
+        "postgresql://u:SEC:RET@h/db", "postgresql://h/db?pass%77ord=SECRET",
+        "postgresql://h/db?a=1&password=SECRET&password=SECRET",
+        "postgres://u:SECRET@/db?host=/tmp", "Postgresql://u:SECRET@h",
+        "postgresql://u:SECRET@[::1/db"}) {
+    CAPTURE(url);
+    const std::string shown = redact_url(url);
+    CHECK(shown.find("SEC") == std::string::npos);
+    CHECK(shown.find("RET") == std::string::npos);
+  }
+}
