@@ -22,27 +22,6 @@ refused() {
   expect_eq "$(db_digest)" "$before" "database after $what"
 }
 
-bg_run() {
-  local name=$1
-  shift
-  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' \
-    "$TASKQ" "$@" >"$name.out" 2>"$name.err" 3>&- &
-  bg=$!
-}
-
-# bg_finish PID NAME: waits (at most 20 s) for a background run to exit;
-# sets $rc, $out and $err.
-bg_finish() {
-  if ! wait_until 20 gone "$1"; then
-    _ko "run exits" "pid $1 ($2) still running after 20 s"
-    kill -KILL "$1" 2>/dev/null
-  fi
-  { wait "$1"; } 2>/dev/null
-  rc=$?
-  out=$(<"$2.out")
-  err=$(<"$2.err")
-}
-
 file_has() { [[ -s $1 ]]; }
 # proc_state PID: the one-letter state of a process (T: stopped).
 proc_state() { awk '{print $3}' "/proc/$1/stat" 2>/dev/null; }

@@ -13,23 +13,6 @@ export STREAM_LOG=$scratch/stream.log
 mkdir -p h
 
 file_has() { [[ -s $1 ]]; }
-bg_run() {
-  local name=$1
-  shift
-  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' \
-    "$TASKQ" "$@" >"$name.out" 2>"$name.err" 3>&- &
-  bg=$!
-}
-bg_finish() {
-  if ! wait_until 20 gone "$1"; then
-    _ko "run exits" "pid $1 ($2) still running after 20 s"
-    kill -KILL "$1" 2>/dev/null
-  fi
-  { wait "$1"; } 2>/dev/null
-  rc=$?
-  out=$(<"$2.out")
-  err=$(<"$2.err")
-}
 pid_of() {
   wait_until 10 file_has "$1" || {
     _ko "handler started" "no pid in $1 after 10 s"

@@ -7,7 +7,7 @@
 # times asserted are generous for a loaded machine but far below the
 # limits a polling or stuck implementation would show.
 
-# now_ms, wait_until, alive and gone come from tests/cli/run.
+# now_ms, wait_until, alive, gone and bg_finish come from tests/cli/run.
 
 # bg NAME ARGS...: starts `taskq ARGS...` in the background, stdout in
 # NAME.out, stderr in NAME.err; sets $bg.
@@ -18,20 +18,6 @@ bg() {
   "$TASKQ" "$@" >"$name.out" 2>"$name.err" 3>&- &
   bg=$!
   bg_pids+=("$bg")
-}
-
-# bg_finish PID NAME: waits (at most 20 s) for it to exit; sets $rc, $out,
-# $err, and $ended (ms since 1970 when it was first seen gone).
-bg_finish() {
-  if ! wait_until 20 gone "$1"; then
-    _ko "background command exits" "pid $1 ($2) still running after 20 s"
-    kill -KILL "$1" 2>/dev/null
-  fi
-  ended=$(now_ms)
-  { wait "$1"; } 2>/dev/null
-  rc=$?
-  out=$(<"$2.out")
-  err=$(<"$2.err")
 }
 
 # blocked PID: PID is waiting in the kernel (poll/inotify), not spinning.

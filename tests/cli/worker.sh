@@ -9,37 +9,13 @@
 
 # --- helpers -------------------------------------------------------------------
 
-# now_ms, wait_until, alive and gone come from tests/cli/run.
+# now_ms, wait_until, alive, gone, bg_run and bg_finish come from
+# tests/cli/run.
 
 # file_has FILE: FILE exists and is not empty.
 file_has() { [[ -s $1 ]]; }
 
-# bg_run NAME ARGS...: starts `taskq ARGS...` in the background with SIGINT
-# at its default, stdout in NAME.out and stderr in NAME.err; sets $bg.
-bg_pids=()
-bg_run() {
-  local name=$1
-  shift
-  perl -e '$SIG{INT} = "DEFAULT"; exec @ARGV or die "exec: $!"' \
-    "$TASKQ" "$@" >"$name.out" 2>"$name.err" 3>&- &
-  bg=$!
-  bg_pids+=("$bg")
-}
-
-# bg_finish PID NAME: waits (at most 20 s) for a background run to exit;
-# sets $rc, $out and $err. A run still there after 20 s is a failed check
-# and is killed.
-bg_finish() {
-  if ! wait_until 20 gone "$1"; then
-    _ko "run exits" "pid $1 ($2) still running after 20 s"
-    kill -KILL "$1" 2>/dev/null
-  fi
-  { wait "$1"; } 2>/dev/null # without bash's "Killed" report
-  rc=$?
-  out=$(<"$2.out")
-  err=$(<"$2.err")
-}
-
+bg_pids=() # what bg_run started, for the clean-up at the end
 # pid_of FILE: waits (at most 10 s) until a handler wrote its pid to FILE,
 # and prints it.
 pid_of() {
