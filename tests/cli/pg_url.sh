@@ -241,32 +241,7 @@ for url in \
 done
 
 section "a refused password prints none of it, whatever the URL's form"
-# A server that asks for passwords: a throwaway cluster of our own
-# (scram-sha-256, on a socket in the scratch folder), when initdb can run
-# here (as root: as the postgres user).
-pg_bin=$(pg_config --bindir 2>/dev/null)
-as_pg=()
-if [[ $(id -u) == 0 ]]; then
-  id postgres >/dev/null 2>&1 && as_pg=(runuser -u postgres --) || pg_bin=""
-fi
-if [[ ! -x $pg_bin/initdb ]]; then
-  echo "note: no initdb to run a password-checking server; the refused-password checks did not run" >&3
-else
-  chmod 711 "$scratch"
-  auth=$scratch/auth
-  mkdir -m 700 "$auth"
-  [[ ${#as_pg[@]} == 0 ]] || chown postgres "$auth"
-  good=right-pw-$$
-  printf '%s\n' "$good" >"$auth/pw"
-  chmod 644 "$auth/pw"
-  check "initdb of a password-checking cluster" \
-    "${as_pg[@]}" "$pg_bin/initdb" -D "$auth/data" -A scram-sha-256 -U taskq \
-    --pwfile="$auth/pw" -N >/dev/null 2>"$auth/initdb.err"
-  # timeout: the server does not outlive the suite, whatever happens.
-  "${as_pg[@]}" timeout 300 "$pg_bin/postgres" -D "$auth/data" -k "$auth" -p 5434 \
-    -c listen_addresses= -c fsync=off >"$auth/server.log" 2>&1 &
-  server=$!
-  check "the cluster accepts connections" wait_until 30 "$pg_bin/pg_isready" -q -h "$auth" -p 5434
+if pg_password_cluster 5434; then
   on="host=$auth&port=5434"
   expect_exit 0 "$TASKQ" --db "POSTGRESQL://taskq:$good@/postgres?$on" add q
   expect_not_contains "$out$err" "$good" "output of $cmd"
@@ -290,7 +265,5 @@ else
   done
   expect_exit 5 "$TASKQ" --db "postgresql:///postgres?$on&user=taskq&pass%77ord=$s1$s2" list
   expect_err_contains "password authentication failed for user \"taskq\""
-  # A fast shutdown, of the postmaster itself (runuser stands between).
-  kill -INT "$(head -1 "$auth/data/postmaster.pid")"
-  wait "$server"
+  pg_password_cluster_stop
 fi
