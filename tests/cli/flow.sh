@@ -307,6 +307,18 @@ expect_eq "$(fshow "$tm_id" '[.atoms[] | "\(.name):\(.kind):\(.state)"] | join("
   "r:retry:REVERTED x:task:REVERTED y:task:REVERTED" "atoms"
 expect_eq "$(fshow "$tm_id" .store)" '{}' "store after the revert"
 
+section "times 0 runs its subflow once, with no retry (TaskFlow's Times(0))"
+t0_id=$(submit '{"name": "t0", "pattern": "linear",
+ "retry": {"name": "r", "times": 0},
+ "atoms": [
+   {"name": "x", "execute": {"queue": "fq"}, "revert": {"queue": "fq"}},
+   {"name": "y", "execute": {"queue": "fq", "payload": {"fail": true}},
+    "max_errors": 1}]}')
+drain_failing
+wait_flow 6 "$t0_id" REVERTED
+expect_eq "$(actions "$t0_id")" "x:execute y:execute x:revert" \
+  "handler runs: once, then the revert"
+
 section "for_each hands each value in turn through args and stops at the first success"
 fe_id=$(submit '{"name": "fe", "pattern": "linear",
  "retry": {"name": "m", "for_each": ["m-a", "m-b", "m-c", "m-d"], "provides": "mirror"},

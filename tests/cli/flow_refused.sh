@@ -81,7 +81,9 @@ ok_atom='{"name": "a", "execute": {"queue": "q"}}'
 
 refused_doc "bad JSON" "" '{"name": "x", "atoms": ['
 refused_doc "an empty document" "" ''
-refused_doc "a JSON array" "" "[$ok_atom]"
+refused_doc "a JSON array" "not an array" "[$ok_atom]"
+refused_doc "a JSON string" "not a string" '"atoms"'
+refused_doc "a JSON number" "not a number" '42'
 refused_doc "trailing garbage" "" "{\"atoms\": [$ok_atom]} x"
 refused_doc "an unknown top-level field" colour \
   "{\"name\": \"x\", \"colour\": \"red\", \"atoms\": [$ok_atom]}"
