@@ -148,11 +148,7 @@ void check_fields(const core::NewTaskFields& fields) {
   case Rule::broadcast_ttl:
     throw Error(ErrorKind::usage, "--ttl must be longer than 0");
   case Rule::trigger:
-    throw Error(ErrorKind::usage,
-                "invalid key '"
-                    + core::trigger_keys(*fields.trigger).at(broken->index)
-                    + "' in --trigger: expected K1,K2,..., each key 1-128 "
-                      "letters, digits and . _ / -");
+    break; // parse_trigger checks --trigger, in its own words
   }
   throw Error(ErrorKind::usage, std::string(broken->field) + " must be "
                                     + broken->must); // not reached
@@ -179,16 +175,7 @@ void apply_rescue_options(const AddOptions& o, storage::NewTask& task,
     check_fields(fields);
     task.broadcast_ttl = fields.broadcast_ttl;
   }
-  // `--trigger a,b --trigger c`: the keys of all, stored sorted and once.
-  if (!o.trigger.empty()) {
-    std::string keys = o.trigger.front();
-    for (size_t i = 1; i < o.trigger.size(); ++i) {
-      keys += "," + o.trigger[i];
-    }
-    fields.trigger = keys;
-    check_fields(fields);
-    task.trigger = core::normal_trigger(keys);
-  }
+  task.trigger = parse_trigger(o.trigger);
 }
 
 // The shell that runs a `--sh` command line, as `/bin/sh -c LINE`.

@@ -3,7 +3,6 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
-#include "core/new_task.hpp"
 #include "core/schedule.hpp"
 #include "core/text.hpp"
 
@@ -161,27 +160,6 @@ struct ScheduleAddOptions {
   std::vector<std::string> trigger; // each K,...
 };
 
-// `--trigger a,b --trigger c`, checked as add checks it: the keys of all,
-// sorted and once; std::nullopt when none is given.
-std::optional<std::string> trigger_arg(const std::vector<std::string>& texts) {
-  if (texts.empty()) {
-    return std::nullopt;
-  }
-  core::NewTaskFields fields;
-  fields.trigger = texts.front();
-  for (size_t i = 1; i < texts.size(); ++i) {
-    *fields.trigger += "," + texts[i];
-  }
-  if (const auto broken = core::check_new_task(fields)) {
-    throw Error(ErrorKind::usage,
-                "invalid key '"
-                    + core::trigger_keys(*fields.trigger).at(broken->index)
-                    + "' in --trigger: expected K1,K2,..., each key 1-128 "
-                      "letters, digits and . _ / -");
-  }
-  return core::normal_trigger(*fields.trigger);
-}
-
 void run_schedule_add(const ScheduleAddOptions& o, Context& ctx) {
   const Format format =
       ctx.format(Format::table, {Format::table, Format::json});
@@ -199,7 +177,7 @@ void run_schedule_add(const ScheduleAddOptions& o, Context& ctx) {
   spec.payload = emit_payload(o.emit);
   spec.labels = parse_labels(o.emit.labels);
   spec.priority = o.emit.priority;
-  spec.trigger = trigger_arg(o.trigger);
+  spec.trigger = parse_trigger(o.trigger);
   const core::Time now = ctx.now();
   auto& store = ctx.store(storage::OpenMode::write);
   store.add_schedule(spec, now, ctx.actor());

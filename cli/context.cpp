@@ -3,6 +3,7 @@
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/new_task.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -292,6 +293,26 @@ parse_patterns(const std::vector<std::string>& texts) {
     patterns.push_back(*p);
   }
   return patterns;
+}
+
+std::optional<std::string>
+parse_trigger(const std::vector<std::string>& texts) {
+  if (texts.empty()) {
+    return std::nullopt;
+  }
+  core::NewTaskFields fields;
+  fields.trigger = texts.front();
+  for (size_t i = 1; i < texts.size(); ++i) {
+    *fields.trigger += "," + texts[i];
+  }
+  if (const auto broken = core::check_new_task(fields)) {
+    throw Error(ErrorKind::usage,
+                "invalid key '"
+                    + core::trigger_keys(*fields.trigger).at(broken->index)
+                    + "' in --trigger: expected K1,K2,..., each key 1-128 "
+                      "letters, digits and . _ / -");
+  }
+  return core::normal_trigger(*fields.trigger);
 }
 
 bool watch(storage::TaskStore& store, std::optional<core::Millis> timeout,

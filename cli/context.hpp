@@ -89,6 +89,11 @@ using core::minify_json_into;
 core::Labels parse_labels(const std::vector<std::string>& texts);
 std::vector<core::LabelPattern>
 parse_patterns(const std::vector<std::string>& texts);
+
+// `--trigger a,b --trigger c` of add and schedule add: the gate keys of all,
+// sorted and once each ("a,b,c"); std::nullopt when none is given. A bad
+// key is a usage error naming it.
+std::optional<std::string> parse_trigger(const std::vector<std::string>& texts);
 // The whole contents of file `path`, or of stdin when it is `-` (usage
 // error when it cannot be read).
 std::string read_input(const std::string& path);
