@@ -50,6 +50,19 @@ int recorded_version(Db& db) {
   return static_cast<int>(st.get_int(0));
 }
 
+// Whether table `name` exists in `schema`, read from the catalogs with the
+// statement's snapshot: to_regclass() reads the backend's catalog cache,
+// which may not yet show a table that another process made while this one
+// waited for the migrations' lock.
+bool table_exists(Db& db, const std::string& schema, const std::string& name) {
+  Statement st(db, "SELECT EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace "
+                   "n ON n.oid = c.relnamespace WHERE n.nspname = ?1 AND "
+                   "c.relname = ?2 AND c.relkind IN ('r', 'p'))");
+  st.bind(1, schema).bind(2, name);
+  st.step();
+  return st.get_int(0) != 0;
+}
+
 [[noreturn]] void too_new(Db& db, int version) {
   const int latest = static_cast<int>(migrations().size());
   throw Error(ErrorKind::unavailable,
@@ -75,7 +88,9 @@ Found look(Db& db, const std::string& schema) {
                    "pg_namespace n ON n.oid = c.relnamespace WHERE n.nspname "
                    "= ?1) + (SELECT count(*) FROM pg_proc p JOIN pg_namespace "
                    "n ON n.oid = p.pronamespace WHERE n.nspname = ?1), "
-                   "to_regclass('public.taskq_schema') IS NOT NULL");
+                   "EXISTS (SELECT 1 FROM pg_class c JOIN pg_namespace n ON "
+                   "n.oid = c.relnamespace WHERE n.nspname = 'public' AND "
+                   "c.relname = 'taskq_schema')");
   st.bind(1, schema);
   st.step();
   return {st.get_int(0) != 0, st.get_int(1), st.get_int(2) != 0};
@@ -148,10 +163,7 @@ int move_from_public(Db& db, const std::string& schema) {
   std::string sql = "CREATE SCHEMA IF NOT EXISTS " + schema
                     + "; ALTER TABLE public.taskq_schema SET SCHEMA " + schema;
   for (const std::string& t : made.tables) {
-    Statement there(db, "SELECT to_regclass(?1) IS NOT NULL");
-    there.bind(1, "public." + t);
-    there.step();
-    if (there.get_int(0) == 0) {
+    if (!table_exists(db, "public", t)) {
       missing("table", t);
     }
     sql += "; ALTER TABLE public." + t + " SET SCHEMA " + schema;
@@ -176,10 +188,8 @@ int move_from_public(Db& db, const std::string& schema) {
 } // namespace
 
 int pg_schema_version(Db& db) {
-  Statement exists(db, "SELECT to_regclass(?1) IS NOT NULL");
-  exists.bind(1, pg_schema(db) + ".taskq_schema");
-  exists.step();
-  return exists.get_int(0) != 0 ? recorded_version(db) : 0;
+  return table_exists(db, pg_schema(db), "taskq_schema") ? recorded_version(db)
+                                                         : 0;
 }
 
 int pg_recorded_version(Db& db) {
