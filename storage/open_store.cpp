@@ -96,6 +96,10 @@ void TaskStore::backup(const std::string& dest_path) {
 }
 
 void TaskStore::vacuum() {
+  if (m_db->backend() == Backend::postgresql) {
+    pg_vacuum(*m_db);
+    return;
+  }
   m_db->exec("VACUUM", "cannot vacuum the database");
 }
 

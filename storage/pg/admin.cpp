@@ -187,6 +187,20 @@ int move_from_public(Db& db, const std::string& schema) {
 
 } // namespace
 
+void pg_vacuum(Db& db) {
+  const std::string schema = pg_schema(db);
+  std::string sql;
+  Statement st(db, "SELECT tablename FROM pg_tables WHERE schemaname = ?1 "
+                   "ORDER BY 1");
+  st.bind(1, schema);
+  while (st.step()) {
+    sql += (sql.empty() ? "VACUUM " : ", ") + schema + "." + st.get_text(0);
+  }
+  if (!sql.empty()) {
+    db.exec(sql.c_str(), "cannot vacuum the database");
+  }
+}
+
 int pg_schema_version(Db& db) {
   return table_exists(db, pg_schema(db), "taskq_schema") ? recorded_version(db)
                                                          : 0;

@@ -11,6 +11,9 @@
 
 namespace taskq::storage {
 
+// VACUUM of taskq's tables (those of its schema) only: a database shared
+// with other applications keeps theirs to themselves.
+void pg_vacuum(Db& db);
 // The schema version recorded in table taskq_schema (0: none yet).
 int pg_schema_version(Db& db);
 // The same, in one round trip when the table is there, which also reads

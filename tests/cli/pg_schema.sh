@@ -2,8 +2,8 @@
 # a database taskq did not make is never written to by a read (exit 5, one
 # line, nothing created); `add` creates schema taskq and nothing else; an
 # application's own `tasks` table in public is never touched and taskq works
-# beside it; two schemas (?schema=NAME) in one database are two queues that
-# do not see each other; a schema that holds what taskq did not make, or a
+# beside it (db vacuum too leaves it alone); two schemas (?schema=NAME) in
+# one database are two queues that do not see each other; a schema that holds what taskq did not make, or a
 # half-made one, is exit 5 with one line and changes nothing; an older
 # taskq's tables in public move into schema taskq with every task; and a
 # least-privilege worker role (USAGE and DML only) runs add, lease and done.
@@ -87,6 +87,13 @@ expect_exit 0 "$TASKQ" db check
 expect_out "ok: schema version $latest, 2 tasks"
 expect_exit 0 "$TASKQ" export
 expect_eq "$(grep -c . <<<"$out")" 2 "export: taskq's two tasks, one a line"
+# db vacuum: taskq's tables only (the statistics reach the view within a
+# second or so).
+vacuums() { app_sql "SELECT vacuum_count FROM pg_stat_user_tables WHERE schemaname = '$1' AND relname = 'tasks'"; }
+expect_exit 0 "$TASKQ" db vacuum
+taskq_vacuumed() { (($(vacuums taskq) > 0)); }
+check "db vacuum vacuumed taskq.tasks" wait_until 10 taskq_vacuumed
+expect_eq "$(vacuums public)" 0 "vacuums of the application's public.tasks"
 
 section "two schemas in one database: two queues that do not see each other"
 fresh_db two
