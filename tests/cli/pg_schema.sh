@@ -3,8 +3,9 @@
 # line, nothing created); `add` creates schema taskq and nothing else; an
 # application's own `tasks` table in public is never touched and taskq works
 # beside it (db vacuum too leaves it alone); two schemas (?schema=NAME) in
-# one database are two queues that do not see each other; a schema that holds what taskq did not make, or a
-# half-made one, is exit 5 with one line and changes nothing; an older
+# one database are two queues that do not see each other; a schema that
+# holds what taskq did not make, or a half-made one, is exit 5 with one line
+# and changes nothing; an older
 # taskq's tables in public move into schema taskq with every task; and a
 # least-privilege worker role (USAGE and DML only) runs add, lease and done.
 #
