@@ -94,9 +94,8 @@ ErrorKind kind_for(std::string_view state) {
 // The schema holding taskq's tables when the URL names none.
 constexpr std::string_view k_default_schema = "taskq";
 
-// A schema's name as taskq accepts it: a plain lower-case identifier,
-// which needs no quoting anywhere (the search_path, a startup option, a
-// catalog query), and none of the server's own (pg_...).
+// A schema's name as taskq accepts it: a lower-case identifier, which
+// needs no quoting anywhere, and none of the server's own (pg_...).
 bool valid_schema_name(std::string_view name) {
   if (name.empty() || name.size() > 63 || name.starts_with("pg_")
       || (name[0] >= '0' && name[0] <= '9')) {
@@ -107,13 +106,10 @@ bool valid_schema_name(std::string_view name) {
   });
 }
 
-// The URL without its `schema=NAME` query parameter (taskq's own, which
-// libpq would refuse), and the schema it names (the default when none;
-// the last when repeated). A name taskq does not accept is a usage error.
-// Without one, the first schema of a search_path that the URL's `options`
-// set (`?options=-csearch_path%3DNAME`, how a schema was chosen before
-// taskq had its own) is taken when taskq accepts its name, so that such a
-// URL keeps its tables.
+// The URL without its `schema=NAME` (taskq's, which libpq would refuse),
+// and the schema it names (the last; a bad name is a usage error). Else
+// the first of a search_path set in the URL's options (how a schema was
+// chosen before), else the default.
 std::pair<std::string, std::string> split_schema(const std::string& url) {
   std::string rest;
   std::string schema(k_default_schema);
@@ -161,11 +157,10 @@ std::pair<std::string, std::string> split_schema(const std::string& url) {
   return {rest, schema};
 }
 
-// `begin` (a BEGIN and what follows it in the same round trip) with the
-// schema set as the transaction's search_path right after the BEGIN:
-// every transaction names taskq's schema itself, so that a connection
-// handed from client to client (a pooler's transaction mode) needs no
-// session state.
+// `begin` (a BEGIN and what follows it) with the schema set as the
+// search_path right after the BEGIN: every transaction names it itself, so
+// that a connection a pooler hands from client to client between
+// transactions needs no session state.
 std::string with_schema(std::string_view begin, const std::string& schema) {
   const size_t end = std::min(begin.find(';'), begin.size());
   return std::string(begin.substr(0, end)) + "; SET LOCAL search_path TO "
