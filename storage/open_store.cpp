@@ -28,14 +28,15 @@ TaskStore::TaskStore(const std::string& path, OpenMode mode, Clock clock)
     : m_clock(std::move(clock)) {
   check_db_name(path);
   if (is_postgres_url(path)) {
-    // A server's database always exists: reads and writes bring its
-    // schema up to date (a read of a new database then reads an empty
-    // queue); OpenMode::clock leaves that to open_for().
+    // As a missing SQLite file: a database without taskq's schema is
+    // unavailable to every mode but `write`, which creates the schema;
+    // reads and writes bring an existing one up to date. OpenMode::clock
+    // leaves that to open_for().
     m_db = connect_postgres(path);
     if (mode == OpenMode::clock) {
       m_schema_pending = pg_recorded_version(*m_db) != latest_schema_version();
     } else {
-      pg_migrate(*m_db);
+      pg_migrate(*m_db, mode == OpenMode::write);
     }
     return;
   }
@@ -53,14 +54,14 @@ int TaskStore::schema_version() {
 
 void TaskStore::open_for(OpenMode mode) {
   if (m_schema_pending && mode != OpenMode::clock) {
-    pg_migrate(*m_db);
+    pg_migrate(*m_db, mode == OpenMode::write);
     m_schema_pending = false;
   }
 }
 
 int TaskStore::migrate() {
   if (m_db->backend() == Backend::postgresql) {
-    return pg_migrate(*m_db);
+    return pg_migrate(*m_db, true);
   }
   apply_migrations(*m_db);
   return read_user_version(*m_db);
@@ -95,6 +96,10 @@ void TaskStore::backup(const std::string& dest_path) {
 }
 
 void TaskStore::vacuum() {
+  if (m_db->backend() == Backend::postgresql) {
+    pg_vacuum(*m_db);
+    return;
+  }
   m_db->exec("VACUUM", "cannot vacuum the database");
 }
 

@@ -91,6 +91,82 @@ ErrorKind kind_for(std::string_view state) {
   return ErrorKind::internal;
 }
 
+// The schema holding taskq's tables when the URL names none.
+constexpr std::string_view k_default_schema = "taskq";
+
+// A schema's name as taskq accepts it: a lower-case identifier, which
+// needs no quoting anywhere, and none of the server's own (pg_...).
+bool valid_schema_name(std::string_view name) {
+  if (name.empty() || name.size() > 63 || name.starts_with("pg_")
+      || (name[0] >= '0' && name[0] <= '9')) {
+    return false;
+  }
+  return std::all_of(name.begin(), name.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+  });
+}
+
+// The URL without its `schema=NAME` (taskq's, which libpq would refuse),
+// and the schema it names (the last; a bad name is a usage error). Else
+// the first of a search_path set in the URL's options (how a schema was
+// chosen before), else the default.
+std::pair<std::string, std::string> split_schema(const std::string& url) {
+  std::string rest;
+  std::string schema(k_default_schema);
+  const size_t query = url.find('?');
+  if (query == std::string::npos) {
+    return {url, schema};
+  }
+  rest = url.substr(0, query);
+  char sep = '?';
+  bool named = false;
+  for (size_t at = query + 1; at <= url.size();) {
+    const size_t end = std::min(url.find('&', at), url.size());
+    const std::string_view param(url.data() + at, end - at);
+    if (param.starts_with("options=") && !named) {
+      const std::string options = percent_decode(param.substr(8));
+      const size_t path = options.find("search_path=");
+      if (path != std::string::npos) {
+        const size_t from = path + 12;
+        const size_t to =
+            std::min(options.find_first_of(", ", from), options.size());
+        if (const std::string first = options.substr(from, to - from);
+            valid_schema_name(first)) {
+          schema = first;
+        }
+      }
+    }
+    if (param.starts_with("schema=")) {
+      named = true;
+      schema = percent_decode(param.substr(7));
+      if (!valid_schema_name(schema)) {
+        throw Error(ErrorKind::usage,
+                    "invalid schema '" + schema + "' in database URL "
+                        + redact_url(url)
+                        + ": a schema is lower-case letters, digits and '_' "
+                          "(at most 63, not starting with a digit or pg_)");
+      }
+    }
+    if (!param.starts_with("schema=") && !param.empty()) {
+      rest += sep;
+      rest += param;
+      sep = '&';
+    }
+    at = end + 1;
+  }
+  return {rest, schema};
+}
+
+// `begin` (a BEGIN and what follows it) with the schema set as the
+// search_path right after the BEGIN: every transaction names it itself, so
+// that a connection a pooler hands from client to client between
+// transactions needs no session state.
+std::string with_schema(std::string_view begin, const std::string& schema) {
+  const size_t end = std::min(begin.find(';'), begin.size());
+  return std::string(begin.substr(0, end)) + "; SET LOCAL search_path TO "
+         + schema + std::string(begin.substr(end));
+}
+
 class PgDb;
 
 // A statement as PostgreSQL reads it, and its name once prepared.
@@ -226,40 +302,49 @@ private:
 
 class PgDb final : public Db {
 public:
-  explicit PgDb(const std::string& url)
-      : Db(Backend::postgresql, redact_url(url)), m_url(url),
-        m_conn(connect(url)) {
+  explicit PgDb(const std::string& url) : PgDb(url, split_schema(url)) {}
+
+  PgDb(const std::string& url, std::pair<std::string, std::string> split)
+      : Db(Backend::postgresql, redact_url(url)), m_url(std::move(split.first)),
+        m_schema(std::move(split.second)),
+        m_begin_write(with_schema(k_begin_write, m_schema)),
+        m_begin_read(with_schema(k_begin_read, m_schema)),
+        m_conn(connect(m_url, m_schema)) {
     if (m_conn == nullptr) {
       throw Error(ErrorKind::unavailable,
                   "cannot connect to database " + path() + ": out of memory");
     }
     if (pq().PQstatus(m_conn.get()) != CONNECTION_OK) {
-      throw Error(ErrorKind::unavailable,
-                  "cannot connect to database " + path() + ": "
-                      + connect_error(pq().PQerrorMessage(m_conn.get()), url));
+      throw Error(
+          ErrorKind::unavailable,
+          "cannot connect to database " + path() + ": "
+              + connect_error(pq().PQerrorMessage(m_conn.get()), m_url));
     }
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
-    if (url.find("options=") != std::string::npos) {
+    if (m_url.find("options=") != std::string::npos) {
       // The URL sets options of its own, which connect() leaves alone.
-      exec(session_settings("SET ", "; ").c_str(),
+      exec(session_settings("SET ", "; ", m_schema).c_str(),
            "cannot configure the connection");
     }
   }
 
   // The session settings: how long a writer waits for the write lock (as
-  // SQLite's busy timeout), and quiet notices.
+  // SQLite's busy timeout), quiet notices, and taskq's schema for the
+  // statements outside a transaction (each transaction sets it again).
   static std::string session_settings(std::string_view set,
-                                      std::string_view sep) {
+                                      std::string_view sep,
+                                      const std::string& schema) {
     return std::string(set)
            + "lock_timeout=" + std::to_string(busy_timeout_ms())
            + std::string(sep) + std::string(set) + "client_min_messages=warning"
-           + std::string(sep) + std::string(set) + "bytea_output=hex";
+           + std::string(sep) + std::string(set) + "bytea_output=hex"
+           + std::string(sep) + std::string(set) + "search_path=" + schema;
   }
 
   // Connects with the session settings sent in the startup packet (no round
   // trip of their own), unless the URL has options of its own.
-  static PGconn* connect(const std::string& url) {
-    const std::string options = session_settings("-c ", " ");
+  static PGconn* connect(const std::string& url, const std::string& schema) {
+    const std::string options = session_settings("-c ", " ", schema);
     const bool own = url.find("options=") != std::string::npos;
     return libpq::connect(url, own ? nullptr : options.c_str());
   }
@@ -385,7 +470,8 @@ public:
   void begin(TxKind kind) override {
     m_write = kind == TxKind::write;
     const Result r =
-        check(pq().PQexec(m_conn.get(), m_write ? k_begin_write : k_begin_read),
+        check(pq().PQexec(m_conn.get(), m_write ? m_begin_write.c_str()
+                                                : m_begin_read.c_str()),
               "cannot start a transaction");
     m_lock_time.reset();
     if (m_write) {
@@ -429,6 +515,7 @@ public:
   }
 
   std::string feed_source() const override { return m_url; }
+  const std::string& schema() const { return m_schema; }
   int backend_pid() const override { return pq().PQbackendPID(m_conn.get()); }
 
   // In a write transaction: the time when it took the lock (the decisions
@@ -461,7 +548,10 @@ private:
   struct Finish {
     void operator()(PGconn* c) const { pq().PQfinish(c); }
   };
-  std::string m_url; // with its password: for the change feed only
+  std::string m_url;         // as libpq reads it, with its password
+  std::string m_schema;      // taskq's tables: the URL's schema=
+  std::string m_begin_write; // k_begin_write, in m_schema
+  std::string m_begin_read;  // k_begin_read, in m_schema
   std::unique_ptr<PGconn, Finish> m_conn;
   std::unordered_map<std::string, Prepared> m_prepared;
   int m_statements = 0;
@@ -497,6 +587,14 @@ bool PgStatement::step() {
 
 std::unique_ptr<Db> connect_postgres(const std::string& url) {
   return std::make_unique<PgDb>(url);
+}
+
+std::string pg_schema(const Db& db) {
+  return static_cast<const PgDb&>(db).schema();
+}
+
+std::string pg_default_schema() {
+  return std::string(k_default_schema);
 }
 
 } // namespace taskq::storage

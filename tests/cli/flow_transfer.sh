@@ -27,7 +27,7 @@ step() {
 # raw_sql SQL: runs SQL on $TASKQ_DB behind taskq's back.
 raw_sql() {
   if [[ $TASKQ_DB == postgresql://* ]]; then
-    psql -X -q -v ON_ERROR_STOP=1 -d "$TASKQ_DB" -c "$1" >/dev/null
+    PGOPTIONS='-c search_path=taskq' psql -X -q -v ON_ERROR_STOP=1 -d "$TASKQ_DB" -c "$1" >/dev/null
   else
     sqlite3 "$TASKQ_DB" "$1"
   fi

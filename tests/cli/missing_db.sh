@@ -3,23 +3,13 @@
 # so, and creates nothing (the folder's listing is the same before and after);
 # the commands that add something create it; an explicit --db whose folder does
 # not exist is refused by every command, never a created folder tree.
-# PostgreSQL URLs name a server's database: these are about SQLite files.
+# On PostgreSQL, where the server's database exists, the same holds for
+# taskq's schema in it.
 
 set_now 2026-11-24T09:00:00Z
 
-if sqlite_only; then
-  mkdir -p d
-  db=$PWD/d/taskq.db
-
-  section "reading or working on a missing database exits 5, creates nothing"
-  while read -r line; do
-    read -ra words <<<"$line"
-    before=$(find "$scratch/d" | sort)
-    expect_exit 5 "$TASKQ" --db "$db" "${words[@]}" </dev/null
-    expect_eq "$err" "taskq: no database at $db (the first add creates it)" \
-      "stderr of taskq $line"
-    expect_eq "$(find "$scratch/d" | sort)" "$before" "files after taskq $line"
-  done <<'EOF_CMDS'
+# The commands that only read or work on a database; those that add.
+read_cmds=$(cat <<'EOF_CMDS'
 list
 list -o json
 show 1
@@ -64,6 +54,32 @@ db check
 db backup copy.db
 db vacuum
 EOF_CMDS
+)
+add_cmds=$(cat <<'EOF_CMDS'
+add q
+add q --jsonl /dev/null
+tx -
+schedule add s q --every hour
+gate add g q --keys a
+queue set q --max-running 2
+queue pause q
+db migrate
+EOF_CMDS
+)
+
+if sqlite_only; then
+  mkdir -p d
+  db=$PWD/d/taskq.db
+
+  section "reading or working on a missing database exits 5, creates nothing"
+  while read -r line; do
+    read -ra words <<<"$line"
+    before=$(find "$scratch/d" | sort)
+    expect_exit 5 "$TASKQ" --db "$db" "${words[@]}" </dev/null
+    expect_eq "$err" "taskq: no database at $db (the first add creates it)" \
+      "stderr of taskq $line"
+    expect_eq "$(find "$scratch/d" | sort)" "$before" "files after taskq $line"
+  done <<<"$read_cmds"
   check "no file at all in d/" test -z "$(ls -A d)"
   expect_exit 0 "$TASKQ" --db "$db" db path
   expect_out "$db"
@@ -76,16 +92,7 @@ EOF_CMDS
     rm -f "$db" "$db-wal" "$db-shm"
     expect_exit 0 "$TASKQ" --db "$db" "${words[@]}" <<<'{"create":[{"queue":"t"}]}'
     check "taskq $line created the database" test -f "$db"
-  done <<'EOF_CMDS'
-add q
-add q --jsonl /dev/null
-tx -
-schedule add s q --every hour
-gate add g q --keys a
-queue set q --max-running 2
-queue pause q
-db migrate
-EOF_CMDS
+  done <<<"$add_cmds"
   rm -f "$db" "$db-wal" "$db-shm"
   printf '{"name": "f", "pattern": "linear", "atoms": [{"name": "a", "execute": {"queue": "fq"}}]}\n' >flow.json
   expect_exit 0 "$TASKQ" --db "$db" flow submit flow.json
@@ -115,6 +122,25 @@ EOF_CMDS
   expect_exit 0 env -u TASKQ_DB HOME="$home" XDG_DATA_HOME= "$TASKQ" add q
   check "add made the default database" test -f "$home/.local/share/taskq/taskq.db"
 else
-  section "PostgreSQL: the server's database, as before"
-  expect_exit 0 "$TASKQ" list
+  # A server's database exists: taskq's schema in it is what is missing
+  # (doc/postgresql.md#a-shared-server).
+  section "PostgreSQL: reading or working on a database without taskq's schema exits 5, creates nothing"
+  before=$(db_dump)
+  while read -r line; do
+    read -ra words <<<"$line"
+    expect_exit 5 "$TASKQ" "${words[@]}" </dev/null
+    expect_eq "$err" "taskq: no taskq schema taskq in database $TASKQ_DB (the first add creates it)" \
+      "stderr of taskq $line"
+    expect_eq "$(db_dump)" "$before" "database after taskq $line"
+  done <<<"$read_cmds"
+
+  section "PostgreSQL: the commands that add something create the schema"
+  n=0
+  while read -r line; do
+    n=$((n + 1))
+    read -ra words <<<"${line//@/$n}"
+    fresh_db "adds$n"
+    expect_exit 0 "$TASKQ" "${words[@]}" <<<'{"create":[{"queue":"t"}]}'
+    expect_contains "$(db_dump)" "column taskq.tasks.id" "taskq $line created the schema"
+  done <<<"$add_cmds"
 fi

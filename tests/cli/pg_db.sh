@@ -18,7 +18,8 @@ set_now 2026-11-21T08:00:00Z
 
 # The current database's name, and psql on it.
 dbname() { printf '%s' "${TASKQ_DB##*/}"; }
-sql() { psql -XAtq -v ON_ERROR_STOP=1 -d "$(dbname)" -c "$1"; }
+# taskq's tables are in its schema (taskq), which psql's search_path names.
+sql() { PGOPTIONS='-c search_path=taskq' psql -XAtq -v ON_ERROR_STOP=1 -d "$(dbname)" -c "$1"; }
 
 # A URL of the current database holding a password (the server's own when
 # PGPASSWORD gives one, so that it is accepted; trust auth accepts any),

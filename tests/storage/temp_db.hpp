@@ -122,7 +122,9 @@ public:
   // sqlite3 shell) handles a -wal file left by the store.
   bool exec(const std::string& sql) const {
     if (!m_database.empty()) {
-      return detail::run_command("psql -X -q -v ON_ERROR_STOP=1 -d "
+      // taskq's tables are in its schema, taskq.
+      return detail::run_command("PGOPTIONS='-c search_path=taskq' "
+                                 "psql -X -q -v ON_ERROR_STOP=1 -d "
                                  + m_database + " -c " + detail::sh_quote(sql)
                                  + " >/dev/null")
              == 0;
