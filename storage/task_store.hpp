@@ -39,14 +39,17 @@ void check_db_name(std::string_view path);
 // returned as they are.
 std::string redact_url(std::string_view url);
 
-// How to open the database file.
-// A missing SQLite file is ErrorKind::unavailable ("no database at PATH
-// (the first add creates it)") for every mode but `write`, and nothing is
-// created (no file, folder, -wal or -shm).
+// How to open the database.
+// A missing SQLite file, or a PostgreSQL database without taskq's schema,
+// is ErrorKind::unavailable ("no database at PATH (the first add creates
+// it)", "no taskq schema NAME in database URL ...") for every mode but
+// `write`, and nothing is created (no file, folder, -wal or -shm; no schema
+// or table).
 enum class OpenMode {
   read,   // reads only
   update, // writes to a database that exists (lease, run, pause, ...)
-  write,  // creates the file (0600) and its folder when missing (add, ...)
+  write,  // creates the file (0600) and its folder, or the schema, when
+          // missing (add, ...)
   // PostgreSQL only: for the server's clock, before a command has checked
   // its input. The schema is left as it is until open_for() names what
   // the command does, so that a refused command creates no tables.
