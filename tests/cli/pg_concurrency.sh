@@ -45,7 +45,8 @@ set_now 2026-11-21T08:00:00Z
 tq queue set m --max-running 3
 
 section "--unique: 16 adds of one key at once make one task"
-for round in 1 2 3; do
+# Five rounds: the adds race only while their transactions overlap.
+for round in 1 2 3 4 5; do
   hammer uniq $pc_n "$TASKQ" add u --unique "key$round" --payload '{"n":@I}'
   expect_eq "$(rcs uniq)" "$pc_n 0" "round $round: every add exits 0 ($(errs uniq))"
   ids=$(cat "$scratch"/uniq.*.out | sort -u)
@@ -132,6 +133,19 @@ hammer tx $pc_n bash -c 'printf "%s" "$1" | "$TASKQ" tx' _ \
 expect_eq "$(cat "$scratch"/tx.*.rc | grep -c '^0$')" 1 "one tx applies ($(rcs tx))"
 expect_eq "$(cat "$scratch"/tx.*.rc | grep -c '^4$')" $((pc_n - 1)) "the others exit 4"
 expect_eq "$(field "$t" .rev)" $((rev + 1)) "the rev moved once"
+
+section "root obsolescence: 16 leases at once kill each obsolete task once"
+for i in $(seq 1 8); do add_task rq --root tenant=beta >/dev/null; done
+add_task rroot --label tenant=beta >/dev/null
+hammer root $pc_n env TASKQ_WORKER=r@I "$TASKQ" lease rq --for 1h -o id
+expect_eq "$(cat "$scratch"/root.*.rc | grep -vc -e '^0$' -e '^75$')" 0 \
+  "every lease exits 0 or 75 ($(errs root))"
+expect_eq "$(cat "$scratch"/root.*.out | grep -c .)" 0 "none leased"
+out=$(tq list --queue rq --state killed -o id)
+expect_eq "$(grep -c . <<<"$out")" 8 "all 8 killed"
+out=$(tq events --queue rq -o json)
+expect_eq "$(jq -s '[.[] | select(.to == "killed")] | length' <<<"$out")" 8 \
+  "each killed once"
 
 section "expired leases: 16 leases at once reclaim each once"
 for i in $(seq 1 8); do add_task xq >/dev/null; done
