@@ -33,8 +33,12 @@ void cover_gates(Db& db, const std::string& trigger, Time now) {
   {
     // In byte order on both backends, so that the gates a trigger fills
     // emit their tasks (and take their ids) in the same order.
-    Statement st(db, join("SELECT name, keys, covered FROM gates ORDER BY name",
-                          db.dialect().bytewise()));
+    // Locked (PostgreSQL), so that two triggers completing at once cover
+    // a gate one after the other, each seeing the other's keys.
+    Statement st(db, join(join("SELECT name, keys, covered FROM gates ORDER "
+                               "BY name",
+                               db.dialect().bytewise()),
+                          row_lock(db, " FOR UPDATE")));
     while (st.step()) {
       auto keys = strings_from_json(st.get_text(1));
       const bool has = std::any_of(mine.begin(), mine.end(), [&](auto& key) {
@@ -85,6 +89,21 @@ void cover_gates(Db& db, const std::string& trigger, Time now) {
   }
 }
 
+// Locks the row of the flow that `link` (a task's flow column) names
+// (PostgreSQL), so that two of its tasks ending at once step it one after
+// the other, each seeing the other's step.
+void lock_flow(Db& db, const std::string& link) {
+  if (db.backend() != Backend::postgresql) {
+    return;
+  }
+  const auto j = nlohmann::json::parse(link, nullptr, false);
+  if (j.is_object() && j.contains("id") && j["id"].is_number_integer()) {
+    Statement(db, "SELECT 1 FROM flows WHERE id = ?1 FOR UPDATE")
+        .bind(1, j["id"].get<int64_t>())
+        .run();
+  }
+}
+
 void settle_finished(Db& db, int64_t id, TaskState state, Time now) {
   core::Labels labels;
   std::optional<std::string> trigger;
@@ -109,6 +128,7 @@ void settle_finished(Db& db, int64_t id, const core::Labels& labels,
     // Its flow steps once the task's end is written whole (its reason,
     // its last error), just before the transaction commits.
     db.defer([&db, id, flow = std::move(*flow), state, now] {
+      lock_flow(db, flow);
       flow_task_ended(db, id, flow, state, now);
     });
   }
@@ -127,7 +147,8 @@ void settle_finished(Db& db, int64_t id, const core::Labels& labels,
   if (waited_for) {
     Statement st(db, "SELECT t.id, t.state FROM task_deps d JOIN tasks t "
                      "ON t.id = d.task_id WHERE d.dep_id = ?1 "
-                     "AND t.blockers > 0 ORDER BY t.id");
+                     "AND t.blockers > 0 ORDER BY t.id"
+                         + std::string(row_lock(db, " FOR UPDATE OF t")));
     st.bind(1, id);
     while (st.step()) {
       waiting.emplace_back(

@@ -37,8 +37,34 @@ constexpr std::string_view k_ready_where =
     "0 AND broadcast_until IS NULL "
     "AND run_at <= ?2";
 
+std::string_view row_lock(const Db& db, std::string_view clause) {
+  return db.backend() == Backend::postgresql ? clause : std::string_view();
+}
+
+void lock_task(Db& db, int64_t id) {
+  if (db.backend() == Backend::postgresql) {
+    Statement(db, "SELECT 1 FROM tasks WHERE id = ?1 FOR UPDATE")
+        .bind(1, id)
+        .run();
+  }
+}
+
+// Task `id`'s state, its row locked (lock_task); std::nullopt: it is gone.
+std::optional<TaskState> locked_state(Db& db, int64_t id) {
+  Statement st(db, join("SELECT state FROM tasks WHERE id = ?1",
+                        row_lock(db, " FOR UPDATE")));
+  st.bind(1, id);
+  if (!st.step()) {
+    return std::nullopt;
+  }
+  return core::parse_state(st.get_text(0));
+}
+
 // Makes expired leases of `queue` plain unleased tasks again, so they are
-// back in the ready index. Costs O(log n) per expired lease.
+// back in the ready index. Costs O(log n) per expired lease. The UPDATE
+// repeats the test: a heartbeat that extended the lease, or another
+// leaser that reclaimed it, since the SELECT wins (PostgreSQL re-checks
+// the WHERE on the row's newest version once it holds the row).
 void reclaim_expired(Db& db, const std::string& queue, Time now) {
   std::vector<std::pair<int64_t, std::string>> expired;
   {
@@ -51,10 +77,14 @@ void reclaim_expired(Db& db, const std::string& queue, Time now) {
     }
   }
   for (const auto& [id, worker] : expired) {
-    Statement(db, "UPDATE tasks SET lease_token = NULL, lease_worker = NULL, "
-                  "lease_expires = NULL, rev = rev + 1 WHERE id = ?1")
-        .bind(1, id)
-        .run();
+    Statement clear(db,
+                    "UPDATE tasks SET lease_token = NULL, lease_worker = NULL, "
+                    "lease_expires = NULL, rev = rev + 1 WHERE id = ?1 AND "
+                    "lease_token IS NOT NULL AND lease_expires <= ?2");
+    clear.bind(1, id).bind(2, to_unix_ms(now)).run();
+    if (clear.changes() == 0) {
+      continue;
+    }
     bump_queue_counter(db, queue, QueueCounter::leases_expired);
     log_event(db, id, now, "expire", TaskState::runnable, TaskState::runnable,
               k_system_actor, "lease of " + worker + " expired");
@@ -131,8 +161,10 @@ public:
                        "'sleeping') AND blockers = 0 AND broadcast_until IS "
                        "NULL AND priority = ?2 AND run_at <= ?3 "
                        "AND (run_at > ?4 OR (run_at = ?4 AND id > ?5)) "
-                       "ORDER BY run_at, id LIMIT "
-                           + std::to_string(k_page))) {}
+                       "ORDER BY run_at, id LIMIT ?6"
+                           + std::string(row_lock(
+                               db, " FOR UPDATE OF tasks SKIP LOCKED")))),
+        m_locks(db.backend() == Backend::postgresql) {}
 
   // The first such task, or nullptr. Up to `want` of them (how many the
   // caller may still lease) are read at once and kept, in lease order:
@@ -174,14 +206,20 @@ private:
       // must not read every due task of a long queue. The first page with
       // a match ends the search: the rest of the queue waits for the
       // next read.
+      // On PostgreSQL each row read is locked (a row another leaser holds
+      // is passed over), so a page is only as long as the rows wanted:
+      // the rest stay free for the other leasers.
+      const int page =
+          m_locks ? static_cast<int>(std::min<size_t>(want, k_page)) : k_page;
       int64_t after_run_at = std::numeric_limits<int64_t>::min();
       int64_t after_id = 0;
-      for (int rows = k_page; rows == k_page && kept.empty();) {
+      for (int rows = page; rows == page && kept.empty();) {
         m_due.bind(1, queue)
             .bind(2, *priority)
             .bind(3, to_unix_ms(now))
             .bind(4, after_run_at)
-            .bind(5, after_id);
+            .bind(5, after_id)
+            .bind(6, page);
         rows = 0;
         while (kept.size() < want && m_due.step()) {
           ++rows;
@@ -211,6 +249,7 @@ private:
   Db& m_db;
   PriorityWalk m_walk;
   Statement m_due;
+  bool m_locks; // rows read are locked (PostgreSQL)
   std::map<std::string, std::deque<Task>, std::less<>> m_kept;
 };
 
@@ -234,6 +273,11 @@ void deliver_broadcasts(Db& db, const std::string& queue,
                         "time) VALUES (?1, ?2, ?3, ?4) ON CONFLICT DO NOTHING");
   for (Task& t : live) {
     if (*t.broadcast_until <= now) {
+      // Another leaser may have ended it since it was read (PostgreSQL):
+      // it is ended by whoever holds its row first.
+      if (locked_state(db, t.id) != TaskState::runnable) {
+        continue;
+      }
       StateChange end{t.id, TaskState::runnable,
                       core::SystemMove::broadcast_ended, k_system_actor,
                       "broadcast ended at "
@@ -353,6 +397,13 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
     }
     int64_t capacity = req.count;
     if (row.max_running) {
+      // The leasers of a queue with a limit take turns on its settings
+      // row (PostgreSQL), so that each counts the leases the others
+      // committed; a queue without one takes no such lock.
+      Statement(db, join("SELECT 1 FROM queues WHERE name = ?1",
+                         row_lock(db, " FOR UPDATE")))
+          .bind(1, q)
+          .run();
       capacity =
           std::max<int64_t>(0, *row.max_running - count_running(db, q, now));
     }

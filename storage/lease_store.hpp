@@ -19,6 +19,17 @@
 
 namespace taskq::storage::detail {
 
+// Row locks, which only PostgreSQL needs and spells: SQLite's one writer
+// already excludes every other. `clause` (" FOR UPDATE", " FOR UPDATE OF
+// tasks SKIP LOCKED") on PostgreSQL, empty on SQLite. See "How each rule
+// holds on PostgreSQL" in doc/architecture.md.
+std::string_view row_lock(const Db& db, std::string_view clause);
+
+// Locks task `id`'s row until the transaction ends (PostgreSQL; nothing
+// on SQLite), so that what is read of it next stays true until the
+// commit: the caller decides on it and writes it.
+void lock_task(Db& db, int64_t id);
+
 // How many tasks of `queue` hold a live lease.
 int64_t count_running(Db& db, const std::string& queue, core::Time now);
 

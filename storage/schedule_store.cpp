@@ -102,11 +102,12 @@ std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
                                     Time now) {
   std::vector<ScheduleInfo> due;
   {
-    Statement st(db, join(join("SELECT ", k_schedule_columns),
-                          std::string(" FROM schedules WHERE paused = 0 AND "
-                                      "due_at <= ?1")
-                              + (queue ? " AND queue = ?2" : "")
-                              + " ORDER BY name"));
+    Statement st(
+        db, join(join("SELECT ", k_schedule_columns),
+                 std::string(" FROM schedules WHERE paused = 0 AND "
+                             "due_at <= ?1")
+                     + (queue ? " AND queue = ?2" : "") + " ORDER BY name"
+                     + std::string(row_lock(db, " FOR UPDATE SKIP LOCKED"))));
     st.bind(1, to_unix_ms(now));
     if (queue) {
       st.bind(2, *queue);

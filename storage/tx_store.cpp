@@ -8,6 +8,7 @@
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -148,6 +149,32 @@ TxResult TaskStore::apply_tx(const TxRequest& req, Time now,
   check_distinct(req);
   Transaction tx(*m_db);
   now = locked_now(now);
+  // 0. The tasks the document names are locked, in id order (so that two
+  // documents naming the same tasks never wait for each other in a
+  // circle), and stay as checked until the commit (PostgreSQL).
+  {
+    std::vector<int64_t> named;
+    for (const auto& r : req.require) {
+      named.push_back(r.id);
+    }
+    for (const auto& r : req.remove) {
+      named.push_back(r.id);
+    }
+    for (const auto& u : req.update) {
+      named.push_back(u.id);
+    }
+    for (const auto& c : req.complete) {
+      named.push_back(c.id);
+    }
+    for (const auto& c : req.create) {
+      named.insert(named.end(), c.after.begin(), c.after.end());
+    }
+    std::sort(named.begin(), named.end());
+    named.erase(std::unique(named.begin(), named.end()), named.end());
+    for (const int64_t id : named) {
+      lock_task(*m_db, id);
+    }
+  }
   // 1. Predicates.
   for (size_t i = 0; i < req.require.size(); ++i) {
     const auto& r = req.require[i];

@@ -35,6 +35,9 @@ struct Held {
 };
 
 Held check_held(Db& db, int64_t id, const std::string& token, Time now) {
+  // What is checked here stays true until the commit: a reclaim or an
+  // operator's move of this task waits for it, or it for them.
+  lock_task(db, id);
   bool waited_for = true;
   Task t = load_full(db, id, &waited_for);
   // Only a broadcast (broadcast_until is set when it is added and never

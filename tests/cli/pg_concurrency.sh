@@ -1,0 +1,180 @@
+# Each rule that reads and then writes across rows stays exact under
+# concurrency: 16 processes at once hammer one rule, and the rule's
+# invariant is checked afterwards. On PostgreSQL the writers are not
+# serialised by SQLite's one writer, so this is where a rule that lacks a
+# lock of its own shows (doc/architecture.md, "How each rule holds on
+# PostgreSQL"). It runs on SQLite too: the same invariants hold there.
+#
+# The writers are background processes; the only synchronisation is `wait`
+# on their pids. Each writes its exit status and output to files of its
+# own, and the checks run in this shell afterwards.
+
+pc_n=16
+# A hung invocation must not hang the suite.
+pc_timeout=120
+
+# hammer TAG N CMD...: runs N copies of CMD at once; copy I's stdout goes to
+# TAG.I.out, its stderr to TAG.I.err, its exit status to TAG.I.rc. In CMD,
+# the word @I is replaced by I.
+hammer() {
+  local tag=$1 n=$2 i
+  shift 2
+  local pids=()
+  for ((i = 1; i <= n; i++)); do
+    local args=("${@//@I/$i}")
+    (
+      timeout -k 5 "$pc_timeout" "${args[@]}" >"$scratch/$tag.$i.out" \
+        2>"$scratch/$tag.$i.err" 3>&-
+      echo $? >"$scratch/$tag.$i.rc"
+    ) &
+    pids+=($!)
+  done
+  wait "${pids[@]}"
+}
+
+# rcs TAG: the exit statuses of TAG's copies, sorted and counted ("16 0").
+rcs() { cat "$scratch/$1".*.rc | sort | uniq -c | awk '{print $1 " " $2}' | paste -sd, -; }
+
+# errs TAG: the stderr of every copy of TAG, for failure messages.
+errs() { cat "$scratch/$1".*.err | sort | uniq -c | head -5; }
+
+fresh_db pc
+set_now 2026-11-21T08:00:00Z
+# The database is made before the writers start: that its first users
+# wait for each other is concurrency.sh's concern, not a rule's here.
+tq queue set m --max-running 3
+
+section "--unique: 16 adds of one key at once make one task"
+# Five rounds: the adds race only while their transactions overlap.
+for round in 1 2 3 4 5; do
+  hammer uniq $pc_n "$TASKQ" add u --unique "key$round" --payload '{"n":@I}'
+  expect_eq "$(rcs uniq)" "$pc_n 0" "round $round: every add exits 0 ($(errs uniq))"
+  ids=$(cat "$scratch"/uniq.*.out | sort -u)
+  expect_eq "$(grep -c . <<<"$ids")" 1 "round $round: all 16 print one id"
+  out=$(tq list --queue u -o json)
+  expect_eq "$(jq -s "[.[] | select(.unique == \"key$round\")] | length" <<<"$out")" 1 \
+    "round $round: one task holds key$round"
+done
+
+section "--max-running 3: 16 leases at once hand out 3"
+for i in $(seq 1 40); do add_task m >/dev/null; done
+for round in 1 2 3; do
+  hammer maxr $pc_n env TASKQ_WORKER=w@I "$TASKQ" lease m --for 1h -o id
+  leased=$(cat "$scratch"/maxr.*.out | grep -c .)
+  expect_eq "$leased" 3 "round $round: 3 leased ($(rcs maxr))"
+  expect_eq "$(cat "$scratch"/maxr.*.rc | grep -vc -e '^0$' -e '^75$')" 0 \
+    "round $round: the others exit 75 ($(errs maxr))"
+  out=$(tq list --queue m --state running -o id)
+  expect_eq "$(grep -c . <<<"$out")" 3 "round $round: 3 running"
+  # Complete them for the next round.
+  for id in $(cat "$scratch"/maxr.*.out); do
+    tq done "$id" --lease "$(field "$id" .lease.token)" >/dev/null
+  done
+done
+
+section "a schedule's tick: 16 leases at once emit it once"
+tq schedule add tick tq_ticks --every minute
+for round in 1 2 3; do
+  advance 60
+  hammer tick $pc_n env TASKQ_WORKER=t@I "$TASKQ" lease tq_ticks --for 1h -o id
+  expect_eq "$(cat "$scratch"/tick.*.rc | grep -vc -e '^0$' -e '^75$')" 0 \
+    "round $round: every lease exits 0 or 75 ($(errs tick))"
+  out=$(tq list --queue tq_ticks -o id)
+  expect_eq "$(grep -c . <<<"$out")" "$round" "round $round: $round tasks emitted in all"
+  expect_eq "$(cat "$scratch"/tick.*.out | grep -c .)" 1 "round $round: one leased"
+  # A schedule emits nothing while its previous task is unfinished.
+  for id in $(cat "$scratch"/tick.*.out); do
+    tq done "$id" --lease "$(field "$id" .lease.token)" >/dev/null
+  done
+done
+
+section "a gate: 16 triggers completed at once fill it once"
+keys=$(seq -f k%g -s, 1 $pc_n)
+tq gate add g gq --keys "$keys"
+for round in 1 2 3; do
+  ids=()
+  for i in $(seq 1 $pc_n); do ids+=("$(add_task gtrig --trigger "k$i")"); done
+  hammer glease $pc_n env TASKQ_WORKER=g@I "$TASKQ" lease gtrig --for 1h -o env
+  expect_eq "$(rcs glease)" "$pc_n 0" "round $round: 16 leased"
+  hammer gdone $pc_n bash -c 'eval "$(cat "$1")"; "$TASKQ" done "$TASKQ_ID" --lease "$TASKQ_LEASE"' \
+    _ "$scratch/glease.@I.out"
+  expect_eq "$(rcs gdone)" "$pc_n 0" "round $round: 16 done ($(errs gdone))"
+  out=$(tq list --queue gq -o id)
+  expect_eq "$(grep -c . <<<"$out")" "$round" "round $round: the gate emitted $round in all"
+done
+
+section "a broadcast: one delivery to each worker, however many lease at once"
+b=$(add_task bq --broadcast --ttl 1h)
+hammer bsame $pc_n env TASKQ_WORKER=same "$TASKQ" lease bq --for 1h -o id
+expect_eq "$(cat "$scratch"/bsame.*.out | grep -c .)" 1 "one of 16 leases as one worker gets it"
+hammer bmany $pc_n env TASKQ_WORKER=b@I "$TASKQ" lease bq --for 1h -o id
+expect_eq "$(cat "$scratch"/bmany.*.out | grep -c "^$b\$")" $pc_n "16 workers get it once each"
+out=$(tq events --queue bq -o json)
+expect_eq "$(jq -s '[.[] | select(.message == "lease")] | length' <<<"$out")" $((pc_n + 1)) \
+  "17 deliveries logged"
+
+section "dependents: a task after 16 parents that end at once wakes once"
+parents=()
+for i in $(seq 1 $pc_n); do parents+=("$(add_task dparent)"); done
+child=$(add_task dchild --after "$(IFS=,; echo "${parents[*]}")")
+hammer dlease $pc_n env TASKQ_WORKER=d@I "$TASKQ" lease dparent --for 1h -o env
+hammer ddone $pc_n bash -c 'eval "$(cat "$1")"; "$TASKQ" done "$TASKQ_ID" --lease "$TASKQ_LEASE"' \
+  _ "$scratch/dlease.@I.out"
+expect_eq "$(rcs ddone)" "$pc_n 0" "16 done ($(errs ddone))"
+expect_eq "$(field "$child" .waiting)" false "the child waits for nothing"
+expect_exit 0 "$TASKQ" lease dchild --for 1h -o id
+expect_out "$child"
+
+section "tx: 16 updates of one task at one rev: one applies"
+t=$(add_task txq --payload '{"v":0}')
+rev=$(field "$t" .rev)
+hammer tx $pc_n bash -c 'printf "%s" "$1" | "$TASKQ" tx' _ \
+  "{\"require\":[{\"id\":$t,\"rev\":$rev}],\"update\":[{\"id\":$t,\"rev\":$rev,\"payload\":{\"v\":@I}}]}"
+expect_eq "$(cat "$scratch"/tx.*.rc | grep -c '^0$')" 1 "one tx applies ($(rcs tx))"
+expect_eq "$(cat "$scratch"/tx.*.rc | grep -c '^4$')" $((pc_n - 1)) "the others exit 4"
+expect_eq "$(field "$t" .rev)" $((rev + 1)) "the rev moved once"
+
+section "root obsolescence: 16 leases at once kill each obsolete task once"
+for i in $(seq 1 8); do add_task rq --root tenant=beta >/dev/null; done
+add_task rroot --label tenant=beta >/dev/null
+hammer root $pc_n env TASKQ_WORKER=r@I "$TASKQ" lease rq --for 1h -o id
+expect_eq "$(cat "$scratch"/root.*.rc | grep -vc -e '^0$' -e '^75$')" 0 \
+  "every lease exits 0 or 75 ($(errs root))"
+expect_eq "$(cat "$scratch"/root.*.out | grep -c .)" 0 "none leased"
+out=$(tq list --queue rq --state killed -o id)
+expect_eq "$(grep -c . <<<"$out")" 8 "all 8 killed"
+out=$(tq events --queue rq -o json)
+expect_eq "$(jq -s '[.[] | select(.to == "killed")] | length' <<<"$out")" 8 \
+  "each killed once"
+
+section "expired leases: 16 leases at once reclaim each once"
+for i in $(seq 1 8); do add_task xq >/dev/null; done
+hammer xfirst 8 env TASKQ_WORKER=x@I "$TASKQ" lease xq --for 1m -o id
+advance 120
+hammer xsecond $pc_n env TASKQ_WORKER=y@I "$TASKQ" lease xq --for 1h -o id
+expect_eq "$(cat "$scratch"/xsecond.*.out | sort -u | grep -c .)" 8 "8 leased again"
+expect_eq "$(cat "$scratch"/xsecond.*.out | grep -c .)" 8 "each once"
+out=$(tq events --queue xq -o json)
+expect_eq "$(jq -s '[.[] | select(.message == "expire")] | length' <<<"$out")" 8 \
+  "8 expiries logged"
+
+section "events --follow: 16 writers at once, every event once, in order"
+unset TASKQ_NOW
+"$TASKQ" events --follow --since 2000-01-01T00:00:00Z -o json \
+  >"$scratch/follow.out" 2>"$scratch/follow.err" &
+follower=$!
+# The follower is reading once it has printed the events so far.
+wait_until 30 test -s "$scratch/follow.out"
+hammer fadd $pc_n bash -c 'for i in 1 2 3 4 5 6 7 8 9 10; do "$TASKQ" add fq >/dev/null || exit 1; done'
+expect_eq "$(rcs fadd)" "$pc_n 0" "160 adds ($(errs fadd))"
+all=$(tq events -o json)
+want=$(grep -c . <<<"$all")
+wait_until 60 bash -c "[[ \$(grep -c . '$scratch/follow.out') -ge $want ]]"
+kill "$follower" 2>/dev/null
+wait "$follower" 2>/dev/null
+seen=$(<"$scratch/follow.out")
+expect_eq "$(sort <<<"$seen" | uniq -d | head -3)" "" "no event twice"
+expect_eq "$(grep -c . <<<"$seen")" "$want" "as many events as the log holds"
+# Compared as lines, so that a failure shows the first lines that differ.
+expect_eq "$(diff <(echo "$all") <(echo "$seen") | head -5)" "" \
+  "the same events in the same order as the log"
