@@ -6,27 +6,140 @@ namespace taskq::worker::per_task {
 
 RunSummary Runner::run() {
   while (true) {
-    if (m_stopping) {
-      release_ahead();
-    }
-    start_ahead();
-    // Until it is full or finds nothing: no wake-up of its own commits
-    // comes to say "look again" (a task that could not start is
-    // recorded without one).
-    while (m_looks.look && can_take()) {
-      take_work();
+    try {
+      if (m_conn.down()) {
+        reconnect();
+      }
+      if (m_stopping) {
+        release_ahead();
+      }
+      if (!m_conn.down()) {
+        write_unwritten();
+        start_ahead();
+        // Until it is full or finds nothing: no wake-up of its own
+        // commits comes to say "look again" (a task that could not start
+        // is recorded without one).
+        while (m_looks.look && can_take()) {
+          take_work();
+        }
+      }
+    } catch (const ConnectionLost& e) {
+      lost(e);
     }
     if (m_running.empty()) {
-      if (m_stopping || max_reached() || (m_o.until_empty && !m_looks.look)) {
+      // Outcomes kept for a server that is away are waited for, unless
+      // `run` is stopping: then they are said not recorded.
+      const bool done = m_stopping || max_reached()
+                        || (m_o.until_empty && !m_looks.look && !m_conn.down());
+      if (done && (m_unwritten.empty() || m_stopping)) {
         break;
       }
     }
-    wait_and_handle();
-    finish_exited();
-    look_if_changed_elsewhere();
+    try {
+      wait_and_handle();
+      finish_exited();
+      look_if_changed_elsewhere();
+    } catch (const ConnectionLost& e) {
+      lost(e);
+    }
   }
   release_ahead();
+  for (const Unwritten& u : m_unwritten) {
+    worker::not_recorded(m_summary, u.task.id,
+                         "the database server is out of reach");
+  }
+  m_unwritten.clear();
   return m_summary;
+}
+
+void Runner::lost(const ConnectionLost& e) {
+  m_conn.lost(e, Clock::now());
+  if (m_conn.gave_up(Clock::now())) {
+    give_up();
+  }
+}
+
+void Runner::reconnect() {
+  const Instant now = Clock::now();
+  if (m_conn.gave_up(now)) {
+    give_up();
+    return;
+  }
+  if (!m_conn.try_due(now)) {
+    return;
+  }
+  // A read: a transaction of the store's connection connects it again
+  // first (storage/pg/db.cpp).
+  m_store.anything_due(m_o.queues, m_host.live_now(), m_worker);
+  m_conn.ok(Clock::now());
+  m_feed.drain(); // and the feed's: LISTEN again if its back-off allows
+  for (auto& r : m_running) {
+    r.next_heartbeat = now; // a lease may be near its end by now
+    if (r.flush_at) {
+      r.flush_at = now;
+    }
+  }
+  m_looks.changed();
+  check_leases();
+}
+
+void Runner::give_up() {
+  if (m_summary.unreachable) {
+    return;
+  }
+  m_summary.unreachable = m_conn.why();
+  if (m_stopping) {
+    return;
+  }
+  std::fprintf(stderr,
+               "taskq: run: the database server stayed out of reach past "
+               "--reconnect-for; stopping\n");
+  on_signal(SIGTERM);
+}
+
+void Runner::write_unwritten() {
+  if (m_unwritten.empty()) {
+    return;
+  }
+  OutcomeBatch batch;
+  for (const Unwritten& u : m_unwritten) {
+    batch.add(u.outcome);
+  }
+  size_t i = 0;
+  try {
+    batch.write(
+        m_store, std::nullopt, m_host.live_now(),
+        [&](const storage::Outcome& o, const storage::OutcomeResult& r) {
+          const Unwritten& u = m_unwritten[i++];
+          if (!r.task) {
+            worker::not_recorded(m_summary, u.task.id, r.lost);
+            return;
+          }
+          const Tally t = tally(m_summary, o.kind, *r.task);
+          if (m_o.verbose) {
+            say(u.task.id,
+                tally_words(t, *r.task, u.error,
+                            " (after "
+                                + core::format_duration(
+                                    std::chrono::duration_cast<core::Millis>(
+                                        Clock::now() - u.started))
+                                + ")",
+                            true));
+          }
+        });
+    after_own_commit();
+  } catch (const ConnectionLost&) {
+    throw; // kept for the next time the server is back
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
+        && e.kind() != ErrorKind::unavailable) {
+      throw;
+    }
+    for (const Unwritten& u : m_unwritten) {
+      worker::not_recorded(m_summary, u.task.id, e.what());
+    }
+  }
+  m_unwritten.clear();
 }
 
 bool Runner::max_reached() const {
@@ -34,7 +147,8 @@ bool Runner::max_reached() const {
 }
 
 bool Runner::can_take() const {
-  return !m_stopping && static_cast<int>(m_running.size()) < m_o.concurrency
+  return !m_stopping && !m_conn.down()
+         && static_cast<int>(m_running.size()) < m_o.concurrency
          && !max_reached();
 }
 
@@ -69,6 +183,10 @@ void Runner::take_work() {
   std::vector<core::Task> tasks;
   try {
     tasks = m_store.lease(m_request, now);
+  } catch (const ConnectionLost&) {
+    // A lease whose commit is unknown is abandoned: if it was written,
+    // it expires as a crashed worker's would.
+    throw;
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unavailable) {
       throw;
@@ -116,7 +234,7 @@ void Runner::start_or_keep(std::vector<core::Task> tasks, int now) {
 }
 
 void Runner::start_ahead() {
-  while (!m_ahead.empty() && !m_stopping
+  while (!m_ahead.empty() && !m_stopping && !m_conn.down()
          && static_cast<int>(m_running.size()) < m_o.concurrency) {
     core::Task t = m_ahead.take();
     if (ahead_still_held(t)) {
@@ -296,6 +414,7 @@ void Runner::wait_and_handle() {
     wait.until(m_looks.wake_at);
     wait.feed_fallback();
   }
+  wait.until(m_conn.next_try());
   for (const auto& r : m_running) {
     if (!r.exit) {
       wait.until(r.next_heartbeat);
@@ -389,6 +508,9 @@ void Runner::look_if_changed_elsewhere() {
 }
 
 void Runner::check_leases() {
+  if (m_conn.down()) {
+    return; // looked at when the server is back
+  }
   const core::Time now = m_host.live_now();
   for (auto& r : m_running) {
     if (r.exit || r.cause == core::StopCause::revoked) {
@@ -402,6 +524,9 @@ void Runner::check_leases() {
       } else {
         set_frozen(r, *frozen);
       }
+    } catch (const ConnectionLost& e) {
+      lost(e);
+      return;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unavailable) {
         throw;
@@ -526,13 +651,22 @@ void Runner::flush_output(Running& r) {
     return;
   }
   try {
+    if (m_conn.down()) {
+      throw ConnectionLost(m_conn.why());
+    }
     m_store.append_output(chunks, m_o.keep_output);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unavailable) {
       throw;
     }
-    std::fprintf(stderr, "taskq: task %lld: storing its output: %s\n",
-                 static_cast<long long>(r.task.id), e.what());
+    if (const auto* gone = dynamic_cast<const ConnectionLost*>(&e)) {
+      if (!m_conn.down()) {
+        lost(*gone); // said once, not per flush
+      }
+    } else {
+      std::fprintf(stderr, "taskq: task %lld: storing its output: %s\n",
+                   static_cast<long long>(r.task.id), e.what());
+    }
     for (auto& c : chunks) {
       (c.stream == "stdout" ? r.out_stream : r.err_stream)
           .spool.put_back(c.offset, std::move(c.data));

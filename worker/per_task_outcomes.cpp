@@ -25,7 +25,8 @@ void Runner::on_timers(Instant now) {
     }
     if (now >= r.next_heartbeat) {
       r.next_heartbeat = now + m_heartbeat_every;
-      if (r.cause != core::StopCause::revoked) {
+      // While the server is away, the heartbeat is sent once it is back.
+      if (r.cause != core::StopCause::revoked && !m_conn.down()) {
         heartbeat(r);
       }
     }
@@ -206,6 +207,9 @@ std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
   size_t i = 0;
   std::vector<core::Task> leased;
   try {
+    if (m_conn.down()) {
+      throw ConnectionLost(m_conn.why());
+    }
     leased = batch.write(
         m_store, lease, now,
         [&](const storage::Outcome& o, const storage::OutcomeResult& r) {
@@ -224,6 +228,17 @@ std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
           }
         });
     after_own_commit();
+  } catch (const ConnectionLost& e) {
+    // Kept, and written again once the server is back; a lease asked for
+    // in the same transaction is abandoned (if it committed, it expires).
+    for (const Pending* p : in_batch) {
+      m_unwritten.push_back(
+          Unwritten{*p->task, to_outcome(*p), p->outcome.error, p->started});
+    }
+    if (!m_conn.down()) {
+      lost(e);
+    }
+    return {};
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
         && e.kind() != ErrorKind::unavailable) {
