@@ -74,6 +74,30 @@ expect_eq "$(grep -c . run.err)" 2 "lines on run's stderr"
 expect_exit 0 "$TASKQ" list --queue r --state completed -o id
 expect_out "$(printf '1\n2\n3')"
 
+section "run --stream: a handler keeps its task across a restart"
+cat >stream.sh <<'SH'
+#!/bin/sh
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | jq -r .task.id)
+  touch "sstarted.$id"
+  until [ -e sgo ]; do sleep 0.02; done
+  printf '{"id":%s,"done":true}\n' "$id"
+done
+SH
+chmod +x stream.sh
+for i in 1 2; do tq add s >/dev/null; done
+"$TASKQ" run s --stream --until-empty -- ./stream.sh >srun.out 2>srun.err 3>&- &
+runpid=$!
+check "the handler has its first task" wait_until 20 test -e sstarted.4
+restart
+check "run --stream reconnected" wait_until 20 grep -q "connected to the database again" srun.err
+touch sgo
+wait "$runpid"
+expect_eq "$?" 0 "run --stream's exit status"
+expect_eq "$(<srun.out)" "leased 2: 2 completed, 0 failed for good, 0 will retry, 0 released, 0 revoked" "run --stream's summary"
+expect_eq "$(grep -c "connecting again" srun.err)" 1 "lines saying the connection is lost"
+expect_eq "$(grep -c . srun.err)" 2 "lines on run --stream's stderr"
+
 section "lease --wait started before a restart gets a task added after it"
 "$TASKQ" lease w --wait 60s -o id >lease.out 2>lease.err 3>&- &
 leasepid=$!
