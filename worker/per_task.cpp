@@ -91,9 +91,11 @@ void Runner::give_up() {
   if (m_stopping) {
     return;
   }
-  std::fprintf(stderr,
-               "taskq: run: the database server stayed out of reach past "
-               "--reconnect-for; stopping\n");
+  if (m_conn.retries()) {
+    std::fprintf(stderr,
+                 "taskq: run: the database server stayed out of reach past "
+                 "--reconnect-for; stopping\n");
+  }
   on_signal(SIGTERM);
 }
 

@@ -35,7 +35,7 @@ public:
     }
     m_since = now;
     m_why = e.what();
-    if (m_limit && m_limit->count() == 0) {
+    if (!retries()) {
       return; // not connecting again: the error says it all
     }
     std::fprintf(
@@ -62,6 +62,8 @@ public:
   }
 
   bool down() const { return m_since.has_value(); }
+  // Whether it connects again at all (--reconnect-for is not 0).
+  bool retries() const { return !m_limit || m_limit->count() > 0; }
   // When to try again, while down.
   std::optional<Instant> next_try() const {
     return m_since ? std::optional(m_next) : std::nullopt;

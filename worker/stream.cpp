@@ -110,9 +110,11 @@ void StreamRunner::give_up() {
     return;
   }
   m_summary.unreachable = m_conn.why();
-  std::fprintf(stderr,
-               "taskq: run: the database server stayed out of reach past "
-               "--reconnect-for; stopping\n");
+  if (m_conn.retries()) {
+    std::fprintf(stderr,
+                 "taskq: run: the database server stayed out of reach past "
+                 "--reconnect-for; stopping\n");
+  }
   begin_stop(true);
 }
 
