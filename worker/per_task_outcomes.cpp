@@ -135,7 +135,8 @@ void Runner::finish_exited() {
   // Their handlers are done: what room they leave, the same transaction
   // fills.
   const int left = static_cast<int>(m_running.size() - done.size());
-  const bool lease = !m_stopping && left < m_o.concurrency && !max_reached();
+  const bool lease =
+      !m_stopping && !m_conn.down() && left < m_o.concurrency && !max_reached();
   // Those still running are skipped by the lease: the finished ones are
   // not, they are written first.
   std::vector<Running*> ended;
