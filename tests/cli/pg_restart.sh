@@ -123,6 +123,20 @@ wait "$waitpid"
 expect_eq "$?" 0 "wait's exit status"
 expect_contains "$(<wait.out)" "completed" "wait's output"
 
+section "progress goes on after a restart"
+tq add p -- true >/dev/null
+"$TASKQ" progress p --interval 200ms >prog.out 2>prog.err 3>&- &
+progpid=$!
+check "progress printed its first line" wait_until 20 lines prog.out 1
+restart
+check "progress reconnected" wait_until 20 grep -q "connected to the database again" prog.err
+check "progress still runs" alive "$progpid"
+expect_exit 0 "$TASKQ" run p --until-empty
+wait "$progpid"
+expect_eq "$?" 0 "progress's exit status"
+expect_eq "$(grep -c "connecting again" prog.err)" 1 "lines saying the connection is lost"
+expect_eq "$(grep -c . prog.err)" 2 "lines on progress's stderr"
+
 section "events --follow goes on after a restart, without repeating or skipping"
 psql -XAtq -h "$data" -p "$port" -U postgres -d postgres -c "CREATE DATABASE ev" 3>&-
 export TASKQ_DB="postgresql:///ev?host=$data&port=$port"
