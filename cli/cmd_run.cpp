@@ -305,7 +305,6 @@ void run_wait(const std::vector<std::string>& id_args,
   std::vector<core::Task> tasks;
   std::vector<int64_t> pending;
   WaitNotes notes;
-  // Each look only reads: after a lost connection it is made again.
   const bool finished = watch(store, timeout, [&] {
     return worker::retrying(rc, [&] {
       tasks.clear();
@@ -372,8 +371,6 @@ void run_progress(const std::string& queue, const std::string& interval_arg,
   const bool tty = !json && ::isatty(STDOUT_FILENO) == 1;
   auto& store = ctx.store(storage::OpenMode::read);
   auto feed = store.changes();
-  // A read: after a lost connection it is made again, for as long as a
-  // waiting command keeps trying by default.
   worker::Reconnect rc("progress", core::k_default_reconnect_for);
   const auto counts = [&] {
     return worker::retrying(rc, [&] {
@@ -508,9 +505,8 @@ void register_run(CLI::App& app, Context& ctx) {
                   "default), failed (a task failed for good), never")
       ->type_name("WHAT");
   run->add_option("--reconnect-for", a->reconnect_for,
-                  "when the database server goes away (a restart, a "
-                  "failover), keep connecting again for DUR while handlers "
-                  "run on, then stop and exit 5 (default 5m; 0: at once; "
+                  "when the database server goes away, connect again for "
+                  "DUR, handlers running on, then exit 5 (default 5m; 0; "
                   "forever)")
       ->type_name("DUR");
   run->add_flag("--stream", a->stream,
@@ -561,8 +557,7 @@ void register_run(CLI::App& app, Context& ctx) {
     } else {
       std::printf("%s\n", summary_line(s).c_str());
     }
-    if (s.unreachable) {
-      std::fflush(stdout);
+    if (s.unreachable) { // after the summary
       throw Error(ErrorKind::unavailable, *s.unreachable);
     }
   });
@@ -579,8 +574,7 @@ void register_run(CLI::App& app, Context& ctx) {
       ->type_name("DUR");
   auto reconnect = std::make_shared<std::string>("5m");
   wait->add_option("--reconnect-for", *reconnect,
-                   "when the database server goes away, keep connecting "
-                   "again for DUR (default 5m; 0: exit 5 at once; forever)")
+                   "when the server goes away, retry for DUR (default 5m)")
       ->type_name("DUR");
   wait->callback([ids, timeout, reconnect, &ctx] {
     run_wait(*ids, *timeout, *reconnect, ctx);
