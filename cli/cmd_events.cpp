@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "core/error.hpp"
+#include "worker/reconnect.hpp"
 
 #include <cstdio>
 #include <memory>
@@ -12,6 +13,7 @@ namespace {
 struct EventsOptions {
   OptText queue, since;
   bool follow = false;
+  std::string reconnect_for = "5m";
 };
 
 // Rows fetched per read; a follower reads again at once after a full one.
@@ -80,8 +82,15 @@ void run_events(const EventsOptions& o, Context& ctx) {
       cursor = store.events_end();
     }
   }
+  // Following, a read whose connection is lost is made again once the
+  // server is back (worker/reconnect.hpp): the cursor goes on from the
+  // last event printed, so none is repeated or skipped.
+  worker::Reconnect rc("events",
+                       o.follow ? worker::parse_reconnect_for(o.reconnect_for)
+                                : std::optional(core::Millis{0}));
   while (true) {
-    const auto batch = store.events(o.queue, since, cursor, k_batch);
+    const auto batch = worker::retrying(
+        rc, [&] { return store.events(o.queue, since, cursor, k_batch); });
     for (const auto& e : batch) {
       print_event(e, format);
     }
@@ -113,6 +122,12 @@ void register_events(CLI::App& app, Context& ctx) {
   events->add_flag("-f,--follow", o->follow,
                    "keep printing new events as they happen (from now on, "
                    "or from --since)");
+  events
+      ->add_option("--reconnect-for", o->reconnect_for,
+                   "with --follow: when the database server goes away, "
+                   "keep connecting again for DUR (default 5m; 0: exit 5 "
+                   "at once; forever)")
+      ->type_name("DUR");
   events->callback([o, &ctx] { run_events(*o, ctx); });
 }
 

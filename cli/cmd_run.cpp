@@ -7,6 +7,7 @@
 #include "core/outcome.hpp"
 #include "core/progress.hpp"
 #include "worker/child.hpp"
+#include "worker/reconnect.hpp"
 #include "worker/run.hpp"
 
 #include <nlohmann/json.hpp>
@@ -96,6 +97,7 @@ struct RunArgs {
   std::optional<int> prefetch;
   OptText flush;
   bool keep_output_given = false;
+  std::string reconnect_for = "5m";
 };
 
 // `--stream`'s options, checked against the others.
@@ -182,6 +184,7 @@ RunOptions check_run_args(const RunArgs& a, Context& ctx) {
   }
   o.grace = parse_duration_arg(a.grace, "--grace");
   o.release_delay = parse_duration_arg(a.release_delay, "--release-delay");
+  o.reconnect_for = worker::parse_reconnect_for(a.reconnect_for);
   o.result_stdout = a.result_stdout;
   const auto keep = core::parse_size(a.keep_output);
   if (!keep) {
@@ -291,36 +294,40 @@ private:
 };
 
 void run_wait(const std::vector<std::string>& id_args,
-              const OptText& timeout_arg, Context& ctx) {
+              const OptText& timeout_arg, const std::string& reconnect_arg,
+              Context& ctx) {
   const Format format =
       ctx.format(Format::table, {Format::table, Format::json, Format::id});
   const auto ids = parse_ids(id_args);
   const auto timeout = parse_duration_arg(timeout_arg, "--timeout");
+  worker::Reconnect rc("wait", worker::parse_reconnect_for(reconnect_arg));
   auto& store = ctx.store(storage::OpenMode::read);
   std::vector<core::Task> tasks;
   std::vector<int64_t> pending;
   WaitNotes notes;
   const bool finished = watch(store, timeout, [&] {
-    tasks.clear();
-    pending.clear();
-    notes.new_round();
-    for (const int64_t id : ids) {
-      auto t = store.find(id);
-      if (!t) {
-        throw Error(ErrorKind::not_found, "no task " + std::to_string(id));
+    return worker::retrying(rc, [&] {
+      tasks.clear();
+      pending.clear();
+      notes.new_round();
+      for (const int64_t id : ids) {
+        auto t = store.find(id);
+        if (!t) {
+          throw Error(ErrorKind::not_found, "no task " + std::to_string(id));
+        }
+        if (!terminal(t->state)) {
+          pending.push_back(id);
+        }
+        tasks.push_back(std::move(*t));
       }
-      if (!terminal(t->state)) {
-        pending.push_back(id);
+      // Once every id is known to exist: a bad id is the only message.
+      for (const auto& t : tasks) {
+        if (!terminal(t.state)) {
+          notes.look(t, store, ctx);
+        }
       }
-      tasks.push_back(std::move(*t));
-    }
-    // Once every id is known to exist: a bad id is the only message.
-    for (const auto& t : tasks) {
-      if (!terminal(t.state)) {
-        notes.look(t, store, ctx);
-      }
-    }
-    return pending.empty();
+      return pending.empty();
+    });
   });
   if (!finished) {
     std::fprintf(stderr, "taskq: timed out after %s; not finished: %s\n",
@@ -364,9 +371,12 @@ void run_progress(const std::string& queue, const std::string& interval_arg,
   const bool tty = !json && ::isatty(STDOUT_FILENO) == 1;
   auto& store = ctx.store(storage::OpenMode::read);
   auto feed = store.changes();
+  worker::Reconnect rc("progress", core::k_default_reconnect_for);
   const auto counts = [&] {
-    const auto stats = store.stats(queue, ctx.live_now());
-    return stats.empty() ? storage::QueueStats{} : stats.front();
+    return worker::retrying(rc, [&] {
+      const auto stats = store.stats(queue, ctx.live_now());
+      return stats.empty() ? storage::QueueStats{} : stats.front();
+    });
   };
   // What was finished before we started is not this run's progress.
   const storage::QueueStats start = counts();
@@ -494,6 +504,11 @@ void register_run(CLI::App& app, Context& ctx) {
                   "whether its task will retry or failed for good; the "
                   "default), failed (a task failed for good), never")
       ->type_name("WHAT");
+  run->add_option("--reconnect-for", a->reconnect_for,
+                  "when the database server goes away, connect again for "
+                  "DUR, handlers running on, then exit 5 (default 5m; 0; "
+                  "forever)")
+      ->type_name("DUR");
   run->add_flag("--stream", a->stream,
                 "start CMD once (per --concurrency) and feed it one JSON task "
                 "per line on stdin; it answers one JSON outcome per line on "
@@ -523,7 +538,7 @@ void register_run(CLI::App& app, Context& ctx) {
     if (worker::run_failed(s, fail_on)) {
       ctx.exit_code = k_exit_task_failed;
     }
-    if (a->quiet && s.leased == 0) {
+    if (a->quiet && s.leased == 0 && !s.unreachable) {
       return;
     }
     if (format == Format::json) {
@@ -542,6 +557,9 @@ void register_run(CLI::App& app, Context& ctx) {
     } else {
       std::printf("%s\n", summary_line(s).c_str());
     }
+    if (s.unreachable) { // after the summary
+      throw Error(ErrorKind::unavailable, *s.unreachable);
+    }
   });
 
   auto ids = std::make_shared<std::vector<std::string>>();
@@ -554,7 +572,13 @@ void register_run(CLI::App& app, Context& ctx) {
   wait->add_option("id", *ids, "task ids")->required()->type_name("ID");
   wait->add_option("--timeout", *timeout, "give up after DUR (exit 75)")
       ->type_name("DUR");
-  wait->callback([ids, timeout, &ctx] { run_wait(*ids, *timeout, ctx); });
+  auto reconnect = std::make_shared<std::string>("5m");
+  wait->add_option("--reconnect-for", *reconnect,
+                   "when the server goes away, retry for DUR (default 5m)")
+      ->type_name("DUR");
+  wait->callback([ids, timeout, reconnect, &ctx] {
+    run_wait(*ids, *timeout, *reconnect, ctx);
+  });
 
   auto queue = std::make_shared<std::string>();
   auto interval = std::make_shared<std::string>("1s");

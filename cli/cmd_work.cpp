@@ -5,6 +5,7 @@
 #include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "worker/reconnect.hpp"
 
 #include <cerrno>
 #include <cstdio>
@@ -22,6 +23,7 @@ struct LeaseOptions {
   int count = 1;
   OptText wait; // "" when --wait has no value: no limit
   bool quiet = false;
+  std::string reconnect_for = "5m";
 };
 
 // Leases as `lease` does; with --wait, blocks until something can be leased
@@ -49,38 +51,48 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
   }
   using Clock = std::chrono::steady_clock;
   const auto deadline = Clock::now() + limit.value_or(core::Millis{0});
+  worker::Reconnect rc("lease", worker::parse_reconnect_for(o.reconnect_for));
   storage::ChangeFeed feed = store.changes(); // before the first look
   for (bool first = true;; first = false) {
     feed.drain();
-    // After the first look, take the write lock only when a read says
-    // something may be there: a commit to another queue wakes every
-    // waiting worker, and they should not queue up for the lock for it.
-    // One time for both reads of this look: were anything_due and next_due
-    // asked at two times, a task due between them would be neither due at
-    // the first nor due after the second, and the wait would sleep through
-    // it to --wait's end.
-    const core::Time now = ctx.live_now();
-    if (first || store.anything_due(req.queues, now, req.worker)) {
-      auto tasks = store.lease(req, ctx.live_now());
-      if (!tasks.empty()) {
-        return tasks;
+    // A look whose connection is lost is made again once the server is
+    // back (said once, with back-off: worker/reconnect.hpp). A lease whose
+    // commit is unknown is abandoned: if it was written, it expires.
+    const auto look = [&]() -> std::optional<std::vector<core::Task>> {
+      // After the first look, take the write lock only when a read says
+      // something may be there: a commit to another queue wakes every
+      // waiting worker, and they should not queue up for the lock for it.
+      // One time for both reads of this look: were anything_due and next_due
+      // asked at two times, a task due between them would be neither due at
+      // the first nor due after the second, and the wait would sleep through
+      // it to --wait's end.
+      const core::Time now = ctx.live_now();
+      if (first || store.anything_due(req.queues, now, req.worker)) {
+        auto tasks = store.lease(req, ctx.live_now());
+        if (!tasks.empty()) {
+          return tasks;
+        }
+        if (first && !o.quiet) {
+          note_unknown_queues(store, req.queues); // said once, then waits
+        }
       }
-      if (first && !o.quiet) {
-        note_unknown_queues(store, req.queues); // said once, then waits
+      std::optional<core::Millis> wait;
+      if (limit) {
+        wait = std::chrono::ceil<core::Millis>(deadline - Clock::now());
+        if (wait->count() <= 0) {
+          return std::vector<core::Task>{};
+        }
       }
-    }
-    std::optional<core::Millis> wait;
-    if (limit) {
-      wait = std::chrono::ceil<core::Millis>(deadline - Clock::now());
-      if (wait->count() <= 0) {
-        return {};
+      if (const auto due = store.next_due(req.queues, now)) {
+        const auto in = std::max(core::Millis{0}, *due - ctx.live_now());
+        wait = wait ? std::min(*wait, in) : in;
       }
+      feed.wait(wait);
+      return std::nullopt;
+    };
+    if (auto tasks = worker::retrying(rc, look)) {
+      return std::move(*tasks);
     }
-    if (const auto due = store.next_due(req.queues, now)) {
-      const auto in = std::max(core::Millis{0}, *due - ctx.live_now());
-      wait = wait ? std::min(*wait, in) : in;
-    }
-    feed.wait(wait);
   }
 }
 
@@ -235,6 +247,12 @@ void register_lease(CLI::App& app, Context& ctx) {
                    "(then exit 75)")
       ->expected(0, 1)
       ->type_name("[DUR]");
+  lease
+      ->add_option("--reconnect-for", lo->reconnect_for,
+                   "with --wait: when the database server goes away, keep "
+                   "connecting again for DUR (default 5m; 0: exit 5 at "
+                   "once; forever)")
+      ->type_name("DUR");
   lease->add_flag("-q,--quiet", lo->quiet,
                   "say nothing when there is nothing to lease (still exit 75; "
                   "-o env still prints `(exit 75)` for eval)");

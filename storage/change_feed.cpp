@@ -77,11 +77,15 @@ ChangeFeed& ChangeFeed::operator=(ChangeFeed&& other) noexcept {
 }
 
 bool ChangeFeed::drain() {
-  if (m_fd < 0) {
+  if (m_fd < 0 && !m_pg) {
     return true;
   }
   if (m_pg) {
-    return m_pg->drain();
+    // A listener whose connection broke has no descriptor until it
+    // listens again (PgListener::drain): the feed polls meanwhile.
+    const bool changed = m_pg->drain();
+    m_fd = m_pg->fd();
+    return changed;
   }
   bool changed = false;
   alignas(inotify_event) std::array<char, 4096> buf; // read() fills it
@@ -114,10 +118,14 @@ bool ChangeFeed::drain() {
 }
 
 bool ChangeFeed::wait(std::optional<core::Millis> timeout) {
-  if (m_fd < 0) {
+  if (m_fd < 0) { // no inotify, or a lost listener (see drain())
     const auto step =
         timeout ? std::min(*timeout, k_fallback_poll) : k_fallback_poll;
     ::usleep(static_cast<useconds_t>(step.count() * 1000));
+    if (m_pg) {
+      drain(); // a lost listener: LISTEN again when its back-off allows
+      return true;
+    }
     return !timeout || *timeout > k_fallback_poll;
   }
   // A plain time and a flag rather than an optional time: GCC 12 at -O1

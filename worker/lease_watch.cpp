@@ -1,6 +1,7 @@
 #include "worker/lease_watch.hpp"
 
 #include "core/error.hpp"
+#include "core/reconnect.hpp"
 
 #include <cstdio>
 
@@ -16,6 +17,8 @@ Beat heartbeat(storage::TaskStore& store, const core::Task& task,
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::conflict || e.kind() == ErrorKind::not_found) {
       beat.kind = Beat::Kind::lost;
+    } else if (dynamic_cast<const ConnectionLost*>(&e) != nullptr) {
+      throw; // the engine connects again (worker/reconnect.hpp)
     } else if (e.kind() == ErrorKind::unavailable) {
       std::fprintf(stderr, "taskq: task %lld: heartbeat: %s\n",
                    static_cast<long long>(task.id), e.what());

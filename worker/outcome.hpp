@@ -53,6 +53,7 @@ public:
   // as leased (leased ahead, never started); its result is not reported.
   void add(storage::Outcome o, bool counted = true);
   bool empty() const { return m_outcomes.empty(); }
+  const std::vector<storage::Outcome>& outcomes() const { return m_outcomes; }
   size_t size() const { return m_outcomes.size(); }
   // Drops them all, written or not.
   void clear();

@@ -6,26 +6,49 @@ namespace taskq::worker::per_task {
 
 RunSummary Runner::run() {
   while (true) {
-    if (m_stopping) {
-      release_ahead();
-    }
-    start_ahead();
-    // Until it is full or finds nothing: no wake-up of its own commits
-    // comes to say "look again" (a task that could not start is
-    // recorded without one).
-    while (m_looks.look && can_take()) {
-      take_work();
+    try {
+      if (m_conn.down()) {
+        reconnect();
+      }
+      if (m_stopping) {
+        release_ahead();
+      }
+      if (!m_conn.down()) {
+        write_unwritten();
+        start_ahead();
+        // Until it is full or finds nothing: no wake-up of its own
+        // commits comes to say "look again" (a task that could not start
+        // is recorded without one).
+        while (m_looks.look && can_take()) {
+          take_work();
+        }
+      }
+    } catch (const ConnectionLost& e) {
+      lost(e);
     }
     if (m_running.empty()) {
-      if (m_stopping || max_reached() || (m_o.until_empty && !m_looks.look)) {
+      // Outcomes kept for a server that is away are waited for, unless
+      // `run` is stopping: then they are said not recorded.
+      const bool done = m_stopping || max_reached()
+                        || (m_o.until_empty && !m_looks.look && !m_conn.down());
+      if (done && (m_unwritten.empty() || m_stopping)) {
         break;
       }
     }
-    wait_and_handle();
-    finish_exited();
-    look_if_changed_elsewhere();
+    try {
+      wait_and_handle();
+      finish_exited();
+      look_if_changed_elsewhere();
+    } catch (const ConnectionLost& e) {
+      lost(e);
+    }
   }
   release_ahead();
+  for (const Unwritten& u : m_unwritten) {
+    worker::not_recorded(m_summary, u.task.id,
+                         "the database server is out of reach");
+  }
+  m_unwritten.clear();
   return m_summary;
 }
 
@@ -34,7 +57,8 @@ bool Runner::max_reached() const {
 }
 
 bool Runner::can_take() const {
-  return !m_stopping && static_cast<int>(m_running.size()) < m_o.concurrency
+  return !m_stopping && !m_conn.down()
+         && static_cast<int>(m_running.size()) < m_o.concurrency
          && !max_reached();
 }
 
@@ -69,6 +93,10 @@ void Runner::take_work() {
   std::vector<core::Task> tasks;
   try {
     tasks = m_store.lease(m_request, now);
+  } catch (const ConnectionLost&) {
+    // A lease whose commit is unknown is abandoned: if it was written,
+    // it expires as a crashed worker's would.
+    throw;
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unavailable) {
       throw;
@@ -116,7 +144,7 @@ void Runner::start_or_keep(std::vector<core::Task> tasks, int now) {
 }
 
 void Runner::start_ahead() {
-  while (!m_ahead.empty() && !m_stopping
+  while (!m_ahead.empty() && !m_stopping && !m_conn.down()
          && static_cast<int>(m_running.size()) < m_o.concurrency) {
     core::Task t = m_ahead.take();
     if (ahead_still_held(t)) {
@@ -296,6 +324,7 @@ void Runner::wait_and_handle() {
     wait.until(m_looks.wake_at);
     wait.feed_fallback();
   }
+  wait.until(m_conn.next_try());
   for (const auto& r : m_running) {
     if (!r.exit) {
       wait.until(r.next_heartbeat);
@@ -389,6 +418,9 @@ void Runner::look_if_changed_elsewhere() {
 }
 
 void Runner::check_leases() {
+  if (m_conn.down()) {
+    return; // looked at when the server is back
+  }
   const core::Time now = m_host.live_now();
   for (auto& r : m_running) {
     if (r.exit || r.cause == core::StopCause::revoked) {
@@ -402,6 +434,9 @@ void Runner::check_leases() {
       } else {
         set_frozen(r, *frozen);
       }
+    } catch (const ConnectionLost& e) {
+      lost(e);
+      return;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unavailable) {
         throw;
@@ -496,48 +531,6 @@ void Runner::pass_on(Running& r, bool is_stdout, std::string_view data,
     [[maybe_unused]] const size_t n =
         std::fwrite(text.data(), 1, text.size(), to);
     std::fflush(to);
-  }
-}
-
-storage::OutputWrite Runner::take_output(Running& r) {
-  storage::OutputWrite w;
-  w.keep = m_o.keep_output;
-  for (Stream* st : {&r.out_stream, &r.err_stream}) {
-    if (st->spool.empty()) {
-      continue;
-    }
-    auto [offset, data] = st->spool.take();
-    storage::OutputChunk c;
-    c.task = r.task.id;
-    c.attempt = r.task.attempts;
-    c.stream = st == &r.out_stream ? "stdout" : "stderr";
-    c.offset = offset;
-    c.data = std::move(data);
-    w.chunks.push_back(std::move(c));
-  }
-  return w;
-}
-
-void Runner::flush_output(Running& r) {
-  r.flush_at.reset();
-  storage::OutputWrite w = take_output(r);
-  std::vector<storage::OutputChunk>& chunks = w.chunks;
-  if (chunks.empty()) {
-    return;
-  }
-  try {
-    m_store.append_output(chunks, m_o.keep_output);
-  } catch (const Error& e) {
-    if (e.kind() != ErrorKind::unavailable) {
-      throw;
-    }
-    std::fprintf(stderr, "taskq: task %lld: storing its output: %s\n",
-                 static_cast<long long>(r.task.id), e.what());
-    for (auto& c : chunks) {
-      (c.stream == "stdout" ? r.out_stream : r.err_stream)
-          .spool.put_back(c.offset, std::move(c.data));
-    }
-    r.flush_at = Clock::now() + std::chrono::seconds(1);
   }
 }
 

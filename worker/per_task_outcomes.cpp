@@ -1,4 +1,5 @@
-// The per-task engine: its timers, heartbeats, and the outcomes it records.
+// The per-task engine: its timers, heartbeats, the output it stores, the
+// outcomes it records, and riding out a lost connection to the server.
 #include "worker/per_task_runner.hpp"
 
 namespace taskq::worker::per_task {
@@ -25,7 +26,8 @@ void Runner::on_timers(Instant now) {
     }
     if (now >= r.next_heartbeat) {
       r.next_heartbeat = now + m_heartbeat_every;
-      if (r.cause != core::StopCause::revoked) {
+      // While the server is away, the heartbeat is sent once it is back.
+      if (r.cause != core::StopCause::revoked && !m_conn.down()) {
         heartbeat(r);
       }
     }
@@ -134,7 +136,8 @@ void Runner::finish_exited() {
   // Their handlers are done: what room they leave, the same transaction
   // fills.
   const int left = static_cast<int>(m_running.size() - done.size());
-  const bool lease = !m_stopping && left < m_o.concurrency && !max_reached();
+  const bool lease =
+      !m_stopping && !m_conn.down() && left < m_o.concurrency && !max_reached();
   // Those still running are skipped by the lease: the finished ones are
   // not, they are written first.
   std::vector<Running*> ended;
@@ -206,6 +209,9 @@ std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
   size_t i = 0;
   std::vector<core::Task> leased;
   try {
+    if (m_conn.down()) {
+      throw ConnectionLost(m_conn.why());
+    }
     leased = batch.write(
         m_store, lease, now,
         [&](const storage::Outcome& o, const storage::OutcomeResult& r) {
@@ -224,6 +230,17 @@ std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
           }
         });
     after_own_commit();
+  } catch (const ConnectionLost& e) {
+    // Kept, and written again once the server is back; a lease asked for
+    // in the same transaction is abandoned (if it committed, it expires).
+    for (const Pending* p : in_batch) {
+      m_unwritten.push_back(
+          Unwritten{*p->task, to_outcome(*p), p->outcome.error, p->started});
+    }
+    if (!m_conn.down()) {
+      lost(e);
+    }
+    return {};
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
         && e.kind() != ErrorKind::unavailable) {
@@ -309,6 +326,153 @@ void Runner::not_recorded(const Pending& p, const std::string& why) {
   } catch (const Error&) {
     // Only the output: the outcome's failure is said above.
   }
+}
+
+// --- a handler's output, stored while it runs ---------------------------
+
+storage::OutputWrite Runner::take_output(Running& r) {
+  storage::OutputWrite w;
+  w.keep = m_o.keep_output;
+  for (Stream* st : {&r.out_stream, &r.err_stream}) {
+    if (st->spool.empty()) {
+      continue;
+    }
+    auto [offset, data] = st->spool.take();
+    storage::OutputChunk c;
+    c.task = r.task.id;
+    c.attempt = r.task.attempts;
+    c.stream = st == &r.out_stream ? "stdout" : "stderr";
+    c.offset = offset;
+    c.data = std::move(data);
+    w.chunks.push_back(std::move(c));
+  }
+  return w;
+}
+
+void Runner::flush_output(Running& r) {
+  r.flush_at.reset();
+  storage::OutputWrite w = take_output(r);
+  std::vector<storage::OutputChunk>& chunks = w.chunks;
+  if (chunks.empty()) {
+    return;
+  }
+  try {
+    if (m_conn.down()) {
+      throw ConnectionLost(m_conn.why());
+    }
+    m_store.append_output(chunks, m_o.keep_output);
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::unavailable) {
+      throw;
+    }
+    if (const auto* gone = dynamic_cast<const ConnectionLost*>(&e)) {
+      if (!m_conn.down()) {
+        lost(*gone); // said once, not per flush
+      }
+    } else {
+      std::fprintf(stderr, "taskq: task %lld: storing its output: %s\n",
+                   static_cast<long long>(r.task.id), e.what());
+    }
+    for (auto& c : chunks) {
+      (c.stream == "stdout" ? r.out_stream : r.err_stream)
+          .spool.put_back(c.offset, std::move(c.data));
+    }
+    r.flush_at = Clock::now() + std::chrono::seconds(1);
+  }
+}
+
+// --- a lost connection to the database server -----------------------------
+
+void Runner::lost(const ConnectionLost& e) {
+  m_conn.lost(e, Clock::now());
+  if (m_conn.gave_up(Clock::now())) {
+    give_up();
+  }
+}
+
+void Runner::reconnect() {
+  const Instant now = Clock::now();
+  if (m_conn.gave_up(now)) {
+    give_up();
+    return;
+  }
+  if (!m_conn.try_due(now)) {
+    return;
+  }
+  // A read: a transaction of the store's connection connects it again
+  // first (storage/pg/db.cpp).
+  m_store.anything_due(m_o.queues, m_host.live_now(), m_worker);
+  m_conn.ok(Clock::now());
+  m_feed.drain(); // and the feed's: LISTEN again if its back-off allows
+  for (auto& r : m_running) {
+    r.next_heartbeat = now; // a lease may be near its end by now
+    if (r.flush_at) {
+      r.flush_at = now;
+    }
+  }
+  m_looks.changed();
+  check_leases();
+}
+
+void Runner::give_up() {
+  if (m_summary.unreachable) {
+    return;
+  }
+  m_summary.unreachable = m_conn.why();
+  if (m_stopping) {
+    return;
+  }
+  if (m_conn.retries()) {
+    std::fprintf(stderr,
+                 "taskq: run: the database server stayed out of reach past "
+                 "--reconnect-for; stopping\n");
+  }
+  on_signal(SIGTERM);
+}
+
+void Runner::write_unwritten() {
+  if (m_unwritten.empty()) {
+    return;
+  }
+  OutcomeBatch batch;
+  for (const Unwritten& u : m_unwritten) {
+    batch.add(u.outcome);
+  }
+  size_t i = 0;
+  try {
+    batch.write(
+        m_store, std::nullopt, m_host.live_now(),
+        [&](const storage::Outcome& o, const storage::OutcomeResult& r) {
+          const Unwritten& u = m_unwritten[i++];
+          if (!r.task) {
+            worker::not_recorded(m_summary, u.task.id, r.lost);
+            return;
+          }
+          const Tally t = tally(m_summary, o.kind, *r.task);
+          if (m_o.verbose) {
+            say(u.task.id,
+                tally_words(t, *r.task, u.error,
+                            " (after "
+                                + core::format_duration(
+                                    std::chrono::duration_cast<core::Millis>(
+                                        Clock::now() - u.started))
+                                + ")",
+                            true));
+          }
+        });
+    after_own_commit();
+  } catch (const ConnectionLost&) {
+    throw; // kept for the next time the server is back
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found
+        && e.kind() != ErrorKind::unavailable) {
+      throw;
+    }
+    for (const Unwritten& u : m_unwritten) {
+      worker::not_recorded(m_summary, u.task.id, e.what());
+    }
+  }
+  m_unwritten.clear();
 }
 
 } // namespace taskq::worker::per_task

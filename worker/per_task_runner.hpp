@@ -15,6 +15,7 @@
 #include "worker/lease_watch.hpp"
 #include "worker/outcome.hpp"
 #include "worker/policy.hpp"
+#include "worker/reconnect.hpp"
 #include "worker/run.hpp"
 #include "worker/supervise.hpp"
 #include "worker/wait.hpp"
@@ -90,7 +91,8 @@ public:
   Runner(const RunOptions& o, Host& host)
       : m_ahead(lease_ahead_hold()), m_o(o), m_host(host),
         m_store(host.store()), m_feed(m_store.changes()),
-        m_db_path(handler_db_path(host.db_path())), m_worker(host.worker()) {
+        m_db_path(handler_db_path(host.db_path())), m_worker(host.worker()),
+        m_conn("run", o.reconnect_for) {
     m_request.queues = o.queues;
     m_request.match = o.match;
     m_request.lease_for = o.lease_for;
@@ -241,6 +243,27 @@ private:
   // attempt's output.
   void not_recorded(const Pending& p, const std::string& why);
 
+  // --- a lost connection to the database server (worker/reconnect.hpp) ---
+  // An outcome whose write the lost connection interrupted: kept, written
+  // again once the server is back (the lease token makes a repeat of one
+  // that had committed harmless: refused as "lease lost").
+  struct Unwritten {
+    core::Task task;
+    storage::Outcome outcome;
+    std::string error; // the handler's, for -v
+    Instant started;
+  };
+  // The connection broke (`e`): said once; nothing but reconnect() touches
+  // the database until it is back.
+  void lost(const ConnectionLost& e);
+  // Tries the server again when the back-off says; once it answers, looks
+  // at everything again: leases (one may have lapsed meanwhile), tasks to
+  // lease, heartbeats due at once, the outcomes kept.
+  void reconnect();
+  // Past --reconnect-for: stops as on SIGTERM, to exit 5.
+  void give_up();
+  void write_unwritten();
+
   LeaseAhead m_ahead; // leased ahead, not started
   const RunOptions& m_o;
   Host& m_host;
@@ -262,6 +285,8 @@ private:
   // unchanged was caused by our own commit.
   std::optional<int64_t> m_version;
   bool m_changed_elsewhere = false; // seen by after_own_commit
+  Reconnect m_conn;
+  std::vector<Unwritten> m_unwritten;
 };
 
 } // namespace taskq::worker::per_task

@@ -66,6 +66,10 @@ struct RunOptions {
   // task without one fails for good.
   std::string command_path;         // the resolved executable
   std::vector<std::string> command; // argv, as the user gave it
+  // How long `run` keeps connecting again to a database server it lost
+  // (--reconnect-for; std::nullopt: for ever; zero: not at all). Handlers
+  // keep running meanwhile; past it, `run` stops as on SIGTERM and exits 5.
+  std::optional<core::Millis> reconnect_for = core::Millis{5 * 60 * 1000};
 };
 
 // Which outcomes of the tasks a run ran make it exit k_exit_task_failed
@@ -88,6 +92,9 @@ struct RunSummary {
   // The ids of the failed and retrying ones, in the order they ended.
   std::vector<int64_t> failed_ids;
   std::vector<int64_t> retrying_ids;
+  // Set when `run` stopped because the database server stayed out of
+  // reach past --reconnect-for: why (the command then exits 5).
+  std::optional<std::string> unreachable;
 };
 
 // Whether `s` counts as a failure under `fail_on`.

@@ -19,6 +19,15 @@ RunSummary StreamRunner::run() {
     give_back_all();
     throw;
   }
+  if (m_conn.down()) {
+    // Stopping without the server: what waits is not recorded.
+    for (const auto& o : m_pending.outcomes()) {
+      worker::not_recorded(m_summary, o.id,
+                           "the database server is out of reach");
+    }
+    m_pending.clear();
+    return m_summary;
+  }
   flush();
   // What this run committed is on disk before it says it is done.
   m_store.wait_durable(m_store.commit_seq());
@@ -27,30 +36,86 @@ RunSummary StreamRunner::run() {
 
 void StreamRunner::loop() {
   while (true) {
-    // What was leased ahead goes to the handler that just answered
-    // before the commit of that answer: the handler works while it
-    // commits.
-    dispatch();
-    if (!m_stopping && m_looks.look && wants_more()) {
-      take_work();
+    try {
+      if (m_conn.down()) {
+        reconnect();
+      }
+      // What was leased ahead goes to the handler that just answered
+      // before the commit of that answer: the handler works while it
+      // commits.
+      dispatch();
+      if (!m_stopping && !m_conn.down() && m_looks.look && wants_more()) {
+        take_work();
+      }
+      dispatch();
+      if (!m_stopping && idle() && !m_looks.look && !m_conn.down()
+          && (m_o.until_empty || max_reached())) {
+        begin_stop(false);
+      }
+      if (!m_stopping && max_reached() && idle() && !m_conn.down()) {
+        begin_stop(false);
+      }
+      if (m_stopping && none_running()) {
+        return;
+      }
+      if (!m_pending.empty() && !m_conn.down() && flush_now()) {
+        flush();
+        continue;
+      }
+      wait_and_handle();
+    } catch (const ConnectionLost& e) {
+      lost(e);
     }
-    dispatch();
-    if (!m_stopping && idle() && !m_looks.look
-        && (m_o.until_empty || max_reached())) {
-      begin_stop(false);
-    }
-    if (!m_stopping && max_reached() && idle()) {
-      begin_stop(false);
-    }
-    if (m_stopping && none_running()) {
-      return;
-    }
-    if (!m_pending.empty() && flush_now()) {
-      flush();
-      continue;
-    }
-    wait_and_handle();
   }
+}
+
+void StreamRunner::lost(const ConnectionLost& e) {
+  if (!m_conn.down()) {
+    m_conn.lost(e, Clock::now());
+  }
+  if (m_conn.gave_up(Clock::now())) {
+    give_up();
+  }
+}
+
+void StreamRunner::reconnect() {
+  const Instant now = Clock::now();
+  if (m_conn.gave_up(now)) {
+    give_up();
+    return;
+  }
+  if (!m_conn.try_due(now)) {
+    return;
+  }
+  try {
+    // A read: the store's connection is made again before it (see
+    // storage/pg/db.cpp).
+    m_store.anything_due(m_o.queues, m_host.live_now(), m_worker);
+  } catch (const ConnectionLost& e) {
+    m_conn.lost(e, Clock::now());
+    return;
+  }
+  m_conn.ok(Clock::now());
+  m_feed.drain();         // and the feed's: LISTEN again if its back-off allows
+  m_next_heartbeat = now; // a lease may be near its end by now
+  if (!m_pending.empty()) {
+    m_flush_at = now;
+  }
+  m_looks.changed();
+  check_leases(true);
+}
+
+void StreamRunner::give_up() {
+  if (m_summary.unreachable) {
+    return;
+  }
+  m_summary.unreachable = m_conn.why();
+  if (m_conn.retries()) {
+    std::fprintf(stderr,
+                 "taskq: run: the database server stayed out of reach past "
+                 "--reconnect-for; stopping\n");
+  }
+  begin_stop(true);
 }
 
 bool StreamRunner::max_reached() const {

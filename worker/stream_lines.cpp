@@ -180,6 +180,9 @@ void StreamRunner::flush() {
 
 void StreamRunner::write_batch(bool lease) {
   m_flush_at.reset();
+  if (m_conn.down()) {
+    return; // written when the server is back (reconnect)
+  }
   std::optional<storage::LeaseRequest> next;
   int want = 0;
   const bool ahead = lease && ahead_wanted() > 0;
@@ -207,6 +210,12 @@ void StreamRunner::write_batch(bool lease) {
         [this](const storage::Outcome& o, const storage::OutcomeResult& r) {
           counted(o, r);
         });
+  } catch (const ConnectionLost& e) {
+    // The outcomes wait for the server (a repeat of one that had
+    // committed is refused by its lease token); a lease asked for in the
+    // same transaction is abandoned: if it committed, it expires.
+    lost(e);
+    return;
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unavailable) {
       m_pending.clear(); // not to be tried again with what goes back
@@ -296,6 +305,10 @@ void StreamRunner::heartbeat_all() {
 }
 
 void StreamRunner::check_leases(bool force) {
+  if (m_conn.down()) {
+    m_check_at.reset(); // looked at when the server is back
+    return;
+  }
   const Instant now_i = Clock::now();
   if (!force && now_i < m_last_check + k_lease_check_every) {
     m_check_at = m_last_check + k_lease_check_every;
@@ -341,6 +354,8 @@ void StreamRunner::check_leases(bool force) {
       }
       return true;
     });
+  } catch (const ConnectionLost& e) {
+    lost(e);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unavailable) {
       throw;

@@ -15,6 +15,7 @@
 #include "worker/lease_watch.hpp"
 #include "worker/outcome.hpp"
 #include "worker/policy.hpp"
+#include "worker/reconnect.hpp"
 #include "worker/run.hpp"
 #include "worker/supervise.hpp"
 #include "worker/wait.hpp"
@@ -67,7 +68,7 @@ public:
   StreamRunner(const RunOptions& o, const StreamOptions& s, Host& host)
       : m_queue(lease_ahead_hold()), m_o(o), m_s(s), m_host(host),
         m_store(host.store()), m_feed(m_store.changes()),
-        m_worker(host.worker()) {
+        m_worker(host.worker()), m_conn("run", o.reconnect_for) {
     m_request.queues = o.queues;
     m_request.match = o.match;
     m_request.lease_for = o.lease_for;
@@ -265,6 +266,14 @@ private:
 
   void on_timers(Instant now);
 
+  // The connection broke (`e`): said once; past --reconnect-for, `run`
+  // stops as on SIGTERM, to exit 5.
+  void lost(const ConnectionLost& e);
+  // Tries the server again when the back-off says; once it answers, looks
+  // at leases, heartbeats and the outcomes that wait at once.
+  void reconnect();
+  void give_up();
+
   void say(const std::string& what);
   void say_task(int64_t id, const std::string& what);
 
@@ -301,6 +310,10 @@ private:
   std::optional<Instant> m_stop_kill_at;
   bool m_queue_waited = false;      // m_queue was held across a poll
   std::optional<int64_t> m_version; // changed_by_others' last look
+  // The connection to the database server (worker/reconnect.hpp): while
+  // it is lost, nothing but reconnect() touches the database; handlers
+  // keep working, and their outcomes wait in m_pending.
+  Reconnect m_conn;
 };
 
 } // namespace taskq::worker::streaming

@@ -27,9 +27,10 @@ void StreamRunner::wait_and_handle() {
     wait.until(m_looks.wake_at);
     wait.feed_fallback();
   }
-  if (!m_pending.empty()) {
+  if (!m_pending.empty() && !m_conn.down()) {
     wait.until(m_flush_at);
   }
+  wait.until(m_conn.next_try());
   wait.until(m_check_at);
   if (!idle()) {
     wait.until(m_next_heartbeat);
@@ -119,7 +120,9 @@ void StreamRunner::on_timers(Instant now) {
   }
   if (now >= m_next_heartbeat) {
     m_next_heartbeat = now + m_heartbeat_every;
-    heartbeat_all();
+    if (!m_conn.down()) { // else sent once the server is back
+      heartbeat_all();
+    }
   }
 }
 

@@ -53,7 +53,8 @@ void Wait::poll() {
 
 bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
   bool changed = feed.polling() ? (m_until && now >= *m_until) : false;
-  if (m_watch_db && (revents(1) & POLLIN) != 0) {
+  // A listener whose server went away may report only a hang-up.
+  if (m_watch_db && (revents(1) & (POLLIN | POLLHUP | POLLERR)) != 0) {
     changed = feed.drain();
   }
   return changed;

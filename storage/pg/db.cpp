@@ -5,6 +5,7 @@
 #include "storage/db.hpp"
 
 #include "core/error.hpp"
+#include "core/reconnect.hpp"
 #include "storage/change_feed.hpp"
 #include "storage/pg/db.hpp"
 #include "storage/pg/libpq.hpp"
@@ -352,7 +353,7 @@ public:
   PGconn* conn() const { return m_conn.get(); }
 
   // Checks a result: throws for anything but success.
-  Result check(PGresult* raw, std::string_view context) const {
+  Result check(PGresult* raw, std::string_view context) {
     Result r(raw);
     const auto status = r ? pq().PQresultStatus(r.get()) : PGRES_FATAL_ERROR;
     if (status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK) {
@@ -373,9 +374,14 @@ public:
     if (why.empty()) {
       why = one_line(pq().PQerrorMessage(m_conn.get()));
     }
-    if (pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
-      throw Error(ErrorKind::unavailable,
-                  "lost the connection to database " + path() + ": " + why);
+    // libpq's own errors carry no SQLSTATE: a connection that broke while
+    // a query was sent or awaited ("server closed the connection
+    // unexpectedly"), whatever the status libpq gives it yet.
+    if (pq().PQstatus(m_conn.get()) == CONNECTION_BAD
+        || core::connection_lost_state(state) || state.empty()) {
+      m_lost = true;
+      throw ConnectionLost("lost the connection to database " + path() + ": "
+                           + why);
     }
     if (state == "42P01" || state == "42703") {
       throw Error(ErrorKind::unavailable,
@@ -467,7 +473,33 @@ public:
     m_changed = true; // migrations and the like: assume they changed rows
   }
 
+  // A connection lost since the last transaction is made again before
+  // the next one begins (nothing is in flight then): the server's session
+  // is new, so statements prepared on the old one are prepared again.
+  // Throws ConnectionLost while the server cannot be reached.
+  void reconnect() {
+    pq().PQreset(m_conn.get());
+    if (pq().PQstatus(m_conn.get()) != CONNECTION_OK) {
+      throw ConnectionLost(
+          "cannot connect to database " + path() + ": "
+          + connect_error(pq().PQerrorMessage(m_conn.get()), m_url));
+    }
+    m_lost = false;
+    for (auto& [sql, p] : m_prepared) {
+      p.name.clear();
+      p.runs = 0;
+    }
+    pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
+    if (m_url.find("options=") != std::string::npos) {
+      exec(session_settings("SET ", "; ").c_str(),
+           "cannot configure the connection");
+    }
+  }
+
   void begin(TxKind kind) override {
+    if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
+      reconnect();
+    }
     m_write = kind == TxKind::write;
     const Result r =
         check(pq().PQexec(m_conn.get(), m_write ? m_begin_write.c_str()
@@ -561,8 +593,9 @@ private:
     core::Time server;                          // the server's clock read
     std::chrono::steady_clock::time_point here; // when the reply came
   };
-  std::optional<Seen> m_seen; // the latest reading: see server_now()
-  bool m_changed = false;     // since begin(): a statement changed rows
+  std::optional<Seen> m_seen;  // the latest reading: see server_now()
+  bool m_changed = false;      // since begin(): a statement changed rows
+  mutable bool m_lost = false; // the connection broke: see reconnect()
 };
 
 bool PgStatement::step() {

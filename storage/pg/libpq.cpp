@@ -5,11 +5,13 @@
 #include "storage/pg/libpq.hpp"
 
 #include "core/error.hpp"
+#include "core/reconnect.hpp"
 #include "storage/change_feed.hpp"
 #include "storage/db.hpp"
 #include "storage/task_store.hpp"
 
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <dlfcn.h>
 #include <string_view>
@@ -214,46 +216,82 @@ using libpq::one_line;
 using libpq::pq;
 using libpq::Result;
 
+// The listening connection, and what makes it again when it breaks (a
+// server restart): until then the listener has no descriptor (fd() is -1,
+// so the ChangeFeed polls), each drain() says "look again", and tries to
+// LISTEN again with core's reconnect back-off; the drain that makes it
+// again also says "look again", for what was committed meanwhile.
 struct PgListener::Conn {
   struct Finish {
     void operator()(PGconn* c) const { pq().PQfinish(c); }
   };
   std::unique_ptr<PGconn, Finish> conn;
+  std::string url;
+  int failed = 0; // tries since the connection broke
+  std::chrono::steady_clock::time_point retry_at{};
 };
 
-PgListener::PgListener(const std::string& url, int own_pid)
-    : m_conn(std::make_unique<Conn>()), m_own_pid(own_pid) {
-  m_conn->conn.reset(libpq::connect(url, nullptr));
-  PGconn* c = m_conn->conn.get();
+namespace {
+
+// Connects to `url` and LISTENs; throws unavailable when it cannot.
+PGconn* listen_on(const std::string& url) {
+  PGconn* c = libpq::connect(url, nullptr);
+  const auto fail = [&](const std::string& what) {
+    std::string message =
+        what + redact_url(url) + ": "
+        + connect_error(c == nullptr ? "out of memory" : pq().PQerrorMessage(c),
+                        url);
+    if (c != nullptr) {
+      pq().PQfinish(c);
+    }
+    throw Error(ErrorKind::unavailable, message);
+  };
   if (c == nullptr || pq().PQstatus(c) != CONNECTION_OK) {
-    throw Error(ErrorKind::unavailable,
-                "cannot connect to database " + redact_url(url) + ": "
-                    + connect_error(c == nullptr ? "out of memory"
-                                                 : pq().PQerrorMessage(c),
-                                    url));
+    fail("cannot connect to database ");
   }
   pq().PQsetNoticeProcessor(c, no_notices, nullptr);
   Result r(pq().PQexec(c, "LISTEN taskq"));
   if (pq().PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
-    throw Error(ErrorKind::unavailable,
-                "cannot listen for changes of database " + redact_url(url)
-                    + ": " + connect_error(pq().PQerrorMessage(c), url));
+    fail("cannot listen for changes of database ");
   }
   pq().PQsetnonblocking(c, 1);
+  return c;
+}
+
+} // namespace
+
+PgListener::PgListener(const std::string& url, int own_pid)
+    : m_conn(std::make_unique<Conn>()), m_own_pid(own_pid) {
+  m_conn->url = url;
+  m_conn->conn.reset(listen_on(url));
 }
 
 PgListener::~PgListener() = default;
 
 int PgListener::fd() const {
-  return pq().PQsocket(m_conn->conn.get());
+  return m_conn->conn ? pq().PQsocket(m_conn->conn.get()) : -1;
 }
 
 bool PgListener::drain() {
+  const auto now = std::chrono::steady_clock::now();
+  if (!m_conn->conn) {
+    if (now >= m_conn->retry_at) {
+      try {
+        m_conn->conn.reset(listen_on(m_conn->url));
+        m_conn->failed = 0;
+      } catch (const Error&) {
+        m_conn->retry_at = now + core::reconnect_delay(++m_conn->failed);
+      }
+    }
+    return true; // look again: what came meanwhile was not heard
+  }
   PGconn* c = m_conn->conn.get();
   if (pq().PQconsumeInput(c) == 0) {
-    throw Error(ErrorKind::unavailable,
-                "lost the connection to the database while waiting: "
-                    + one_line(pq().PQerrorMessage(c)));
+    // The server went away: listen again later (see Conn).
+    m_conn->conn.reset();
+    m_conn->failed = 1;
+    m_conn->retry_at = now + core::reconnect_delay(1);
+    return true;
   }
   bool got = false;
   while (PGnotify* n = pq().PQnotifies(c)) {

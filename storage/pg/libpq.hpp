@@ -38,6 +38,7 @@ namespace taskq::storage::libpq {
   X(PQprepare)                                                                 \
   X(PQresultErrorField)                                                        \
   X(PQresultStatus)                                                            \
+  X(PQreset)                                                                   \
   X(PQsetNoticeProcessor)                                                      \
   X(PQsetnonblocking)                                                          \
   X(PQsocket)                                                                  \

@@ -160,7 +160,8 @@ expect_exit 5 env TASKQ_DB="$bad_port" "$TASKQ" events --follow
 one_line_error
 no_secret
 
-section "a server that goes away: waiting commands end with exit 5"
+section "a server that goes away: waiting commands with --reconnect-for 0 end with exit 5"
+# (By default they connect again: tests/cli/pg_restart.sh.)
 fresh_db
 id=$(add_task q)
 db=$(dbname)
@@ -171,7 +172,8 @@ listening() {
 cut_off() {
   psql -XAtq -d "$db" -c "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE datname = '$db' AND backend_type = 'client backend' AND pid <> pg_backend_pid()" >/dev/null 2>&1
 }
-for c in "wait $id" "events --follow" "run idle -- true"; do
+for c in "wait $id --reconnect-for 0" "events --follow --reconnect-for 0" \
+  "run idle --reconnect-for 0 -- true"; do
   unset TASKQ_NOW
   # shellcheck disable=SC2086
   "$TASKQ" --db "$(url_with "$db")" $c >gone.out 2>gone.err &

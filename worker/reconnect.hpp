@@ -1,0 +1,137 @@
+// A waiting command's connection to its database server: when it broke,
+// when to try again (core/reconnect.hpp), when to give up, and the two
+// lines it says on stderr, one when the connection is lost and one when it
+// is back. Used by both modes of `run`, and by lease --wait, wait,
+// events --follow, progress and top.
+#pragma once
+
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "core/reconnect.hpp"
+#include "worker/policy.hpp"
+
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <thread>
+#include <type_traits>
+
+namespace taskq::worker {
+
+class Reconnect {
+public:
+  // `who`: the command, as its messages name it ("run", "wait");
+  // `limit`: how long to keep trying (std::nullopt: for ever).
+  Reconnect(std::string who, std::optional<core::Millis> limit)
+      : m_who(std::move(who)), m_limit(limit) {}
+
+  // A call to the database threw `e` at `now`: the first since the
+  // connection was last good says so.
+  void lost(const ConnectionLost& e, Instant now) {
+    ++m_failed;
+    m_next = now + core::reconnect_delay(m_failed);
+    if (m_since) {
+      return;
+    }
+    m_since = now;
+    m_why = e.what();
+    if (!retries()) {
+      return; // not connecting again: the error says it all
+    }
+    std::fprintf(
+        stderr, "taskq: %s: %s; connecting again%s\n", m_who.c_str(), e.what(),
+        m_limit ? (" for up to " + core::format_duration(*m_limit)).c_str()
+                : "");
+  }
+
+  // A call to the database succeeded at `now`: if the connection was
+  // lost, says that it is back. Returns whether it was lost.
+  bool ok(Instant now) {
+    if (!m_since) {
+      return false;
+    }
+    std::fprintf(stderr,
+                 "taskq: %s: connected to the database again after %s\n",
+                 m_who.c_str(),
+                 core::format_duration(
+                     std::chrono::duration_cast<core::Millis>(now - *m_since))
+                     .c_str());
+    m_since.reset();
+    m_failed = 0;
+    return true;
+  }
+
+  bool down() const { return m_since.has_value(); }
+  // Whether it connects again at all (--reconnect-for is not 0).
+  bool retries() const { return !m_limit || m_limit->count() > 0; }
+  // When to try again, while down.
+  std::optional<Instant> next_try() const {
+    return m_since ? std::optional(m_next) : std::nullopt;
+  }
+  bool try_due(Instant now) const { return m_since && now >= m_next; }
+  // Down for longer than the limit.
+  bool gave_up(Instant now) const {
+    return m_since
+           && !core::keep_reconnecting(
+               std::chrono::duration_cast<core::Millis>(now - *m_since),
+               m_limit);
+  }
+  // The error that began the outage, for the final message.
+  const std::string& why() const { return m_why; }
+
+private:
+  std::string m_who;
+  std::optional<core::Millis> m_limit;
+  std::optional<Instant> m_since;
+  Instant m_next{};
+  int m_failed = 0;
+  std::string m_why;
+};
+
+// `--reconnect-for DUR` as given: a duration (0: fail at once, as a
+// command that does not wait), or "forever" (std::nullopt). Throws usage.
+inline std::optional<core::Millis>
+parse_reconnect_for(const std::string& text) {
+  if (text == "forever") {
+    return std::nullopt;
+  }
+  const auto d = core::parse_duration(text);
+  if (!d || d->count() < 0) {
+    throw Error(ErrorKind::usage,
+                "invalid duration '" + text
+                    + "' for --reconnect-for: expected e.g. 30s, 5m, 0 (do "
+                      "not connect again) or forever");
+  }
+  return *d;
+}
+
+// Runs `look` (reads of the database, or a write whose repeat is safe) and
+// returns what it returns; when the connection to the server is lost,
+// says so once (through `rc`), waits with the back-off, and runs it
+// again, until `rc`'s limit passes: then the loss is the error. A look
+// that succeeds after a loss says the connection is back. For the
+// commands that only wait (lease --wait, wait, events --follow, progress).
+template <typename Look>
+auto retrying(Reconnect& rc, Look&& look) -> decltype(look()) {
+  while (true) {
+    try {
+      if constexpr (std::is_void_v<decltype(look())>) {
+        look();
+        rc.ok(Clock::now());
+        return;
+      } else {
+        auto result = look();
+        rc.ok(Clock::now());
+        return result;
+      }
+    } catch (const ConnectionLost& e) {
+      rc.lost(e, Clock::now());
+      if (rc.gave_up(Clock::now())) {
+        throw;
+      }
+      std::this_thread::sleep_until(*rc.next_try());
+    }
+  }
+}
+
+} // namespace taskq::worker
