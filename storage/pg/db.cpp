@@ -9,6 +9,7 @@
 #include "storage/change_feed.hpp"
 #include "storage/pg/db.hpp"
 #include "storage/pg/libpq.hpp"
+#include "storage/pg/schema_url.hpp"
 #include "storage/pg/sql.hpp"
 
 #include <algorithm>
@@ -30,6 +31,8 @@ using libpq::no_notices;
 using libpq::one_line;
 using libpq::pq;
 using libpq::Result;
+using pg::split_schema;
+using pg::with_schema;
 
 // Every write transaction holds this transaction-scoped advisory lock (an
 // arbitrary key, "tskq" in ASCII), so writers of one database run one at a
@@ -90,82 +93,6 @@ ErrorKind kind_for(std::string_view state) {
     return ErrorKind::unavailable;
   }
   return ErrorKind::internal;
-}
-
-// The schema holding taskq's tables when the URL names none.
-constexpr std::string_view k_default_schema = "taskq";
-
-// A schema's name as taskq accepts it: a lower-case identifier, which
-// needs no quoting anywhere, and none of the server's own (pg_...).
-bool valid_schema_name(std::string_view name) {
-  if (name.empty() || name.size() > 63 || name.starts_with("pg_")
-      || (name[0] >= '0' && name[0] <= '9')) {
-    return false;
-  }
-  return std::all_of(name.begin(), name.end(), [](char c) {
-    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
-  });
-}
-
-// The URL without its `schema=NAME` (taskq's, which libpq would refuse),
-// and the schema it names (the last; a bad name is a usage error). Else
-// the first of a search_path set in the URL's options (how a schema was
-// chosen before), else the default.
-std::pair<std::string, std::string> split_schema(const std::string& url) {
-  std::string rest;
-  std::string schema(k_default_schema);
-  const size_t query = url.find('?');
-  if (query == std::string::npos) {
-    return {url, schema};
-  }
-  rest = url.substr(0, query);
-  char sep = '?';
-  bool named = false;
-  for (size_t at = query + 1; at <= url.size();) {
-    const size_t end = std::min(url.find('&', at), url.size());
-    const std::string_view param(url.data() + at, end - at);
-    if (param.starts_with("options=") && !named) {
-      const std::string options = percent_decode(param.substr(8));
-      const size_t path = options.find("search_path=");
-      if (path != std::string::npos) {
-        const size_t from = path + 12;
-        const size_t to =
-            std::min(options.find_first_of(", ", from), options.size());
-        if (const std::string first = options.substr(from, to - from);
-            valid_schema_name(first)) {
-          schema = first;
-        }
-      }
-    }
-    if (param.starts_with("schema=")) {
-      named = true;
-      schema = percent_decode(param.substr(7));
-      if (!valid_schema_name(schema)) {
-        throw Error(ErrorKind::usage,
-                    "invalid schema '" + schema + "' in database URL "
-                        + redact_url(url)
-                        + ": a schema is lower-case letters, digits and '_' "
-                          "(at most 63, not starting with a digit or pg_)");
-      }
-    }
-    if (!param.starts_with("schema=") && !param.empty()) {
-      rest += sep;
-      rest += param;
-      sep = '&';
-    }
-    at = end + 1;
-  }
-  return {rest, schema};
-}
-
-// `begin` (a BEGIN and what follows it) with the schema set as the
-// search_path right after the BEGIN: every transaction names it itself, so
-// that a connection a pooler hands from client to client between
-// transactions needs no session state.
-std::string with_schema(std::string_view begin, const std::string& schema) {
-  const size_t end = std::min(begin.find(';'), begin.size());
-  return std::string(begin.substr(0, end)) + "; SET LOCAL search_path TO "
-         + schema + std::string(begin.substr(end));
 }
 
 class PgDb;
@@ -491,7 +418,7 @@ public:
     }
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (m_url.find("options=") != std::string::npos) {
-      exec(session_settings("SET ", "; ").c_str(),
+      exec(session_settings("SET ", "; ", m_schema).c_str(),
            "cannot configure the connection");
     }
   }
@@ -627,7 +554,7 @@ std::string pg_schema(const Db& db) {
 }
 
 std::string pg_default_schema() {
-  return std::string(k_default_schema);
+  return std::string(pg::k_default_schema);
 }
 
 } // namespace taskq::storage
