@@ -29,11 +29,22 @@ using worker::RunSummary;
 using worker::StreamOptions;
 
 // What the engine needs of this command: its context.
+// The note on queues that have never had a task (note_unknown_queues)
+// comes once the store is open, at the engine's first call: after the
+// engine has taken over SIGTERM, so that a signal while the store opens (a
+// PostgreSQL connect may wait) ends the run as it would later.
 class ContextHost : public worker::Host {
 public:
-  explicit ContextHost(Context& ctx) : m_ctx(ctx) {}
+  ContextHost(Context& ctx, std::optional<std::vector<std::string>> note)
+      : m_ctx(ctx), m_note(std::move(note)) {}
   storage::TaskStore& store() override {
-    return m_ctx.store(storage::OpenMode::update);
+    auto& store = m_ctx.store(storage::OpenMode::update);
+    if (m_note) {
+      const auto queues = std::move(*m_note);
+      m_note.reset();
+      note_unknown_queues(store, queues);
+    }
+    return store;
   }
   std::string worker() const override { return m_ctx.worker(); }
   std::string db_path() const override { return m_ctx.db_path(); }
@@ -44,37 +55,8 @@ public:
 
 private:
   Context& m_ctx;
+  std::optional<std::vector<std::string>> m_note; // queues to note, once
 };
-
-// " (tasks 3, 5)": the tasks that failed, named (at most 10, then "...").
-std::string ids_words(const std::vector<int64_t>& ids) {
-  if (ids.empty()) {
-    return "";
-  }
-  std::string out = ids.size() == 1 ? " (task " : " (tasks ";
-  for (size_t i = 0; i < ids.size() && i < 10; ++i) {
-    out += (i == 0 ? "" : ", ") + std::to_string(ids[i]);
-  }
-  return out + (ids.size() > 10 ? ", ...)" : ")");
-}
-
-// The summary line `run` prints, e.g. "leased 4: 2 completed, 1 failed for
-// good (task 7), 1 will retry at 2026-11-24T11:00:00Z (task 9), 0 released,
-// 0 revoked" (with several retries: "3 will retry (first at TIME) (tasks 4,
-// 5, 6)").
-std::string summary_line(const RunSummary& s) {
-  std::string retry = std::to_string(s.retrying) + " will retry";
-  if (s.retry_at) {
-    retry += (s.retrying == 1 ? " at " : " (first at ")
-             + core::format_time(*s.retry_at) + (s.retrying == 1 ? "" : ")");
-  }
-  return "leased " + std::to_string(s.leased) + ": "
-         + std::to_string(s.completed) + " completed, "
-         + std::to_string(s.failed) + " failed for good"
-         + ids_words(s.failed_ids) + ", " + retry + ids_words(s.retrying_ids)
-         + ", " + std::to_string(s.released) + " released, "
-         + std::to_string(s.revoked) + " revoked";
-}
 
 struct RunArgs {
   std::vector<std::string> queues;
@@ -529,10 +511,8 @@ void register_run(CLI::App& app, Context& ctx) {
     a->keep_output_given = keep_output->count() > 0;
     const RunOptions o = check_run_args(*a, ctx);
     const StreamOptions so = check_stream_args(*a, o);
-    ContextHost host(ctx);
-    if (!a->quiet) { // -q: cron mails nothing when nothing ran
-      note_unknown_queues(host.store(), o.queues);
-    }
+    // -q: cron mails nothing when nothing ran.
+    ContextHost host(ctx, a->quiet ? std::nullopt : std::optional(o.queues));
     const RunSummary s = a->stream ? worker::run_stream(o, so, host)
                                    : worker::run_worker(o, host);
     if (worker::run_failed(s, fail_on)) {

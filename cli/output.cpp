@@ -529,4 +529,38 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
   print_table({"  TIME", "MESSAGE", "TRANSITION", "BY", "DETAIL"}, rows);
 }
 
+namespace {
+
+// " (tasks 3, 5)": the tasks that failed, named (at most 10, then "...").
+std::string ids_words(const std::vector<int64_t>& ids) {
+  if (ids.empty()) {
+    return "";
+  }
+  std::string out = ids.size() == 1 ? " (task " : " (tasks ";
+  for (size_t i = 0; i < ids.size() && i < 10; ++i) {
+    out += (i == 0 ? "" : ", ") + std::to_string(ids[i]);
+  }
+  return out + (ids.size() > 10 ? ", ...)" : ")");
+}
+
+} // namespace
+
+// The summary line `run` prints, e.g. "leased 4: 2 completed, 1 failed for
+// good (task 7), 1 will retry at 2026-11-24T11:00:00Z (task 9), 0 released,
+// 0 revoked" (with several retries: "3 will retry (first at TIME) (tasks 4,
+// 5, 6)").
+std::string summary_line(const worker::RunSummary& s) {
+  std::string retry = std::to_string(s.retrying) + " will retry";
+  if (s.retry_at) {
+    retry += (s.retrying == 1 ? " at " : " (first at ")
+             + core::format_time(*s.retry_at) + (s.retrying == 1 ? "" : ")");
+  }
+  return "leased " + std::to_string(s.leased) + ": "
+         + std::to_string(s.completed) + " completed, "
+         + std::to_string(s.failed) + " failed for good"
+         + ids_words(s.failed_ids) + ", " + retry + ids_words(s.retrying_ids)
+         + ", " + std::to_string(s.released) + " released, "
+         + std::to_string(s.revoked) + " revoked";
+}
+
 } // namespace taskq::cli

@@ -3,6 +3,7 @@
 #include "core/handler_env.hpp"
 #include "core/task.hpp"
 #include "storage/task_store.hpp"
+#include "worker/run.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -124,5 +125,9 @@ void print_table(const std::vector<std::string>& header,
 
 void print_task_table(const std::vector<core::Task>& tasks, core::Time now);
 void print_task_detail(const storage::TaskDetail& detail, core::Time now);
+
+// The summary line `run` prints: "leased 4: 2 completed, 1 failed for good
+// (task 7), 1 will retry at T (task 9), 0 released, 0 revoked".
+std::string summary_line(const worker::RunSummary& s);
 
 } // namespace taskq::cli
