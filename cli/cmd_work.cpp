@@ -53,6 +53,7 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
   const auto deadline = Clock::now() + limit.value_or(core::Millis{0});
   worker::Reconnect rc("lease", worker::parse_reconnect_for(o.reconnect_for));
   storage::ChangeFeed feed = store.changes(); // before the first look
+  bool noted = false; // the note on unknown queues: once, retried look or not
   for (bool first = true;; first = false) {
     feed.drain();
     // A look whose connection is lost is made again once the server is
@@ -72,7 +73,8 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
         if (!tasks.empty()) {
           return tasks;
         }
-        if (first && !o.quiet) {
+        if (first && !o.quiet && !noted) {
+          noted = true;
           note_unknown_queues(store, req.queues); // said once, then waits
         }
       }

@@ -18,10 +18,15 @@ void write_output(Db& db, const std::vector<OutputChunk>& chunks,
   if (chunks.empty() || keep <= 0) {
     return;
   }
+  // A stream's chunks come in order, so a row at or past a chunk's offset
+  // means the chunk is there already: a worker that lost its connection
+  // while committing sends its chunks again, and they are not doubled.
   Statement insert(db,
                    "INSERT INTO task_output (task_id, attempt, stream, pos, "
                    "data) SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS "
-                   "(SELECT 1 FROM tasks WHERE id = ?1)");
+                   "(SELECT 1 FROM tasks WHERE id = ?1) AND NOT EXISTS "
+                   "(SELECT 1 FROM task_output WHERE task_id = ?1 AND "
+                   "attempt = ?2 AND stream = ?3 AND pos >= ?4)");
   // Where each stream now ends: what lies before end - keep goes.
   std::map<std::tuple<int64_t, int64_t, std::string>, int64_t> ends;
   for (const OutputChunk& c : chunks) {

@@ -2,7 +2,7 @@
 // when to try again (core/reconnect.hpp), when to give up, and the two
 // lines it says on stderr, one when the connection is lost and one when it
 // is back. Used by both modes of `run`, and by lease --wait, wait,
-// events --follow, progress and top.
+// events --follow and progress (not yet top, which exits 5).
 #pragma once
 
 #include "core/duration.hpp"

@@ -303,9 +303,16 @@ public:
     }
     // libpq's own errors carry no SQLSTATE: a connection that broke while
     // a query was sent or awaited ("server closed the connection
-    // unexpectedly"), whatever the status libpq gives it yet.
-    if (pq().PQstatus(m_conn.get()) == CONNECTION_BAD
-        || core::connection_lost_state(state) || state.empty()) {
+    // unexpectedly") is told from another error of libpq's (a bad
+    // parameter, say) by reading the socket: a broken one makes the
+    // connection bad.
+    bool lost = pq().PQstatus(m_conn.get()) == CONNECTION_BAD
+                || core::connection_lost_state(state);
+    if (!lost && state.empty()) {
+      pq().PQconsumeInput(m_conn.get());
+      lost = pq().PQstatus(m_conn.get()) == CONNECTION_BAD;
+    }
+    if (lost) {
       m_lost = true;
       throw ConnectionLost("lost the connection to database " + path() + ": "
                            + why);

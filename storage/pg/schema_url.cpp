@@ -52,9 +52,10 @@ std::pair<std::string, std::string> split_schema(const std::string& url) {
       named = true;
       schema = percent_decode(param.substr(7));
       if (!valid_schema_name(schema)) {
+        // The value itself is not quoted: in a URL whose password holds
+        // an unencoded "?schema=", it would be a part of the password.
         throw Error(ErrorKind::usage,
-                    "invalid schema '" + schema + "' in database URL "
-                        + redact_url(url)
+                    "invalid schema in database URL " + redact_url(url)
                         + ": a schema is lower-case letters, digits and '_' "
                           "(at most 63, not starting with a digit or pg_)");
       }

@@ -24,8 +24,9 @@ std::pair<std::string, std::string> split_schema(const std::string& url);
 
 // `begin` (a BEGIN and what follows it) with the schema set as the
 // search_path right after the BEGIN: every transaction names it itself, so
-// that a connection a pooler hands from client to client between
-// transactions needs no session state.
+// the schema needs no session state (one step towards a pooler that hands
+// a connection from client to client between transactions; the prepared
+// statements and LISTEN still keep session state).
 std::string with_schema(std::string_view begin, const std::string& schema);
 
 } // namespace taskq::storage::pg

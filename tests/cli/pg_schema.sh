@@ -129,8 +129,12 @@ expect_eq "$(schemas)" "legacy public team_a team_b" "schemas"
 for bad in Team_A "a-b" 1st pg_x ""; do
   expect_exit 2 "$TASKQ" --db "$base?schema=$bad" list
   one_line_error
-  expect_err_contains "invalid schema '$bad'"
+  expect_err_contains "invalid schema in database URL"
 done
+# The bad value is not quoted: here it is a part of the password.
+expect_exit 2 "$TASKQ" --db "postgresql://u:pa?schema=Se/cret@h/db" list
+one_line_error
+expect_not_contains "$err" "cret" "stderr of $cmd"
 
 section "a schema taskq that taskq did not make, or a half-made one: exit 5, nothing changed"
 fresh_db foreign
@@ -223,7 +227,16 @@ expect_out "$latest"
 app_sql "SET ROLE tq_owner_$$;
          GRANT USAGE ON SCHEMA taskq TO tq_worker_$$;
          GRANT SELECT, INSERT, UPDATE, DELETE ON ALL TABLES IN SCHEMA taskq TO tq_worker_$$;
-         GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA taskq TO tq_worker_$$"
+         GRANT USAGE, SELECT ON ALL SEQUENCES IN SCHEMA taskq TO tq_worker_$$;
+         ALTER DEFAULT PRIVILEGES IN SCHEMA taskq
+           GRANT SELECT, INSERT, UPDATE, DELETE ON TABLES TO tq_worker_$$;
+         ALTER DEFAULT PRIVILEGES IN SCHEMA taskq
+           GRANT USAGE, SELECT ON SEQUENCES TO tq_worker_$$"
+# A table a later upgrade makes (as the owner) is the worker's too.
+app_sql "SET ROLE tq_owner_$$; CREATE TABLE taskq.later_$$ (n int)"
+check "the worker may write a table made after the grants" \
+  psql -XAtq -d "$(dbname)" -U "tq_worker_$$" -c "INSERT INTO taskq.later_$$ VALUES (1)"
+app_sql "SET ROLE tq_owner_$$; DROP TABLE taskq.later_$$"
 w=$(TASKQ_DB=$worker_db add_task q)
 expect_exit 0 "$TASKQ" --db "$worker_db" lease q --worker w -o json
 expect_exit 0 "$TASKQ" --db "$worker_db" done "$w" --lease "$(jout .lease.token)"

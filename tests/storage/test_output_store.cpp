@@ -70,6 +70,26 @@ TEST_CASE("output is trimmed to its last keep bytes, a chunk cut inside") {
   CHECK(sizes[0].total == 19);
 }
 
+TEST_CASE("chunks written again (a retry after a lost commit) are not "
+          "doubled") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const int64_t id = add_task(store, "q");
+  const std::vector<storage::OutputChunk> batch{chunk(id, "stdout", 0, "ab"),
+                                                chunk(id, "stdout", 2, "cd"),
+                                                chunk(id, "stderr", 0, "E")};
+  store.append_output(batch, 1 << 20);
+  store.append_output(batch, 1 << 20); // the same, sent again
+  CHECK(kept(store, id, "stdout") == "abcd");
+  CHECK(kept(store, id, "stderr") == "E");
+  // Trimmed since, then sent again: still not doubled.
+  store.append_output({chunk(id, "stdout", 4, "efgh")}, 3);
+  store.append_output({chunk(id, "stdout", 4, "efgh")}, 3);
+  CHECK(kept(store, id, "stdout") == "fgh");
+  store.append_output({chunk(id, "stdout", 8, "i")}, 3);
+  CHECK(kept(store, id, "stdout") == "ghi");
+}
+
 TEST_CASE("streams and attempts are bounded apart, read in written order") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
