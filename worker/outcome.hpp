@@ -54,6 +54,8 @@ public:
   void add(storage::Outcome o, bool counted = true);
   bool empty() const { return m_outcomes.empty(); }
   const std::vector<storage::Outcome>& outcomes() const { return m_outcomes; }
+  // Whether outcomes()[i] is counted (see add).
+  bool counted(size_t i) const { return m_counted.at(i); }
   size_t size() const { return m_outcomes.size(); }
   // Drops them all, written or not.
   void clear();

@@ -20,10 +20,14 @@ RunSummary StreamRunner::run() {
     throw;
   }
   if (m_conn.down()) {
-    // Stopping without the server: what waits is not recorded.
-    for (const auto& o : m_pending.outcomes()) {
-      worker::not_recorded(m_summary, o.id,
-                           "the database server is out of reach");
+    // Stopping without the server: what waits is not recorded. A task
+    // given back that was never counted as leased (leased ahead, never
+    // started) is not reported: its lease just expires.
+    for (size_t i = 0; i < m_pending.size(); ++i) {
+      if (m_pending.counted(i)) {
+        worker::not_recorded(m_summary, m_pending.outcomes()[i].id,
+                             "the database server is out of reach");
+      }
     }
     m_pending.clear();
     return m_summary;
