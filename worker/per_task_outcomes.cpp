@@ -396,13 +396,11 @@ void Runner::reconnect() {
     give_up();
     return;
   }
-  if (!m_conn.try_due(now)) {
+  if (!m_conn.try_again(now, [&] {
+        m_store.anything_due(m_o.queues, m_host.live_now(), m_worker);
+      })) {
     return;
   }
-  // A read: a transaction of the store's connection connects it again
-  // first (storage/pg/db.cpp).
-  m_store.anything_due(m_o.queues, m_host.live_now(), m_worker);
-  m_conn.ok(Clock::now());
   m_feed.drain(); // and the feed's: LISTEN again if its back-off allows
   for (auto& r : m_running) {
     r.next_heartbeat = now; // a lease may be near its end by now

@@ -88,18 +88,11 @@ void StreamRunner::reconnect() {
     give_up();
     return;
   }
-  if (!m_conn.try_due(now)) {
+  if (!m_conn.try_again(now, [&] {
+        m_store.anything_due(m_o.queues, m_host.live_now(), m_worker);
+      })) {
     return;
   }
-  try {
-    // A read: the store's connection is made again before it (see
-    // storage/pg/db.cpp).
-    m_store.anything_due(m_o.queues, m_host.live_now(), m_worker);
-  } catch (const ConnectionLost& e) {
-    m_conn.lost(e, Clock::now());
-    return;
-  }
-  m_conn.ok(Clock::now());
   m_feed.drain();         // and the feed's: LISTEN again if its back-off allows
   m_next_heartbeat = now; // a lease may be near its end by now
   if (!m_pending.empty()) {
