@@ -11,6 +11,7 @@
 #include <clocale>
 #include <csignal>
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <unistd.h>
 
@@ -63,10 +64,11 @@ private:
   struct sigaction m_term {};
 };
 
-void run_top(Context& ctx) {
+void run_top(const std::string& reconnect_for, Context& ctx) {
   // A screen, not a report: `-o json` is refused (usage) rather than
   // ignored; stats and list print snapshots in every format.
   ctx.format(Format::table, {Format::table});
+  const auto limit = worker::parse_reconnect_for(reconnect_for);
   if (isatty(STDOUT_FILENO) == 0 || isatty(STDIN_FILENO) == 0) {
     throw Error(ErrorKind::usage,
                 "top needs a terminal on stdin and stdout (for a snapshot: "
@@ -83,7 +85,7 @@ void run_top(Context& ctx) {
   int sig = 0;
   {
     Signals signals;
-    Top top(ctx, store);
+    Top top(ctx, store, limit);
     sig = top.run();
   } // the terminal is restored here, before the signal ends the process
   if (sig != 0) {
@@ -104,7 +106,12 @@ void register_top(CLI::App& app, Context& ctx) {
       "(asks y/n), l output (the latest attempt's), e events and errors, q "
       "quit. Colour on a terminal, never with NO_COLOR",
       "taskq top --db jobs.db");
-  top->callback([&ctx] { run_top(ctx); });
+  auto reconnect = std::make_shared<std::string>("5m");
+  top->add_option("--reconnect-for", *reconnect,
+                  "when the server goes away, keep the last view and retry "
+                  "for DUR (default 5m)")
+      ->type_name("DUR");
+  top->callback([reconnect, &ctx] { run_top(*reconnect, ctx); });
 }
 
 } // namespace taskq::cli

@@ -168,6 +168,9 @@ void Top::draw_status(int width, int height) {
   } else if (!m_message.empty() && Clock::now() < m_message_until) {
     text = m_message;
     attr = A_BOLD;
+  } else if (m_conn.down()) {
+    text = m_down;
+    attr = A_BOLD | colour(pair_failed);
   } else if (m_logs) {
     text = m_log_events ? "q/Esc back  l output  j/k up/down  PgUp/PgDn  "
                           "g/G top/end"

@@ -196,6 +196,12 @@ void Top::act(int what, Pane p, const std::string& key) {
                                     : "killed")
           + " task " + key);
     }
+  } catch (const ConnectionLost& e) {
+    // Not done; whether a write in flight committed shows once the
+    // connection is back (the next reload).
+    m_conn.lost(e, Clock::now());
+    say(std::string("not done: ") + e.what());
+    return;
   } catch (const Error& e) {
     if (e.kind() == ErrorKind::unavailable) {
       throw;

@@ -133,8 +133,24 @@ std::vector<std::string> task_log_lines(storage::TaskStore& store, int64_t id,
 
 } // namespace
 
-Top::Top(Context& ctx, storage::TaskStore& store)
-    : m_ctx(ctx), m_store(store), m_feed(store.changes()) {
+Top::Top(Context& ctx, storage::TaskStore& store,
+         std::optional<core::Millis> reconnect_for)
+    : m_ctx(ctx), m_store(store), m_feed(store.changes()),
+      m_conn("top", reconnect_for) {
+  // Not on stderr, under the screen: the loss stays on the status line
+  // while it lasts, the return is said there for a moment.
+  m_conn.say_with([this](const std::string& line) {
+    if (m_conn.down()) {
+      // "WHY; connecting again for up to 5m", the long URL last, so that
+      // a narrow status line still shows what top is doing.
+      const auto semi = line.rfind("; connecting again");
+      m_down = semi == std::string::npos ? "database: " + line
+                                         : "database: " + line.substr(semi + 2)
+                                               + ": " + line.substr(0, semi);
+    } else {
+      say(line);
+    }
+  });
   m_screen = newterm(nullptr, stdout, stdin);
   if (m_screen == nullptr) {
     const char* term = std::getenv("TERM");
@@ -244,6 +260,9 @@ int Top::run() {
 }
 
 Clock::time_point Top::reload_due() const {
+  if (const auto next = m_conn.next_try()) {
+    return *next; // the connection is lost: the next try
+  }
   if (m_feed.polling()) {
     return m_loaded_at + storage::ChangeFeed::k_fallback_poll;
   }
@@ -265,10 +284,27 @@ Clock::time_point Top::next_second() {
 
 void Top::reload() {
   m_changed = false;
-  m_loaded_at = Clock::now();
-  m_now = m_ctx.live_now();
+  const auto started = Clock::now();
+  try {
+    const core::Time now = m_ctx.live_now();
+    m_view = m_store.top_view(now, k_rows);
+    m_now = now;
+  } catch (const ConnectionLost& e) {
+    // The last snapshot stays, its times still counting up (rebuild);
+    // the store connects again on the next try (reload_due).
+    if (m_loaded_at == Clock::time_point{}) {
+      throw; // no snapshot yet: as any command that cannot connect
+    }
+    m_conn.lost(e, Clock::now());
+    if (m_conn.gave_up(Clock::now())) {
+      throw Error(ErrorKind::unavailable,
+                  "top: " + m_conn.why() + "; not back within --reconnect-for");
+    }
+    return;
+  }
+  m_conn.ok(Clock::now());
+  m_loaded_at = started;
   m_loaded_now = m_now;
-  m_view = m_store.top_view(m_now, k_rows);
   m_reload_cost = Clock::now() - m_loaded_at;
   rebuild();
   if (m_logs) {

@@ -5,6 +5,7 @@
 #include "cli/commands.hpp"
 #include "cli/top_text.hpp"
 #include "core/time.hpp"
+#include "worker/reconnect.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -87,7 +88,10 @@ struct Confirm {
 // back as it was, also when an exception unwinds.
 class Top {
 public:
-  Top(Context& ctx, storage::TaskStore& store);
+  // `reconnect_for`: how long to keep trying when the server goes away
+  // (std::nullopt: for ever).
+  Top(Context& ctx, storage::TaskStore& store,
+      std::optional<core::Millis> reconnect_for);
 
   ~Top();
 
@@ -159,6 +163,11 @@ private:
   Context& m_ctx;
   storage::TaskStore& m_store;
   storage::ChangeFeed m_feed;
+  // The connection to the database server: while it is lost, the last
+  // snapshot stays on screen, the status line says so (m_down), and each
+  // reload is a try to connect again, until --reconnect-for passes.
+  worker::Reconnect m_conn;
+  std::string m_down;
   SCREEN* m_screen = nullptr;
   TextFit m_fit;
   bool m_colour = false;

@@ -1,5 +1,5 @@
 // When a command that waits (run, lease --wait, wait, events --follow,
-// progress) tries its database server again after the connection
+// progress, top) tries its database server again after the connection
 // broke, and when it gives up: pure decisions, the clock passed in.
 #pragma once
 

@@ -2,7 +2,8 @@
 // when to try again (core/reconnect.hpp), when to give up, and the two
 // lines it says on stderr, one when the connection is lost and one when it
 // is back. Used by both modes of `run`, and by lease --wait, wait,
-// events --follow and progress (not yet top, which exits 5).
+// events --follow, progress and top (which shows the lines on its status
+// line instead).
 #pragma once
 
 #include "core/duration.hpp"
@@ -11,6 +12,7 @@
 #include "worker/policy.hpp"
 
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <thread>
@@ -38,10 +40,8 @@ public:
     if (!retries()) {
       return; // not connecting again: the error says it all
     }
-    std::fprintf(
-        stderr, "taskq: %s: %s; connecting again%s\n", m_who.c_str(), e.what(),
-        m_limit ? (" for up to " + core::format_duration(*m_limit)).c_str()
-                : "");
+    tell(std::string(e.what()) + "; connecting again"
+         + (m_limit ? " for up to " + core::format_duration(*m_limit) : ""));
   }
 
   // A call to the database succeeded at `now`: if the connection was
@@ -50,15 +50,19 @@ public:
     if (!m_since) {
       return false;
     }
-    std::fprintf(stderr,
-                 "taskq: %s: connected to the database again after %s\n",
-                 m_who.c_str(),
-                 core::format_duration(
-                     std::chrono::duration_cast<core::Millis>(now - *m_since))
-                     .c_str());
+    const auto down_for =
+        std::chrono::duration_cast<core::Millis>(now - *m_since);
     m_since.reset();
     m_failed = 0;
+    tell("connected to the database again after "
+         + core::format_duration(down_for));
     return true;
+  }
+
+  // Where the two lines go: by default stderr, as "taskq: WHO: LINE"; a
+  // full-screen command shows them itself.
+  void say_with(std::function<void(const std::string&)> say) {
+    m_say = std::move(say);
   }
 
   bool down() const { return m_since.has_value(); }
@@ -97,6 +101,15 @@ public:
   const std::string& why() const { return m_why; }
 
 private:
+  void tell(const std::string& line) const {
+    if (m_say) {
+      m_say(line);
+    } else {
+      std::fprintf(stderr, "taskq: %s: %s\n", m_who.c_str(), line.c_str());
+    }
+  }
+
+  std::function<void(const std::string&)> m_say;
   std::string m_who;
   std::optional<core::Millis> m_limit;
   std::optional<Instant> m_since;

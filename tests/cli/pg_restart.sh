@@ -163,6 +163,53 @@ kill "$evpid"
 wait "$evpid" 2>/dev/null
 export TASKQ_DB="postgresql:///rc?host=$data&port=$port"
 
+section "top keeps its last view while the server is away"
+if command -v tmux >/dev/null; then
+  # top in a tmux window (as tests/cli/top.sh drives it); its stderr and
+  # exit status go to files, the screen is read with capture-pane.
+  tmx() { tmux -f /dev/null -S "$scratch/tmux.sock" "$@" 3>&-; }
+  shown() { tmx capture-pane -p -t "$1" 2>/dev/null; }
+  shows() { [[ $(shown "$1") == *"$2"* ]]; }
+  gone() { ! tmx has-session -t "$1" 2>/dev/null; }
+  start_top() { # NAME ARGS...
+    local name=$1
+    shift
+    tmx new-session -d -s "$name" -x 120 -y 40 -e "TASKQ_DB=$TASKQ_DB" \
+      -e "HOME=$HOME" \
+      "$TASKQ top $* 2>$scratch/$name.err; echo \$? >$scratch/$name.rc"
+  }
+  tq add topq -- true >/dev/null
+  start_top top1
+  check "top shows the queue" wait_until 30 shows top1 topq
+  pgctl stop -m immediate -w >/dev/null 2>&1
+  check "top says on its status line that it connects again" \
+    wait_until 20 shows top1 "database: connecting again for up to 5m: lost the connection"
+  check "its last view stays on screen" shows top1 topq
+  check "top is still running" tmx has-session -t top1
+  pgctl start -w -t 60 -o "-p $port" -l "$data/server.log" >/dev/null 2>&1
+  tq add topback -- true >/dev/null
+  check "top shows what was added once the server is back" \
+    wait_until 30 shows top1 topback
+  check "the status line no longer says it is lost" \
+    wait_until 10 eval '! shows top1 "database: connecting again"'
+  tmx send-keys -t top1 q
+  check "q ends top" wait_until 10 gone top1
+  expect_eq "$(<top1.rc)" 0 "top's exit status"
+  expect_eq "$(<top1.err)" "" "top wrote nothing on stderr beneath its screen"
+
+  start_top top2 --reconnect-for 1s
+  check "top (--reconnect-for 1s) shows the queue" wait_until 30 shows top2 topq
+  pgctl stop -m immediate -w >/dev/null 2>&1
+  check "top ends past --reconnect-for" wait_until 30 gone top2
+  expect_eq "$(<top2.rc)" 5 "its exit status"
+  expect_contains "$(<top2.err)" "taskq: top: lost the connection" "it says why on stderr"
+  expect_contains "$(<top2.err)" "not back within --reconnect-for" "and that it gave up"
+  pgctl start -w -t 60 -o "-p $port" -l "$data/server.log" >/dev/null 2>&1
+  tmx kill-server >/dev/null 2>&1
+else
+  check "skipped: top across a restart needs tmux" true
+fi
+
 section "a server down past --reconnect-for: SIGTERM, summary, exit 5"
 did=$(tq add d -- sh -c 'trap "touch termed; exit 1" TERM; touch started.d; while :; do sleep 0.02; done')
 "$TASKQ" run d --until-empty --reconnect-for 1s --grace 5s >down.out 2>down.err 3>&- &
