@@ -1,12 +1,15 @@
 // PostgreSQL URLs (storage/db.cpp): which strings are one, which are
-// refused, and that no password libpq could read in one is ever shown.
-// Pure functions: no server needed.
+// refused, and that no password libpq could read in one is ever shown; the
+// parameters that are taskq's (storage/pg/schema_url.cpp), and the change
+// feed they make through a pooler. No server needed.
 #include "core/error.hpp"
+#include "storage/change_feed.hpp"
 #include "storage/db.hpp"
 #include "storage/pg/schema_url.hpp"
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <string>
 #include <utility>
 
@@ -255,4 +258,19 @@ TEST_CASE("a pooled transaction sets its settings after its BEGIN") {
                     "SET LOCAL a=1; SET LOCAL b=2; ")
         == "BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL search_path TO "
            "q; SET LOCAL a=1; SET LOCAL b=2");
+}
+
+TEST_CASE("through a pooler without listen=, waiting wakes every second") {
+  using taskq::storage::ChangeFeed;
+  // No server is needed: nothing connects.
+  ChangeFeed feed("postgresql://127.0.0.1:1/x?pool=transaction");
+  CHECK_FALSE(feed.polling()); // a descriptor to poll(2), a timer's
+  CHECK_FALSE(feed.skips_own());
+  CHECK_FALSE(feed.drain()); // no tick yet
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(feed.wait(taskq::core::Millis{5000}));
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took >= std::chrono::milliseconds(900));
+  CHECK(took < std::chrono::milliseconds(2500));
+  CHECK_FALSE(feed.drain()); // the tick was consumed
 }
