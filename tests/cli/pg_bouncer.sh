@@ -194,7 +194,7 @@ took=$(($(now_ms) - added))
 wait "$leasepid"
 expect_eq "$?" 0 "lease --wait's exit status"
 expect_eq "$(<lease.out)" "$id" "the task lease --wait leased"
-check "it woke at once (took ${took} ms)" test "$took" -le 700
+check "it woke at once (took ${took} ms)" test "$took" -le 500
 expect_exit 5 env TASKQ_DB="$pooled&listen=127.0.0.1:1" "$TASKQ" lease l --wait 1s
 expect_err_contains "listen= address 127.0.0.1:1"
 
