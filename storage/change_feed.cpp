@@ -1,12 +1,16 @@
 #include "storage/change_feed.hpp"
 
 #include "storage/db.hpp"
+#include "storage/pg/schema_url.hpp"
 
 #include <array>
 #include <cerrno>
+#include <chrono>
+#include <cstdint>
 #include <filesystem>
 #include <poll.h>
 #include <sys/inotify.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 #include <utility>
 
@@ -14,7 +18,24 @@ namespace taskq::storage {
 
 ChangeFeed::ChangeFeed(const std::string& db_path, int own_pid) {
   if (is_postgres_url(db_path)) {
-    m_pg = std::make_unique<PgListener>(db_path, own_pid);
+    const pg::UrlParts parts = pg::split_url(db_path);
+    if (parts.pooled && parts.listen.empty()) {
+      // No LISTEN through the pooler: a timer stands for the commits.
+      m_fd = ::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+      m_timer = m_fd >= 0;
+      const auto ns = std::chrono::nanoseconds(k_pool_poll).count();
+      itimerspec every{};
+      every.it_interval.tv_sec = static_cast<time_t>(ns / 1000000000);
+      every.it_interval.tv_nsec = static_cast<long>(ns % 1000000000);
+      every.it_value = every.it_interval;
+      if (m_timer && ::timerfd_settime(m_fd, 0, &every, nullptr) != 0) {
+        ::close(m_fd);
+        m_fd = -1; // then it polls every k_fallback_poll
+        m_timer = false;
+      }
+      return;
+    }
+    m_pg = std::make_unique<PgListener>(parts.url, own_pid, parts.listen);
     m_fd = m_pg->fd();
     return;
   }
@@ -56,7 +77,8 @@ ChangeFeed::~ChangeFeed() {
 }
 
 ChangeFeed::ChangeFeed(ChangeFeed&& other) noexcept
-    : m_fd(std::exchange(other.m_fd, -1)), m_pg(std::move(other.m_pg)) {
+    : m_fd(std::exchange(other.m_fd, -1)), m_pg(std::move(other.m_pg)),
+      m_timer(std::exchange(other.m_timer, false)) {
   for (int i = 0; i < 3; ++i) {
     m_names[i] = std::move(other.m_names[i]);
   }
@@ -69,6 +91,7 @@ ChangeFeed& ChangeFeed::operator=(ChangeFeed&& other) noexcept {
     }
     m_fd = std::exchange(other.m_fd, -1);
     m_pg = std::move(other.m_pg);
+    m_timer = std::exchange(other.m_timer, false);
     for (int i = 0; i < 3; ++i) {
       m_names[i] = std::move(other.m_names[i]);
     }
@@ -79,6 +102,10 @@ ChangeFeed& ChangeFeed::operator=(ChangeFeed&& other) noexcept {
 bool ChangeFeed::drain() {
   if (m_fd < 0 && !m_pg) {
     return true;
+  }
+  if (m_timer) { // a tick: look again
+    uint64_t ticks = 0;
+    return ::read(m_fd, &ticks, sizeof ticks) == sizeof ticks && ticks > 0;
   }
   if (m_pg) {
     // A listener whose connection broke has no descriptor until it

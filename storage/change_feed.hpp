@@ -20,6 +20,12 @@ namespace taskq::storage {
 // in any process wakes the watcher within microseconds, and a process that
 // waits uses no CPU.
 //
+// Through a pooler in transaction mode (the URL's pool=transaction), where
+// LISTEN cannot pass, it LISTENs on a direct connection to the server when
+// the URL's listen= names it, else it wakes every k_pool_poll (a timer's
+// descriptor): a commit is seen within a second, and a fleet of idle
+// workers looks once a second each.
+//
 // Events can be spurious (a checkpoint, a reader's own write, a commit that
 // changed nothing the caller cares about): a wake-up means "look again",
 // never "something is there". Where inotify is unavailable it degrades to
@@ -30,7 +36,10 @@ class PgListener {
 public:
   // Notifications sent by server process `own_pid` (the writing connection
   // of the same store: its own commits) are consumed but not reported.
-  PgListener(const std::string& url, int own_pid);
+  // `listen` (HOST:PORT, a URL's listen=) is where to connect instead of
+  // the URL's host and port.
+  PgListener(const std::string& url, int own_pid,
+             const std::string& listen = {});
   ~PgListener();
   PgListener(const PgListener&) = delete;
   PgListener& operator=(const PgListener&) = delete;
@@ -50,6 +59,8 @@ private:
 class ChangeFeed {
 public:
   static constexpr core::Millis k_fallback_poll{250};
+  // Through a pooler in transaction mode without a direct listener.
+  static constexpr core::Millis k_pool_poll{1000};
 
   // `own_pid`: see PgListener (PostgreSQL only; 0 reports every commit).
   explicit ChangeFeed(const std::string& db_path, int own_pid = 0);
@@ -79,9 +90,9 @@ public:
 
 private:
   int m_fd = -1;
-  std::string m_names[3];
-  std::unique_ptr<PgListener> m_pg; // PostgreSQL: m_fd is its socket // the
-                                    // database file, its -wal and its -journal
+  std::string m_names[3]; // the database file, its -wal and its -journal
+  std::unique_ptr<PgListener> m_pg; // PostgreSQL: m_fd is its socket
+  bool m_timer = false;             // m_fd is a timer's (k_pool_poll)
 };
 
 } // namespace taskq::storage

@@ -31,7 +31,7 @@ using libpq::no_notices;
 using libpq::one_line;
 using libpq::pq;
 using libpq::Result;
-using pg::split_schema;
+using pg::split_url;
 using pg::with_schema;
 
 // Every write transaction holds this transaction-scoped advisory lock (an
@@ -230,14 +230,16 @@ private:
 
 class PgDb final : public Db {
 public:
-  explicit PgDb(const std::string& url) : PgDb(url, split_schema(url)) {}
+  explicit PgDb(const std::string& url) : PgDb(url, split_url(url)) {}
 
-  PgDb(const std::string& url, std::pair<std::string, std::string> split)
-      : Db(Backend::postgresql, redact_url(url)), m_url(std::move(split.first)),
-        m_schema(std::move(split.second)),
-        m_begin_write(with_schema(k_begin_write, m_schema)),
-        m_begin_read(with_schema(k_begin_read, m_schema)),
-        m_conn(connect(m_url, m_schema)) {
+  PgDb(const std::string& url, pg::UrlParts parts)
+      : Db(Backend::postgresql, redact_url(url)), m_url(std::move(parts.url)),
+        m_schema(std::move(parts.schema)), m_pooled(parts.pooled),
+        m_listen(std::move(parts.listen)),
+        m_begin_write(with_schema(k_begin_write, m_schema, local_settings())),
+        m_begin_read(with_schema(k_begin_read, m_schema, local_settings())),
+        m_begin_alone(with_schema("BEGIN", m_schema, local_settings())),
+        m_conn(connect(m_url, m_schema, m_pooled)) {
     if (m_conn == nullptr) {
       throw Error(ErrorKind::unavailable,
                   "cannot connect to database " + path() + ": out of memory");
@@ -249,7 +251,7 @@ public:
               + connect_error(pq().PQerrorMessage(m_conn.get()), m_url));
     }
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
-    if (m_url.find("options=") != std::string::npos) {
+    if (!m_pooled && m_url.find("options=") != std::string::npos) {
       // The URL sets options of its own, which connect() leaves alone.
       exec(session_settings("SET ", "; ", m_schema).c_str(),
            "cannot configure the connection");
@@ -270,11 +272,27 @@ public:
   }
 
   // Connects with the session settings sent in the startup packet (no round
-  // trip of their own), unless the URL has options of its own.
-  static PGconn* connect(const std::string& url, const std::string& schema) {
+  // trip of their own), unless the URL has options of its own or leads to
+  // a pooler in transaction mode: PgBouncer refuses startup parameters it
+  // does not know, and a session's settings would stay with the server
+  // connection, not with us (each transaction makes them: local_settings()).
+  static PGconn* connect(const std::string& url, const std::string& schema,
+                         bool pooled) {
     const std::string options = session_settings("-c ", " ", schema);
     const bool own = url.find("options=") != std::string::npos;
-    return libpq::connect(url, own ? nullptr : options.c_str());
+    return libpq::connect(url, own || pooled ? nullptr : options.c_str());
+  }
+
+  // Through a pooler in transaction mode: the session settings, made for
+  // each transaction alone (SET LOCAL) right after its BEGIN. Else none.
+  std::string local_settings() const {
+    if (!m_pooled) {
+      return {};
+    }
+    std::string out = session_settings("SET LOCAL ", "; ", m_schema);
+    // The search_path is with_schema()'s.
+    out.erase(out.rfind("; SET LOCAL search_path="));
+    return out + "; ";
   }
 
   PGconn* conn() const { return m_conn.get(); }
@@ -358,8 +376,15 @@ public:
   // prepared once on the server (one more round trip), so that loops (bulk
   // add, run) skip the parsing. A statement that one command runs twice
   // (reading a task before and after a change) is not worth preparing.
+  // Through a pooler in transaction mode, never: a named statement lives
+  // in one server connection's session, and the next transaction may be
+  // given another; and a statement outside a transaction gets one of its
+  // own, for the schema (alone()).
   Result run(Prepared& p, const std::vector<const char*>& bound_values,
              const std::vector<Oid>& bound_types) {
+    if (m_pooled && pq().PQtransactionStatus(m_conn.get()) == PQTRANS_IDLE) {
+      return alone([&] { return run(p, bound_values, bound_types); });
+    }
     Result r = run_once(p, bound_values, bound_types);
     // INSERT, UPDATE and DELETE report the rows they changed.
     const std::string_view status = pq().PQcmdStatus(r.get());
@@ -384,7 +409,7 @@ public:
     const std::string_view context = std::getenv("TASKQ_DEBUG_SQL") != nullptr
                                          ? std::string_view(text)
                                          : std::string_view();
-    if (++p.runs < k_runs_before_prepare) {
+    if (++p.runs < k_runs_before_prepare || m_pooled) {
       return check(pq().PQexecParams(m_conn.get(), text.c_str(), n,
                                      types.data(), values.data(), nullptr,
                                      nullptr, 0),
@@ -403,8 +428,37 @@ public:
   }
 
   void exec(const char* sql, std::string_view context) override {
+    if (m_pooled && pq().PQtransactionStatus(m_conn.get()) == PQTRANS_IDLE
+        && !std::string_view(sql).starts_with("VACUUM")) {
+      alone([&] {
+        exec(sql, context);
+        return Result();
+      });
+      return;
+    }
     check(pq().PQexec(m_conn.get(), sql), context);
     m_changed = true; // migrations and the like: assume they changed rows
+  }
+
+  // Through a pooler in transaction mode, `f` (a statement that would run
+  // outside a transaction, relying on the session's search_path) in a
+  // transaction of its own that sets the schema: two more round trips,
+  // only where no transaction is open (opening a store, reading the
+  // schema's version).
+  template <typename F> Result alone(F f) {
+    if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
+      reconnect();
+    }
+    check(pq().PQexec(m_conn.get(), m_begin_alone.c_str()),
+          "cannot start a transaction");
+    try {
+      Result r = f();
+      check(pq().PQexec(m_conn.get(), "COMMIT"), "cannot commit");
+      return r;
+    } catch (...) {
+      pq().PQclear(pq().PQexec(m_conn.get(), "ROLLBACK"));
+      throw;
+    }
   }
 
   // A connection lost since the last transaction is made again before
@@ -424,7 +478,7 @@ public:
       p.runs = 0;
     }
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
-    if (m_url.find("options=") != std::string::npos) {
+    if (!m_pooled && m_url.find("options=") != std::string::npos) {
       exec(session_settings("SET ", "; ", m_schema).c_str(),
            "cannot configure the connection");
     }
@@ -480,9 +534,20 @@ public:
          "cannot move the ids of " + t + " past the imported ones");
   }
 
-  std::string feed_source() const override { return m_url; }
+  // Through a pooler in transaction mode, the feed is told so (and where
+  // the server listens, if the URL says): see ChangeFeed.
+  std::string feed_source() const override {
+    pg::UrlParts parts;
+    parts.pooled = m_pooled;
+    parts.listen = m_listen;
+    return pg::with_pool(m_url, parts);
+  }
   const std::string& schema() const { return m_schema; }
-  int backend_pid() const override { return pq().PQbackendPID(m_conn.get()); }
+  // Through a pooler, the process id libpq reports is the pooler's own
+  // invention, never the server process that sends a NOTIFY: none.
+  int backend_pid() const override {
+    return m_pooled ? 0 : pq().PQbackendPID(m_conn.get());
+  }
 
   // In a write transaction: the time when it took the lock (the decisions
   // of one transaction share one "now"). Otherwise the time now: the last
@@ -516,8 +581,11 @@ private:
   };
   std::string m_url;         // as libpq reads it, with its password
   std::string m_schema;      // taskq's tables: the URL's schema=
+  bool m_pooled = false;     // the URL's pool=transaction
+  std::string m_listen;      // the URL's listen=
   std::string m_begin_write; // k_begin_write, in m_schema
   std::string m_begin_read;  // k_begin_read, in m_schema
+  std::string m_begin_alone; // a BEGIN for one statement (alone())
   std::unique_ptr<PGconn, Finish> m_conn;
   std::unordered_map<std::string, Prepared> m_prepared;
   int m_statements = 0;

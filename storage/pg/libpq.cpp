@@ -8,6 +8,7 @@
 #include "core/reconnect.hpp"
 #include "storage/change_feed.hpp"
 #include "storage/db.hpp"
+#include "storage/pg/schema_url.hpp"
 #include "storage/task_store.hpp"
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <dlfcn.h>
 #include <string_view>
+#include <tuple>
 #include <vector>
 
 namespace taskq::storage::libpq {
@@ -177,7 +179,8 @@ std::string connect_error(const char* message, const std::string& url) {
   return out;
 }
 
-PGconn* connect(const std::string& url, const char* options) {
+PGconn* connect(const std::string& url, const char* options,
+                const std::string& host, const std::string& port) {
   const std::string as_read = libpq_url(url);
   std::vector<const char*> keys;
   std::vector<const char*> values;
@@ -196,6 +199,15 @@ PGconn* connect(const std::string& url, const char* options) {
   if (options != nullptr) {
     keys.push_back("options");
     values.push_back(options);
+  }
+  // After dbname: a key that follows the URL overrides the URL's.
+  if (!host.empty()) {
+    keys.push_back("host");
+    values.push_back(host.c_str());
+  }
+  if (!port.empty()) {
+    keys.push_back("port");
+    values.push_back(port.c_str());
   }
   keys.push_back(nullptr);
   values.push_back(nullptr);
@@ -227,18 +239,27 @@ struct PgListener::Conn {
   };
   std::unique_ptr<PGconn, Finish> conn;
   std::string url;
+  std::string host; // the server's own, past a pooler (listen=)
+  std::string port;
   int failed = 0; // tries since the connection broke
   std::chrono::steady_clock::time_point retry_at{};
 };
 
 namespace {
 
-// Connects to `url` and LISTENs; throws unavailable when it cannot.
-PGconn* listen_on(const std::string& url) {
-  PGconn* c = libpq::connect(url, nullptr);
+// Connects to `url` (at `host` and `port` when given) and LISTENs; throws
+// unavailable when it cannot.
+PGconn* listen_on(const std::string& url, const std::string& host,
+                  const std::string& port) {
+  PGconn* c = libpq::connect(url, nullptr, host, port);
   const auto fail = [&](const std::string& what) {
+    const std::string at = host.empty() && port.empty()
+                               ? std::string()
+                               : " at its listen= address "
+                                     + (host.empty() ? "" : host)
+                                     + (port.empty() ? "" : ":" + port);
     std::string message =
-        what + redact_url(url) + ": "
+        what + redact_url(url) + at + ": "
         + connect_error(c == nullptr ? "out of memory" : pq().PQerrorMessage(c),
                         url);
     if (c != nullptr) {
@@ -260,10 +281,14 @@ PGconn* listen_on(const std::string& url) {
 
 } // namespace
 
-PgListener::PgListener(const std::string& url, int own_pid)
+PgListener::PgListener(const std::string& url, int own_pid,
+                       const std::string& listen)
     : m_conn(std::make_unique<Conn>()), m_own_pid(own_pid) {
   m_conn->url = url;
-  m_conn->conn.reset(listen_on(url));
+  if (!listen.empty()) {
+    std::tie(m_conn->host, m_conn->port) = pg::listen_host_port(listen);
+  }
+  m_conn->conn.reset(listen_on(url, m_conn->host, m_conn->port));
 }
 
 PgListener::~PgListener() = default;
@@ -277,7 +302,7 @@ bool PgListener::drain() {
   if (!m_conn->conn) {
     if (now >= m_conn->retry_at) {
       try {
-        m_conn->conn.reset(listen_on(m_conn->url));
+        m_conn->conn.reset(listen_on(m_conn->url, m_conn->host, m_conn->port));
         m_conn->failed = 0;
       } catch (const Error&) {
         m_conn->retry_at = now + core::reconnect_delay(++m_conn->failed);

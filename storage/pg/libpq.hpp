@@ -74,8 +74,11 @@ inline constexpr const char* k_default_connect_timeout = "10";
 // Connects to the PostgreSQL URL `url` (its scheme in any case), with the
 // default connect timeout unless the URL or PGCONNECT_TIMEOUT gives one,
 // `options` (the startup packet's; nullptr: none) and the application
-// name taskq unless the URL gives one. Never null but out of memory.
-PGconn* connect(const std::string& url, const char* options);
+// name taskq unless the URL gives one; `host` and `port`, when not empty,
+// in place of the URL's (the server itself behind a pooler). Never null
+// but out of memory.
+PGconn* connect(const std::string& url, const char* options,
+                const std::string& host = {}, const std::string& port = {});
 
 // A notice processor that drops notices (taskq prints its own messages).
 void no_notices(void*, const char*);

@@ -5,6 +5,7 @@
 #include "storage/task_store.hpp"
 
 #include <algorithm>
+#include <cctype>
 
 namespace taskq::storage::pg {
 
@@ -18,17 +19,15 @@ bool valid_schema_name(std::string_view name) {
   });
 }
 
-// The URL without its `schema=NAME` (taskq's, which libpq would refuse),
-// and the schema it names (the last; a bad name is a usage error). Else
-// the first of a search_path set in the URL's options (how a schema was
-// chosen before), else the default.
-std::pair<std::string, std::string> split_schema(const std::string& url) {
-  std::string rest;
-  std::string schema(k_default_schema);
+UrlParts split_url(const std::string& url) {
+  UrlParts parts;
+  parts.schema = std::string(k_default_schema);
   const size_t query = url.find('?');
   if (query == std::string::npos) {
-    return {url, schema};
+    parts.url = url;
+    return parts;
   }
+  std::string& rest = parts.url;
   rest = url.substr(0, query);
   char sep = '?';
   bool named = false;
@@ -44,36 +43,120 @@ std::pair<std::string, std::string> split_schema(const std::string& url) {
             std::min(options.find_first_of(", ", from), options.size());
         if (const std::string first = options.substr(from, to - from);
             valid_schema_name(first)) {
-          schema = first;
+          parts.schema = first;
         }
       }
     }
+    // Values are not quoted in errors: in a URL whose password holds an
+    // unencoded "?schema=", they would be a part of the password.
+    const bool ours = param.starts_with("schema=") || param.starts_with("pool=")
+                      || param.starts_with("listen=");
     if (param.starts_with("schema=")) {
       named = true;
-      schema = percent_decode(param.substr(7));
-      if (!valid_schema_name(schema)) {
-        // The value itself is not quoted: in a URL whose password holds
-        // an unencoded "?schema=", it would be a part of the password.
+      parts.schema = percent_decode(param.substr(7));
+      if (!valid_schema_name(parts.schema)) {
         throw Error(ErrorKind::usage,
                     "invalid schema in database URL " + redact_url(url)
                         + ": a schema is lower-case letters, digits and '_' "
                           "(at most 63, not starting with a digit or pg_)");
       }
+    } else if (param.starts_with("pool=")) {
+      const std::string mode = percent_decode(param.substr(5));
+      if (mode != "transaction" && mode != "session") {
+        throw Error(ErrorKind::usage,
+                    "invalid pool= in database URL " + redact_url(url)
+                        + ": expected pool=transaction (through a pooler in "
+                          "transaction mode) or pool=session");
+      }
+      parts.pooled = mode == "transaction";
+    } else if (param.starts_with("listen=")) {
+      parts.listen = percent_decode(param.substr(7));
+      if (parts.listen.empty() || parts.listen == ":") {
+        throw Error(ErrorKind::usage, "empty listen= in database URL "
+                                          + redact_url(url)
+                                          + ": expected listen=HOST:PORT");
+      }
     }
-    if (!param.starts_with("schema=") && !param.empty()) {
+    if (!ours && !param.empty()) {
       rest += sep;
       rest += param;
       sep = '&';
     }
     at = end + 1;
   }
-  return {rest, schema};
+  if (!parts.listen.empty() && !parts.pooled) {
+    throw Error(ErrorKind::usage,
+                "listen= in database URL " + redact_url(url)
+                    + " needs pool=transaction (without a pooler, taskq "
+                      "listens on its own connection's server)");
+  }
+  return parts;
 }
 
-std::string with_schema(std::string_view begin, const std::string& schema) {
+std::pair<std::string, std::string> split_schema(const std::string& url) {
+  UrlParts parts = split_url(url);
+  return {std::move(parts.url), std::move(parts.schema)};
+}
+
+std::string with_pool(std::string url, const UrlParts& parts) {
+  if (!parts.pooled) {
+    return url;
+  }
+  char sep = url.find('?') == std::string::npos ? '?' : '&';
+  url += sep;
+  url += "pool=transaction";
+  if (!parts.listen.empty()) {
+    url += "&listen=";
+    // Encoded again: '&', '%' and '#' would end or change the parameter.
+    constexpr std::string_view k_hex = "0123456789ABCDEF";
+    for (const char c : parts.listen) {
+      const auto b = static_cast<unsigned char>(c);
+      if (std::isalnum(b) != 0 || c == '.' || c == '-' || c == '_' || c == ':'
+          || c == '/' || c == '[' || c == ']') {
+        url += c;
+      } else {
+        url += '%';
+        url += k_hex[b >> 4];
+        url += k_hex[b & 15];
+      }
+    }
+  }
+  return url;
+}
+
+std::pair<std::string, std::string> listen_host_port(std::string_view value) {
+  std::string_view host = value;
+  std::string_view port;
+  if (value.starts_with('[')) { // [IPv6]:PORT
+    const size_t close = value.find(']');
+    if (close != std::string_view::npos) {
+      host = value.substr(1, close - 1);
+      if (value.substr(close + 1).starts_with(':')) {
+        port = value.substr(close + 2);
+      }
+    }
+  } else if (const size_t colon = value.rfind(':');
+             colon != std::string_view::npos) {
+    host = value.substr(0, colon);
+    port = value.substr(colon + 1);
+  }
+  return {std::string(host), std::string(port)};
+}
+
+std::string with_schema(std::string_view begin, const std::string& schema,
+                        std::string_view settings) {
   const size_t end = std::min(begin.find(';'), begin.size());
+  std::string rest(begin.substr(end));
+  if (!settings.empty()) {
+    // After the search_path's own "; ": the settings end with one.
+    rest = "; " + std::string(settings)
+           + std::string(rest.starts_with("; ") ? rest.substr(2) : rest);
+    if (rest.ends_with("; ")) {
+      rest.erase(rest.size() - 2);
+    }
+  }
   return std::string(begin.substr(0, end)) + "; SET LOCAL search_path TO "
-         + schema + std::string(begin.substr(end));
+         + schema + rest;
 }
 
 } // namespace taskq::storage::pg

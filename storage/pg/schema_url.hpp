@@ -1,6 +1,8 @@
 #pragma once
 
-// The schema of taskq's tables, as a PostgreSQL URL chooses it
+// What a PostgreSQL URL tells taskq rather than libpq: the schema of
+// taskq's tables, and how to work through a pooler that hands a server
+// connection from client to client between transactions
 // (storage/pg/schema_url.cpp).
 
 #include <string>
@@ -16,17 +18,48 @@ constexpr std::string_view k_default_schema = "taskq";
 // needs no quoting anywhere, and none of the server's own (pg_...).
 bool valid_schema_name(std::string_view name);
 
-// The URL without its `schema=NAME` (taskq's, which libpq would refuse),
-// and the schema it names (the last; a bad name is a usage error). Else
-// the first of a search_path set in the URL's options (how a schema was
-// chosen before), else the default.
+// A URL's parameters that are taskq's (libpq would refuse them), taken out
+// of the URL that libpq reads.
+struct UrlParts {
+  std::string url;    // for libpq: the URL without taskq's parameters
+  std::string schema; // schema=NAME
+  // pool=transaction: the URL leads to a pooler in transaction pooling
+  // mode (PgBouncer's pool_mode = transaction), which may give each
+  // transaction another server connection: taskq then keeps no state in
+  // the session (no prepared statements, no startup options, settings
+  // made in each transaction) and waits without LISTEN, unless `listen`
+  // names the server itself. pool=session (the default) keeps sessions.
+  bool pooled = false;
+  // listen=HOST:PORT (or HOST, or :PORT): where the server itself is, for
+  // the connection that LISTENs (the URL's user, database and password).
+  // Empty: with pool=transaction, waiting looks again every second.
+  std::string listen;
+};
+
+// Splits `url`: the schema is the last `schema=NAME` (a bad name is a
+// usage error), else the first of a search_path set in the URL's options
+// (how a schema was chosen before), else the default. An unknown pool=
+// or an empty listen= is a usage error; so is listen= without
+// pool=transaction.
+UrlParts split_url(const std::string& url);
+
+// The URL without its `schema=NAME`, and the schema (split_url()).
 std::pair<std::string, std::string> split_schema(const std::string& url);
+
+// `url` (libpq's) with pool=transaction and listen= as `parts` has them:
+// what a change feed is given to find the same server (split_url() reads
+// it back).
+std::string with_pool(std::string url, const UrlParts& parts);
+
+// A listen= value as libpq's host and port ("" where it names none):
+// "h:5432", "h", ":5432", "[::1]:5432", "/run/postgresql:5432".
+std::pair<std::string, std::string> listen_host_port(std::string_view value);
 
 // `begin` (a BEGIN and what follows it) with the schema set as the
 // search_path right after the BEGIN: every transaction names it itself, so
-// the schema needs no session state (one step towards a pooler that hands
-// a connection from client to client between transactions; the prepared
-// statements and LISTEN still keep session state).
-std::string with_schema(std::string_view begin, const std::string& schema);
+// the schema needs no session state. `settings` (SET LOCAL statements, each
+// ending with "; ") follow it: a pooled connection's session settings.
+std::string with_schema(std::string_view begin, const std::string& schema,
+                        std::string_view settings = {});
 
 } // namespace taskq::storage::pg

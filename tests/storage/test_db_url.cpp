@@ -1,12 +1,17 @@
 // PostgreSQL URLs (storage/db.cpp): which strings are one, which are
-// refused, and that no password libpq could read in one is ever shown.
-// Pure functions: no server needed.
+// refused, and that no password libpq could read in one is ever shown; the
+// parameters that are taskq's (storage/pg/schema_url.cpp), and the change
+// feed they make through a pooler. No server needed.
 #include "core/error.hpp"
+#include "storage/change_feed.hpp"
 #include "storage/db.hpp"
+#include "storage/pg/schema_url.hpp"
 
 #include <doctest/doctest.h>
 
+#include <chrono>
 #include <string>
+#include <utility>
 
 using taskq::Error;
 using taskq::ErrorKind;
@@ -179,4 +184,93 @@ TEST_CASE("nothing of a secret survives redaction") {
     CHECK(shown.find("SEC") == std::string::npos);
     CHECK(shown.find("RET") == std::string::npos);
   }
+}
+
+TEST_CASE("pool= and listen= are taskq's, taken out of libpq's URL") {
+  using taskq::storage::pg::split_url;
+  const auto plain = split_url("postgresql://h/db?sslmode=require");
+  CHECK(plain.url == "postgresql://h/db?sslmode=require");
+  CHECK_FALSE(plain.pooled);
+  CHECK(plain.listen.empty());
+
+  const auto pooled =
+      split_url("postgresql://u:pw@b:6432/db?pool=transaction&sslmode=require"
+                "&listen=db%3A5432&schema=jobs");
+  CHECK(pooled.url == "postgresql://u:pw@b:6432/db?sslmode=require");
+  CHECK(pooled.pooled);
+  CHECK(pooled.listen == "db:5432");
+  CHECK(pooled.schema == "jobs");
+
+  CHECK_FALSE(split_url("postgresql://h/db?pool=session").pooled);
+  for (const char* bad :
+       {"postgresql://h/db?pool=statement",
+        "postgresql://h/db?pool=", "postgresql://h/db?pool=transaction&listen=",
+        "postgresql://h/db?listen=db:5432",
+        "postgresql://h/db?pool=session&listen=db:5432"}) {
+    CAPTURE(bad);
+    try {
+      split_url(bad);
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::usage);
+    }
+  }
+}
+
+TEST_CASE("a change feed's URL carries pool= and listen= back") {
+  using taskq::storage::pg::split_url;
+  using taskq::storage::pg::with_pool;
+  const auto parts =
+      split_url("postgresql://b/db?pool=transaction&listen=%5B::1%5D:5432");
+  const std::string feed = with_pool(parts.url, parts);
+  CHECK(feed == "postgresql://b/db?pool=transaction&listen=[::1]:5432");
+  const auto again = split_url(feed);
+  CHECK(again.url == "postgresql://b/db");
+  CHECK(again.pooled);
+  CHECK(again.listen == "[::1]:5432");
+  CHECK(with_pool("postgresql://b/db?x=1", split_url("postgresql://b/db"))
+        == "postgresql://b/db?x=1");
+  // A listen= value that holds '&' or '%' survives the trip.
+  const auto odd =
+      split_url("postgresql:///db?pool=transaction&listen=/s%26x:1");
+  CHECK(split_url(with_pool(odd.url, odd)).listen == "/s&x:1");
+}
+
+TEST_CASE("listen= names a host, a port or both") {
+  using taskq::storage::pg::listen_host_port;
+  using HP = std::pair<std::string, std::string>;
+  CHECK(listen_host_port("db:5432") == HP{"db", "5432"});
+  CHECK(listen_host_port("db") == HP{"db", ""});
+  CHECK(listen_host_port(":5433") == HP{"", "5433"});
+  CHECK(listen_host_port("[::1]:5432") == HP{"::1", "5432"});
+  CHECK(listen_host_port("[::1]") == HP{"::1", ""});
+  CHECK(listen_host_port("/run/postgresql:5432")
+        == HP{"/run/postgresql", "5432"});
+}
+
+TEST_CASE("a pooled transaction sets its settings after its BEGIN") {
+  using taskq::storage::pg::with_schema;
+  CHECK(with_schema("BEGIN; SELECT 1", "taskq")
+        == "BEGIN; SET LOCAL search_path TO taskq; SELECT 1");
+  CHECK(with_schema("BEGIN; SELECT 1", "taskq", "SET LOCAL a=1; ")
+        == "BEGIN; SET LOCAL search_path TO taskq; SET LOCAL a=1; SELECT 1");
+  CHECK(with_schema("BEGIN ISOLATION LEVEL REPEATABLE READ", "q",
+                    "SET LOCAL a=1; SET LOCAL b=2; ")
+        == "BEGIN ISOLATION LEVEL REPEATABLE READ; SET LOCAL search_path TO "
+           "q; SET LOCAL a=1; SET LOCAL b=2");
+}
+
+TEST_CASE("through a pooler without listen=, waiting wakes every second") {
+  using taskq::storage::ChangeFeed;
+  // No server is needed: nothing connects.
+  ChangeFeed feed("postgresql://127.0.0.1:1/x?pool=transaction");
+  CHECK_FALSE(feed.polling()); // a descriptor to poll(2), a timer's
+  CHECK_FALSE(feed.skips_own());
+  CHECK_FALSE(feed.drain()); // no tick yet
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(feed.wait(taskq::core::Millis{5000}));
+  const auto took = std::chrono::steady_clock::now() - start;
+  CHECK(took >= std::chrono::milliseconds(900));
+  CHECK(took < std::chrono::milliseconds(2500));
+  CHECK_FALSE(feed.drain()); // the tick was consumed
 }
