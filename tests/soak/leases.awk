@@ -23,9 +23,17 @@
 # -v completes_file=FILE "TASK ACTOR" for every complete, for the cross-checks
 # against the workers' own records. The last stdout line is the summary:
 #   summary TASKS LEASES EXPIRES COMPLETES TWICE NEVER RELEASES OTHER
+# With -v retries=1 (tests/multihost/run, whose handlers are SIGKILLed and
+# whose queue retries every failure at once) a failed attempt is expected
+# too: an `error` by the holder of the live lease ends it, then taskq's
+# `sleep` (the retry) and, when the task is leased again, taskq's `run`
+# (woke up), in that order; anything else of theirs is a violation. The
+# summary then has a ninth field, the number of such errors:
+#   summary TASKS LEASES EXPIRES COMPLETES TWICE NEVER RELEASES OTHER ERRORS
 BEGIN {
   FS = "\t"
   tasks = leases = expires = completes = twice = never = releases = other = 0
+  errors = 0
   cur = ""
 }
 
@@ -54,6 +62,7 @@ $3 != cur {
   finish_task()
   cur = $3
   held = 0; holder = ""; until = ""; ncomplete = 0; nlease = 0; last = ""
+  resting = ""
 }
 
 {
@@ -65,6 +74,7 @@ msg == "add" { next }
 
 msg == "lease" {
   leases++; nlease++
+  if (resting != "") bad("leased by " actor " at " t " while " resting)
   if (pairs != "") print cur, actor > pairs
   if (ncomplete > 0) bad("leased by " actor " at " t " after it completed")
   if (held) {
@@ -105,6 +115,24 @@ msg == "complete" {
 }
 
 msg == "release" { releases++; held = 0; next }
+retries && msg == "error" && actor != "taskq" {
+  errors++
+  if (!held) {
+    bad("error by " actor " at " t " with no lease held")
+  } else if (actor != holder) {
+    bad("error by " actor " at " t " but leased by " holder)
+  }
+  held = 0; resting = "in fault (no retry decided)"
+  next
+}
+retries && msg == "sleep" && actor == "taskq" && resting ~ /^in fault/ {
+  resting = "sleeping (not woken)"
+  next
+}
+retries && msg == "run" && actor == "taskq" && resting ~ /^sleeping/ {
+  resting = ""
+  next
+}
 msg == "error" || msg == "sleep" || msg == "pause" || msg == "kill" {
   other++; held = 0
   bad("unexpected '" msg "' event at " t " by " actor ": " detail)
@@ -117,5 +145,9 @@ msg == "error" || msg == "sleep" || msg == "pause" || msg == "kill" {
 
 END {
   finish_task()
-  print "summary", tasks, leases, expires, completes, twice, never, releases, other
+  if (retries) {
+    print "summary", tasks, leases, expires, completes, twice, never, releases, other, errors
+  } else {
+    print "summary", tasks, leases, expires, completes, twice, never, releases, other
+  }
 }
