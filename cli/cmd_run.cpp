@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <csignal>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -33,12 +34,18 @@ using worker::StreamOptions;
 // comes once the store is open, at the engine's first call: after the
 // engine has taken over SIGTERM, so that a signal while the store opens (a
 // PostgreSQL connect may wait) ends the run as it would later.
+//
+// A worker started while its server is away (a supervisor restarting it
+// during a restart or failover) waits for the server as a running one
+// does, for --reconnect-for, unless a signal came meanwhile (the engine
+// has it blocked: it is pending).
 class ContextHost : public worker::Host {
 public:
-  ContextHost(Context& ctx, std::optional<std::vector<std::string>> note)
-      : m_ctx(ctx), m_note(std::move(note)) {}
+  ContextHost(Context& ctx, std::optional<std::vector<std::string>> note,
+              std::optional<core::Millis> reconnect_for)
+      : m_ctx(ctx), m_note(std::move(note)), m_reconnect_for(reconnect_for) {}
   storage::TaskStore& store() override {
-    auto& store = m_ctx.store(storage::OpenMode::update);
+    auto& store = open();
     if (m_note) {
       const auto queues = std::move(*m_note);
       m_note.reset();
@@ -54,8 +61,38 @@ public:
   }
 
 private:
+  storage::TaskStore& open() {
+    worker::Reconnect rc("run", m_reconnect_for);
+    while (true) {
+      try {
+        auto& store = m_ctx.store(storage::OpenMode::update);
+        rc.ok(worker::Clock::now());
+        return store;
+      } catch (const ConnectionLost& e) {
+        rc.lost(e, worker::Clock::now());
+        while (!signalled() && !rc.gave_up(worker::Clock::now())
+               && !rc.try_due(worker::Clock::now())) {
+          ::usleep(20 * 1000);
+        }
+        if (signalled() || rc.gave_up(worker::Clock::now())) {
+          throw;
+        }
+      }
+    }
+  }
+
+  static bool signalled() {
+    sigset_t pending;
+    sigemptyset(&pending);
+    sigpending(&pending);
+    return sigismember(&pending, SIGTERM) == 1
+           || sigismember(&pending, SIGINT) == 1
+           || sigismember(&pending, SIGHUP) == 1;
+  }
+
   Context& m_ctx;
   std::optional<std::vector<std::string>> m_note; // queues to note, once
+  std::optional<core::Millis> m_reconnect_for;
 };
 
 struct RunArgs {
@@ -512,7 +549,8 @@ void register_run(CLI::App& app, Context& ctx) {
     const RunOptions o = check_run_args(*a, ctx);
     const StreamOptions so = check_stream_args(*a, o);
     // -q: cron mails nothing when nothing ran.
-    ContextHost host(ctx, a->quiet ? std::nullopt : std::optional(o.queues));
+    ContextHost host(ctx, a->quiet ? std::nullopt : std::optional(o.queues),
+                     o.reconnect_for);
     const RunSummary s = a->stream ? worker::run_stream(o, so, host)
                                    : worker::run_worker(o, host);
     if (worker::run_failed(s, fail_on)) {

@@ -34,6 +34,20 @@ using libpq::Result;
 using pg::split_url;
 using pg::with_schema;
 
+// Whether a failed connect was the server refusing us (a wrong password,
+// no pg_hba.conf entry, a database or role that does not exist), which no
+// waiting mends, rather than a server that could not be reached.
+bool refused_login(const std::string& why) {
+  for (const char* word :
+       {"authentication failed", "pg_hba.conf", "does not exist",
+        "no password supplied", "permission denied"}) {
+    if (why.find(word) != std::string::npos) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // Every write transaction holds this transaction-scoped advisory lock (an
 // arbitrary key, "tskq" in ASCII), so writers of one database run one at a
 // time, as on SQLite: a rule that reads and then writes (--unique,
@@ -245,10 +259,18 @@ public:
                   "cannot connect to database " + path() + ": out of memory");
     }
     if (pq().PQstatus(m_conn.get()) != CONNECTION_OK) {
-      throw Error(
-          ErrorKind::unavailable,
-          "cannot connect to database " + path() + ": "
-              + connect_error(pq().PQerrorMessage(m_conn.get()), m_url));
+      // Exit 5 as any unavailable database. A server that cannot be
+      // reached (ConnectionLost) may be restarting: a worker starting
+      // waits for it as a running one does; a refused login or a missing
+      // database is no outage.
+      const std::string why =
+          connect_error(pq().PQerrorMessage(m_conn.get()), m_url);
+      const std::string message =
+          "cannot connect to database " + path() + ": " + why;
+      if (refused_login(why)) {
+        throw Error(ErrorKind::unavailable, message);
+      }
+      throw ConnectionLost(message);
     }
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {

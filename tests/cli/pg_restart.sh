@@ -210,6 +210,28 @@ else
   check "skipped: top across a restart needs tmux" true
 fi
 
+section "run started while the server is down waits for it"
+sid=$(tq add late -- true)
+pgctl stop -m immediate -w >/dev/null 2>&1
+"$TASKQ" run late --until-empty >late.out 2>late.err 3>&- &
+runpid=$!
+check "run says it connects again" wait_until 20 grep -q "connecting again for up to 5m" late.err
+check "run is still waiting" alive "$runpid"
+pgctl start -w -t 60 -o "-p $port" -l "$data/server.log" >/dev/null 2>&1
+wait "$runpid"
+expect_eq "$?" 0 "run's exit status"
+expect_eq "$(<late.out)" "leased 1: 1 completed, 0 failed for good, 0 will retry, 0 released, 0 revoked" "run's summary"
+expect_contains "$(<late.err)" "connected to the database again" "run says it is back"
+expect_exit 0 "$TASKQ" list --queue late --state completed -o id
+expect_out "$sid"
+# A refused login is no outage: exit 5 at once, the other commands as before.
+expect_exit 5 "$TASKQ" --db "postgresql:///no_such_db?host=$data&port=$port" run late --until-empty -- true
+expect_err_contains "does not exist"
+pgctl stop -m immediate -w >/dev/null 2>&1
+expect_exit 5 "$TASKQ" list
+expect_exit 5 "$TASKQ" run late --until-empty --reconnect-for 0 -- true
+pgctl start -w -t 60 -o "-p $port" -l "$data/server.log" >/dev/null 2>&1
+
 section "a server down past --reconnect-for: SIGTERM, summary, exit 5"
 did=$(tq add d -- sh -c 'trap "touch termed; exit 1" TERM; touch started.d; while :; do sleep 0.02; done')
 "$TASKQ" run d --until-empty --reconnect-for 1s --grace 5s >down.out 2>down.err 3>&- &
