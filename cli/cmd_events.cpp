@@ -18,6 +18,9 @@ struct EventsOptions {
 
 // Rows fetched per read; a follower reads again at once after a full one.
 constexpr int64_t k_batch = 1000;
+// How long a follower held back by a gap waits for the commit that fills
+// it before it settles the gap.
+constexpr core::Millis k_gap_wait{100};
 
 void print_event(const storage::StreamEvent& e, Format format) {
   const core::Event& ev = e.event;
@@ -95,13 +98,16 @@ void run_events(const EventsOptions& o, Context& ctx) {
       print_event(e, format);
     }
     std::fflush(stdout);
-    if (static_cast<int64_t>(batch.size()) == k_batch) {
+    if (static_cast<int64_t>(batch.size()) == k_batch || cursor.more) {
       continue;
     }
     if (!feed) {
       return;
     }
-    feed->wait(std::nullopt);
+    // An event held back behind one still in flight is printed after the
+    // commit that fills the gap, which wakes the feed; a gap that no
+    // commit fills (a rollback) is settled by the read after k_gap_wait.
+    feed->wait(cursor.held() ? std::optional(k_gap_wait) : std::nullopt);
     feed->drain();
   }
 }

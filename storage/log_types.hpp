@@ -7,6 +7,8 @@
 #include "core/schedule.hpp"
 #include "core/task.hpp"
 
+#include <algorithm>
+#include <array>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -25,12 +27,29 @@ struct StreamEvent {
   int64_t flow = 0;
 };
 
-// Where a reader of the event stream is: the last event row and the last
-// created task it has seen.
+// Where a reader of the event stream is: the last event row, created task
+// and flow event it has seen.
 struct EventCursor {
   int64_t event_id = 0;
   int64_t task_id = 0;
   int64_t flow_event_id = 0;
+  // How far the stream may read, per id sequence (events, tasks,
+  // flow_events; storage/read_store.cpp): every id up to `final` has
+  // committed or never will (-1: not known yet); `gap`, when not 0, is the
+  // missing id that stopped it, a transaction still in flight perhaps.
+  struct Horizon {
+    int64_t final = -1;
+    int64_t gap = 0;
+  };
+  std::array<Horizon, 3> horizon{};
+  // The last read left rows for the next one: read again at once.
+  bool more = false;
+  // A missing id holds the rest back: wait for a wake-up (its commit sends
+  // one) and read again; a gap that outlives a wake-up is resolved then.
+  bool held() const {
+    return std::any_of(horizon.begin(), horizon.end(),
+                       [](const Horizon& h) { return h.gap != 0; });
+  }
 };
 
 // A task exactly as stored, for `export` and `import`: its row and the

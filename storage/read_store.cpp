@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/error_policy.hpp"
 #include "storage/db.hpp"
+#include "storage/event_horizon.hpp"
 #include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
@@ -405,34 +406,30 @@ std::vector<StreamEvent>
 TaskStore::events(const std::optional<std::string>& queue,
                   std::optional<Time> since, EventCursor& cursor,
                   int64_t limit) {
-  // The cursor is two ids, and each query reads the rows past one of them:
-  // correct only if a row that becomes visible later never has a smaller id
-  // than one already read. It holds on both backends because writers run
-  // one at a time (SQLite's single writer; on PostgreSQL the advisory lock
-  // every write transaction takes in PgDb::begin before it inserts): ids
-  // come from identity sequences (cache 1) when a row is inserted, so every
-  // id a committed writer took is smaller than any the writer in progress
-  // (at most one) takes, and a snapshot always sees a prefix of the ids. A
-  // rolled-back writer leaves a gap, which the cursor skips harmlessly.
+  // Each table is read up to its horizon (storage/event_horizon.cpp): the
+  // ids that all have committed or never will, so that a cursor never
+  // moves past an id a transaction still in flight holds.
+  settle_horizons(*m_db, cursor);
   Transaction tx(*m_db, Transaction::Kind::read);
-  // Unset filters bind as NULL (`?2 IS NULL OR ...`).
-  const auto bind_filters = [&](Statement& st) {
+  cursor.more = extend_horizons(*m_db, cursor);
+  // Unset filters bind as NULL (`?2 IS NULL OR ...`); ?5 is the horizon.
+  const auto bind_filters = [&](Statement& st, size_t table) {
     if (since) {
       st.bind(2, to_unix_ms(*since));
     } else {
       st.bind_null(2);
     }
-    st.bind(3, queue).bind(4, limit);
+    st.bind(3, queue).bind(4, limit).bind(5, cursor.horizon[table].final);
   };
   std::vector<StreamEvent> adds;
   {
     // Creations live on the task rows (a bulk add writes no event rows).
     Statement st(*m_db, "SELECT id, created_at, created_by, queue, retry_of "
-                        "FROM tasks WHERE id > ?1 "
+                        "FROM tasks WHERE id > ?1 AND id <= ?5 "
                         "AND (CAST(?2 AS BIGINT) IS NULL OR created_at >= ?2) "
                         "AND (?3 IS NULL OR queue = ?3) ORDER BY id LIMIT ?4");
     st.bind(1, cursor.task_id);
-    bind_filters(st);
+    bind_filters(st, 1);
     while (st.step()) {
       adds.push_back(
           {creation_event(st.get_int(0), core::from_unix_ms(st.get_int(1)),
@@ -442,16 +439,15 @@ TaskStore::events(const std::optional<std::string>& queue,
   }
   std::vector<StreamEvent> logged;
   {
-    Statement st(
-        *m_db,
-        "SELECT e.id, e.task_id, e.time, e.message, "
-        "e.from_state, e.to_state, e.actor, e.detail, t.queue "
-        "FROM events e JOIN tasks t ON t.id = e.task_id "
-        "WHERE e.id > ?1 AND (CAST(?2 AS BIGINT) IS NULL OR e.time >= ?2) "
-        "AND (?3 IS NULL OR t.queue = ?3) "
-        "ORDER BY e.id LIMIT ?4");
+    Statement st(*m_db, "SELECT e.id, e.task_id, e.time, e.message, "
+                        "e.from_state, e.to_state, e.actor, e.detail, t.queue "
+                        "FROM events e JOIN tasks t ON t.id = e.task_id "
+                        "WHERE e.id > ?1 AND e.id <= ?5 "
+                        "AND (CAST(?2 AS BIGINT) IS NULL OR e.time >= ?2) "
+                        "AND (?3 IS NULL OR t.queue = ?3) "
+                        "ORDER BY e.id LIMIT ?4");
     st.bind(1, cursor.event_id);
-    bind_filters(st);
+    bind_filters(st, 0);
     while (st.step()) {
       logged.push_back({read_event(st), st.get_text(8)});
     }
@@ -459,11 +455,12 @@ TaskStore::events(const std::optional<std::string>& queue,
   std::vector<StreamEvent> flows;
   if (!queue) { // flows span queues: a queue's stream has none
     Statement st(*m_db, "SELECT e.id, e.flow_id, e.time, e.name, e.state "
-                        "FROM flow_events e WHERE e.id > ?1 AND e.kind = "
-                        "'flow' AND (CAST(?2 AS BIGINT) IS NULL OR e.time >= "
-                        "?2) AND (?3 IS NULL) ORDER BY e.id LIMIT ?4");
+                        "FROM flow_events e WHERE e.id > ?1 AND e.id <= ?5 "
+                        "AND e.kind = 'flow' AND (CAST(?2 AS BIGINT) IS NULL "
+                        "OR e.time >= ?2) AND (?3 IS NULL) ORDER BY e.id "
+                        "LIMIT ?4");
     st.bind(1, cursor.flow_event_id);
-    bind_filters(st);
+    bind_filters(st, 2);
     while (st.step()) {
       StreamEvent e;
       e.event.id = st.get_int(0);
@@ -509,6 +506,20 @@ TaskStore::events(const std::optional<std::string>& queue,
     }
     out.push_back(std::move(next));
   }
+  // A source read to its horizon and printed whole moves its cursor to
+  // the horizon (past rows the filters left out, so none is read again);
+  // otherwise the next read goes on from its last printed row.
+  const auto done = [&](int64_t& at, const std::vector<StreamEvent>& rows,
+                        size_t taken, size_t table) {
+    if (static_cast<int64_t>(rows.size()) < limit && taken == rows.size()) {
+      at = std::max(at, cursor.horizon[table].final);
+    } else {
+      cursor.more = true;
+    }
+  };
+  done(cursor.task_id, adds, a, 1);
+  done(cursor.event_id, logged, b, 0);
+  done(cursor.flow_event_id, flows, c, 2);
   return out;
 }
 
@@ -518,7 +529,14 @@ EventCursor TaskStore::events_end() {
                       "(SELECT coalesce(max(id), 0) FROM tasks), "
                       "(SELECT coalesce(max(id), 0) FROM flow_events)");
   st.step();
-  return {st.get_int(0), st.get_int(1), st.get_int(2)};
+  // An id below these that is still in flight is not waited for: the
+  // stream starts after the largest id committed.
+  EventCursor end;
+  end.event_id = st.get_int(0);
+  end.task_id = st.get_int(1);
+  end.flow_event_id = st.get_int(2);
+  end.horizon = {{{end.event_id, 0}, {end.task_id, 0}, {end.flow_event_id, 0}}};
+  return end;
 }
 
 } // namespace taskq::storage

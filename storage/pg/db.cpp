@@ -56,7 +56,7 @@ bool refused_login(const std::string& why) {
 // The server's time once the lock is held comes back in the same round
 // trip: the "now" of the transaction (server_now()).
 constexpr const char* k_begin_write =
-    "BEGIN; SELECT pg_advisory_xact_lock(1953721201); "
+    "BEGIN; SELECT pg_advisory_xact_lock_shared(1953721201); "
     "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
     "BIGINT)";
 // The server's clock alone, in the same milliseconds.

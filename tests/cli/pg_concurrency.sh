@@ -165,6 +165,15 @@ unset TASKQ_NOW
 follower=$!
 # The follower is reading once it has printed the events so far.
 wait_until 30 test -s "$scratch/follow.out"
+# A second one from the end, of one queue (no --since): it prints what
+# happens after its start. It is following once an add made since shows.
+"$TASKQ" events --follow --queue fq -o json \
+  >"$scratch/tail.out" 2>"$scratch/tail.err" &
+tailer=$!
+for ((i = 0; i < 30; i++)); do
+  tq add fq >/dev/null
+  wait_until 1 test -s "$scratch/tail.out" && break
+done
 hammer fadd $pc_n bash -c 'for i in 1 2 3 4 5 6 7 8 9 10; do "$TASKQ" add fq >/dev/null || exit 1; done'
 expect_eq "$(rcs fadd)" "$pc_n 0" "160 adds ($(errs fadd))"
 all=$(tq events -o json)
@@ -178,3 +187,13 @@ expect_eq "$(grep -c . <<<"$seen")" "$want" "as many events as the log holds"
 # Compared as lines, so that a failure shows the first lines that differ.
 expect_eq "$(diff <(echo "$all") <(echo "$seen") | head -5)" "" \
   "the same events in the same order as the log"
+# The queue's log from the first event the second follower printed on.
+fq_all=$(tq events --queue fq -o json |
+  awk -v first="$(head -1 "$scratch/tail.out")" '$0 == first { p = 1 } p')
+fq_want=$(grep -c . <<<"$fq_all")
+wait_until 60 bash -c "[[ \$(grep -c . '$scratch/tail.out') -ge $fq_want ]]"
+kill "$tailer" 2>/dev/null
+wait "$tailer" 2>/dev/null
+expect_eq "$((fq_want >= 160))" 1 "the follower from the end saw the 160 adds"
+expect_eq "$(diff <(echo "$fq_all") "$scratch/tail.out" | head -5)" "" \
+  "from the end, of one queue: each event once, in the order of the log"
