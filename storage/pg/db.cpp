@@ -66,10 +66,20 @@ constexpr const char* k_clock_query =
 // Readers see one snapshot (export, list) and take no locks.
 constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
 // A committed write that changed rows wakes the waiting processes
-// (ChangeFeed); NOTIFY is delivered when, and only if, the transaction
-// commits. One that changed nothing (a lease that found no task) sends
-// none: idle workers would otherwise wake each other for ever.
-constexpr const char* k_commit_write = "NOTIFY taskq; COMMIT";
+// (ChangeFeed). One that changed nothing (a lease that found no task)
+// sends none: idle workers would otherwise wake each other for ever.
+// The NOTIFY goes in a transaction of its own, in the same round trip
+// right after the commit, not in the write's: PostgreSQL makes the
+// commits of notifying transactions take turns (a database-wide lock held
+// until the commit has been flushed to disk), which would have every
+// writer of the fleet wait for each other's flush. The notifying
+// transaction writes nothing to wait for (synchronous_commit off: losing
+// a wake-up in a crash costs nothing, the waiters look again when they
+// reconnect), so the turn it takes is short. The commit's own status is
+// still read first (commit()).
+constexpr const char* k_commit_write =
+    "COMMIT; BEGIN; SET LOCAL synchronous_commit = off; NOTIFY taskq; "
+    "COMMIT";
 
 // A unique violation, said as SQLite says it ("UNIQUE constraint failed:
 // deliveries.task_id, deliveries.worker"), so that both backends give the
@@ -529,10 +539,26 @@ public:
     return core::Time(core::Millis(ms));
   }
   void commit() override {
-    const Result r =
-        check(pq().PQexec(m_conn.get(),
-                          m_write && m_changed ? k_commit_write : "COMMIT"),
-              "cannot commit");
+    if (!(m_write && m_changed)) {
+      committed(check(pq().PQexec(m_conn.get(), "COMMIT"), "cannot commit"));
+      return;
+    }
+    // k_commit_write: the commit's result first, then the NOTIFY's
+    // transaction, whose results are read and dropped (a wake-up lost is
+    // no error).
+    if (pq().PQsendQuery(m_conn.get(), k_commit_write) == 0) {
+      fail(nullptr, "cannot commit");
+    }
+    PGresult* first = pq().PQgetResult(m_conn.get());
+    for (PGresult* more = pq().PQgetResult(m_conn.get()); more != nullptr;
+         more = pq().PQgetResult(m_conn.get())) {
+      pq().PQclear(more);
+    }
+    committed(check(first, "cannot commit"));
+  }
+  // COMMIT's status says whether the transaction committed or, already
+  // failed, was rolled back.
+  void committed(const Result& r) const {
     if (std::string_view(pq().PQcmdStatus(r.get())) != "COMMIT") {
       throw Error(ErrorKind::internal,
                   "cannot commit: the transaction was rolled back (database "

@@ -29,6 +29,7 @@ namespace taskq::storage::libpq {
   X(PQfname)                                                                   \
   X(PQfreemem)                                                                 \
   X(PQftype)                                                                   \
+  X(PQgetResult)                                                               \
   X(PQgetisnull)                                                               \
   X(PQgetlength)                                                               \
   X(PQgetvalue)                                                                \
@@ -39,6 +40,7 @@ namespace taskq::storage::libpq {
   X(PQresultErrorField)                                                        \
   X(PQresultStatus)                                                            \
   X(PQreset)                                                                   \
+  X(PQsendQuery)                                                               \
   X(PQsetNoticeProcessor)                                                      \
   X(PQsetnonblocking)                                                          \
   X(PQsocket)                                                                  \
