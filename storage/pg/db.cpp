@@ -35,14 +35,15 @@ using pg::split_schema;
 using pg::with_schema;
 
 // Every write transaction holds this transaction-scoped advisory lock (an
-// arbitrary key, "tskq" in ASCII), so writers of one database run one at a
-// time, as on SQLite: a rule that reads and then writes (--unique,
-// --max-running, a schedule's tick, a gate) holds under any concurrency,
-// and no two writers can deadlock or fail to serialise.
+// arbitrary key, "tskq" in ASCII) in SHARED mode: writers never wait for
+// each other on it (each rule that reads and then writes holds by row
+// locks or a constraint of its own). It stays as a barrier: a follower of
+// the event stream takes the same key exclusively, which waits only until
+// the write transactions in flight have ended.
 // The server's time once the lock is held comes back in the same round
 // trip: the "now" of the transaction (server_now()).
 constexpr const char* k_begin_write =
-    "BEGIN; SELECT pg_advisory_xact_lock(1953721201); "
+    "BEGIN; SELECT pg_advisory_xact_lock_shared(1953721201); "
     "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
     "BIGINT)";
 // The server's clock alone, in the same milliseconds.
