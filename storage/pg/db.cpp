@@ -335,6 +335,10 @@ public:
     if (context.find(path()) == std::string_view::npos) {
       message += " (database " + path() + ")";
     }
+    if (state == "40P01" || state == "40001") {
+      // Ran again whole by retrying(); unavailable once it gives up.
+      throw TxConflict(ErrorKind::unavailable, message);
+    }
     throw Error(kind_for(state), message);
   }
 
