@@ -116,10 +116,11 @@ public:
   // Runs SQL without results (may hold several statements).
   virtual void exec(const char* sql, std::string_view context) = 0;
 
-  // A write transaction excludes every other writer of the database until
-  // it ends (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-scoped
-  // advisory lock), so a rule that reads then writes holds under
-  // concurrency. A read transaction sees one snapshot.
+  // A write transaction: on SQLite it excludes every other writer until it
+  // ends (BEGIN IMMEDIATE); on PostgreSQL writers run side by side and each
+  // rule that reads then writes holds by row locks or a constraint of its
+  // own (a conflict the server ends is run again by retrying()). A read
+  // transaction sees one snapshot.
   virtual void begin(TxKind kind) = 0;
   virtual void commit() = 0;
   virtual void rollback() noexcept = 0;
