@@ -38,11 +38,13 @@ class Inserter {
 public:
   // `blockers` is how many of t.after are unfinished; `state` the state
   // the tasks start in (paused when a dependency already failed).
+  // `unless_taken`: a row whose unique key an unfinished task holds is not
+  // inserted (ON CONFLICT DO NOTHING; see insert_if_free()).
   Inserter(Db& db, const NewTask& t, Time now, const std::string& actor,
            int rows = 1, int64_t blockers = 0,
-           TaskState state = TaskState::runnable)
+           TaskState state = TaskState::runnable, bool unless_taken = false)
       : m_db(&db), m_returning(!db.last_insert_id()),
-        m_st(db, insert_sql(rows, m_returning)), m_rows(rows),
+        m_st(db, insert_sql(rows, m_returning, unless_taken)), m_rows(rows),
         m_count(db, k_count_sql) {
     m_st.bind(1, t.queue);
     m_queue = t.queue;
@@ -82,8 +84,9 @@ public:
                       : std::optional(nlohmann::json(t.command).dump()));
   }
 
-  // Inserts one task per payload (exactly `rows` of them); returns their
-  // ids, in order, as the database assigned them.
+  // Inserts one task per payload (`rows` of them, or none when
+  // `unless_taken` found the key taken); returns their ids, in order, as
+  // the database assigned them.
   const std::vector<int64_t>& insert(const std::string* payloads) {
     for (int i = 0; i < m_rows; ++i) {
       m_st.bind_borrowed(k_first_payload + i, payloads[i]);
@@ -92,12 +95,13 @@ public:
     if (!m_returning) {
       // One statement's rows take consecutive ids, the last one known.
       m_st.run();
+      const int64_t n = m_st.changes();
       m_st.reset();
-      count();
-      const int64_t last = *m_db->last_insert_id();
-      for (int64_t id = last - m_rows + 1; id <= last; ++id) {
+      const int64_t last = n > 0 ? *m_db->last_insert_id() : 0;
+      for (int64_t id = last - n + 1; id <= last; ++id) {
         m_ids.push_back(id);
       }
+      count();
       return m_ids;
     }
     while (m_st.step()) {
@@ -110,15 +114,13 @@ public:
     return m_ids;
   }
 
-  int64_t insert(const std::string& payload) { return insert(&payload)[0]; }
-
 private:
   static constexpr int k_first_payload = 25;
 
   // With RETURNING only where the database does not keep the last id:
   // SQLite's RETURNING buffers the rows it reports, a third more CPU for
   // a bulk add (bench/run (b): 338k tasks/s with it, 444k/s without).
-  static std::string insert_sql(int rows, bool returning) {
+  static std::string insert_sql(int rows, bool returning, bool unless_taken) {
     std::string sql = "INSERT INTO tasks (queue, state, payload, labels, "
                       "priority, max_attempts, run_at, created_at, "
                       "updated_at, max_errors, error_window_ms, "
@@ -131,6 +133,9 @@ private:
       sql += "?1, ?22, ?" + std::to_string(k_first_payload + i)
              + ", ?3, ?4, ?5, ?6, ?7, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, "
                "?15, ?16, ?17, ?18, ?19, ?20, ?21, ?23, ?24)";
+    }
+    if (unless_taken) {
+      sql += " ON CONFLICT DO NOTHING";
     }
     return returning ? sql + " RETURNING id" : sql;
   }
@@ -148,7 +153,12 @@ private:
   TaskState m_state = TaskState::runnable;
 
   void count() {
-    m_count.bind(1, m_queue).bind(2, core::to_string(m_state)).bind(3, m_rows);
+    if (m_ids.empty()) {
+      return;
+    }
+    m_count.bind(1, m_queue)
+        .bind(2, core::to_string(m_state))
+        .bind(3, static_cast<int64_t>(m_ids.size()));
     m_count.run();
     m_count.reset();
   }
@@ -264,16 +274,44 @@ private:
   const Deps& m_info;
 };
 
-// Adds one task with everything beside it; returns its id.
-int64_t insert_task(Db& db, const NewTask& t, Time now,
-                    const std::string& actor) {
+// Adds one task with everything beside it; returns its id. With
+// `unless_taken`, a task whose unique key an unfinished task of its queue
+// holds is not added (std::nullopt): the unique index decides, so two
+// writers adding one key at once add one task.
+std::optional<int64_t> insert_task(Db& db, const NewTask& t, Time now,
+                                   const std::string& actor,
+                                   bool unless_taken) {
   check_new_task(t);
   const Deps deps = check_deps(db, t.after);
   Companions companions(t, deps);
-  Inserter ins(db, t, now, actor, 1, companions.blockers(), companions.state());
-  const int64_t id = ins.insert(t.payload);
-  companions.add(db, id, now);
-  return id;
+  Inserter ins(db, t, now, actor, 1, companions.blockers(), companions.state(),
+               unless_taken);
+  const std::vector<int64_t>& ids = ins.insert(&t.payload);
+  if (ids.empty()) {
+    return std::nullopt;
+  }
+  companions.add(db, ids[0], now);
+  return ids[0];
+}
+
+int64_t insert_task(Db& db, const NewTask& t, Time now,
+                    const std::string& actor) {
+  return *insert_task(db, t, now, actor, false);
+}
+
+// The unfinished task of `queue` that holds unique key `key`, if any.
+std::optional<int64_t> key_holder(Db& db, const std::string& queue,
+                                  const std::string& key) {
+  Statement st(db, "SELECT id FROM tasks INDEXED BY tasks_unique_key "
+                   "WHERE queue = ?1 AND unique_key = ?2 "
+                   "AND unique_key IS NOT NULL "
+                   "AND state NOT IN ('completed', 'failed', 'killed') "
+                   "ORDER BY id LIMIT 1");
+  st.bind(1, queue).bind(2, key);
+  if (st.step()) {
+    return st.get_int(0);
+  }
+  return std::nullopt;
 }
 
 // The first unfinished task other than `self` that has every label of
@@ -314,25 +352,34 @@ int64_t TaskStore::add(const NewTask& task, Time now,
 Added TaskStore::add_unique(const NewTask& task, Time now,
                             const std::string& actor) {
   check_new_task(task);
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  if (task.unique_key) {
-    Statement st(*m_db, "SELECT id FROM tasks INDEXED BY tasks_unique "
-                        "WHERE queue = ?1 AND unique_key = ?2 "
-                        "AND unique_key IS NOT NULL "
-                        "AND state NOT IN ('completed', 'failed', 'killed') "
-                        "ORDER BY id LIMIT 1");
-    st.bind(1, task.queue).bind(2, *task.unique_key);
-    if (st.step()) {
-      return {st.get_int(0), true, std::nullopt};
+  return retrying([&]() -> Added {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    if (task.unique_key) {
+      if (const auto holder = key_holder(*m_db, task.queue, *task.unique_key)) {
+        return {*holder, true, std::nullopt};
+      }
     }
-  }
-  if (const auto by = obsoleted_by(*m_db, task.root, 0)) {
-    return {0, false, by};
-  }
-  const int64_t id = insert_task(*m_db, task, now, actor);
-  tx.commit();
-  return {id, false, std::nullopt};
+    if (const auto by = obsoleted_by(*m_db, task.root, 0)) {
+      return {0, false, by};
+    }
+    // The unique index decides: a writer that inserted the key meanwhile
+    // makes this insert do nothing (on PostgreSQL, once that writer has
+    // committed), and its task is then the answer. Should that task have
+    // ended before the look, the key is free again: the whole add again.
+    if (const auto id =
+            insert_task(*m_db, task, now, actor, task.unique_key.has_value())) {
+      tx.commit();
+      return {*id, false, std::nullopt};
+    }
+    if (const auto holder = key_holder(*m_db, task.queue, *task.unique_key)) {
+      return {*holder, true, std::nullopt};
+    }
+    throw TxConflict(ErrorKind::unavailable,
+                     "cannot add: the holder of unique key " + *task.unique_key
+                         + " ended as it was taken (database " + m_db->path()
+                         + ")");
+  });
 }
 
 int64_t TaskStore::add_many(const NewTask& proto,
@@ -475,69 +522,78 @@ std::vector<Retried> TaskStore::retry_many(const Selector& sel, LiveRetry live,
                 "a bulk retry needs --state: failed, killed, completed or "
                 "several (failed,killed)");
   }
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  std::vector<Task> olds;
-  if (!sel.ids.empty()) {
-    for (const int64_t id : sel.ids) {
-      if (std::none_of(olds.begin(), olds.end(),
-                       [id](const Task& t) { return t.id == id; })) {
-        olds.push_back(load_full(*m_db, id));
+  return retrying([&]() -> std::vector<Retried> {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    // The tasks' rows locked (PostgreSQL): two retries of one task take
+    // turns, and the second sees the first's live retry.
+    std::vector<Task> olds;
+    if (!sel.ids.empty()) {
+      lock_tasks(*m_db, sel.ids);
+      for (const int64_t id : sel.ids) {
+        if (std::none_of(olds.begin(), olds.end(),
+                         [id](const Task& t) { return t.id == id; })) {
+          olds.push_back(load_full(*m_db, id));
+        }
+      }
+    } else {
+      olds = select_tasks(*m_db, sel, now); // finished: they stay so
+      std::vector<int64_t> ids;
+      for (const Task& t : olds) {
+        ids.push_back(t.id);
+      }
+      lock_tasks(*m_db, ids);
+    }
+    // Phase 1: every refusal, before anything is written.
+    std::map<int64_t, int64_t> open_retries;
+    if (live == LiveRetry::refuse && !olds.empty()) {
+      open_retries = live_retries(
+          *m_db, std::min_element(
+                     olds.begin(), olds.end(),
+                     [](const Task& a, const Task& b) { return a.id < b.id; })
+                     ->id);
+    }
+    std::vector<Retried> out;
+    std::vector<const Task*> go;
+    std::vector<const Task*> wake;
+    for (const Task& old : olds) {
+      if (!sel.ids.empty() && old.state == TaskState::sleeping
+          && !old.errors.empty()) {
+        // Sleeping after an error until the policy's retry: it runs now,
+        // itself (its id is the answer), not a copy.
+        wake.push_back(&old);
+        out.push_back({old.id, old.id, ""});
+        continue;
+      }
+      const auto found = open_retries.find(old.id);
+      std::string why =
+          retry_refusal(old, found == open_retries.end() ? 0 : found->second);
+      if (why.empty()) {
+        go.push_back(&old);
+        out.push_back({old.id, 0, ""});
+      } else if (!sel.ids.empty()) {
+        throw Error(ErrorKind::conflict, why);
+      } else {
+        out.push_back({old.id, 0, std::move(why)});
       }
     }
-  } else {
-    olds = select_tasks(*m_db, sel, now);
-  }
-  // Phase 1: every refusal, before anything is written.
-  std::map<int64_t, int64_t> open_retries;
-  if (live == LiveRetry::refuse && !olds.empty()) {
-    open_retries =
-        live_retries(*m_db, std::min_element(olds.begin(), olds.end(),
-                                             [](const Task& a, const Task& b) {
-                                               return a.id < b.id;
-                                             })
-                                ->id);
-  }
-  std::vector<Retried> out;
-  std::vector<const Task*> go;
-  std::vector<const Task*> wake;
-  for (const Task& old : olds) {
-    if (!sel.ids.empty() && old.state == TaskState::sleeping
-        && !old.errors.empty()) {
-      // Sleeping after an error until the policy's retry: it runs now,
-      // itself (its id is the answer), not a copy.
-      wake.push_back(&old);
-      out.push_back({old.id, old.id, ""});
-      continue;
+    // Phase 2: the sleepers woken, the new tasks.
+    for (const Task* t : wake) {
+      StateChange change(t->id, t->state, Message::run, actor,
+                         "retried now, not at " + core::format_time(t->run_at));
+      change.also.set_null("reason");
+      change.also.add("run_at = min(run_at, ?3)");
+      move_task(*m_db, change, now);
     }
-    const auto found = open_retries.find(old.id);
-    std::string why =
-        retry_refusal(old, found == open_retries.end() ? 0 : found->second);
-    if (why.empty()) {
-      go.push_back(&old);
-      out.push_back({old.id, 0, ""});
-    } else if (!sel.ids.empty()) {
-      throw Error(ErrorKind::conflict, why);
-    } else {
-      out.push_back({old.id, 0, std::move(why)});
+    size_t next = 0;
+    for (Retried& r : out) {
+      if (r.skipped.empty() && r.retry == 0) {
+        r.retry = insert_retry(*m_db, *go[next++], now, actor);
+      }
     }
-  }
-  // Phase 2: the sleepers woken, the new tasks.
-  for (const Task* t : wake) {
-    StateChange change(t->id, t->state, Message::run, actor,
-                       "retried now, not at " + core::format_time(t->run_at));
-    change.also.set_null("reason");
-    change.also.add("run_at = min(run_at, ?3)");
-    move_task(*m_db, change, now);
-  }
-  size_t next = 0;
-  for (Retried& r : out) {
-    if (r.skipped.empty() && r.retry == 0) {
-      r.retry = insert_retry(*m_db, *go[next++], now, actor);
-    }
-  }
-  tx.commit();
-  return out;
+    tx.commit();
+    return out;
+  });
 }
 
 } // namespace taskq::storage

@@ -5,16 +5,20 @@
 // The rules (TaskStore's files in storage/) are written once against it;
 // what differs per backend is in storage/sqlite/ and storage/pg/.
 
+#include "core/error.hpp"
 #include "core/time.hpp"
 #include "storage/task_store.hpp"
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
+#include <random>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <unordered_map>
 #include <vector>
 
@@ -112,10 +116,11 @@ public:
   // Runs SQL without results (may hold several statements).
   virtual void exec(const char* sql, std::string_view context) = 0;
 
-  // A write transaction excludes every other writer of the database until
-  // it ends (SQLite: BEGIN IMMEDIATE; PostgreSQL: a transaction-scoped
-  // advisory lock), so a rule that reads then writes holds under
-  // concurrency. A read transaction sees one snapshot.
+  // A write transaction: on SQLite it excludes every other writer until it
+  // ends (BEGIN IMMEDIATE); on PostgreSQL writers run side by side and each
+  // rule that reads then writes holds by row locks or a constraint of its
+  // own (a conflict the server ends is run again by retrying()). A read
+  // transaction sees one snapshot.
   virtual void begin(TxKind kind) = 0;
   virtual void commit() = 0;
   virtual void rollback() noexcept = 0;
@@ -272,6 +277,41 @@ public:
 private:
   std::unique_ptr<StatementImpl> m_impl;
 };
+
+// A write transaction the database ended because another one stood in
+// its way in a manner that running it again resolves: PostgreSQL's
+// deadlock (40P01) or serialisation failure (40001). Its kind is
+// unavailable (exit 5), which is what reaches the user once retrying()
+// has given up.
+class TxConflict : public Error {
+public:
+  using Error::Error;
+};
+
+// How many times retrying() runs a write transaction that ends in
+// TxConflict; the pause before try n is random, up to n * 10 ms.
+constexpr int k_write_tries = 5;
+
+// Runs `work`, one whole write transaction (its Transaction made inside,
+// committed before it returns), and runs it again from BEGIN when the
+// database ended it in TxConflict: every read is made again, so each
+// decision sees the rows as they are now. `work` must have no effect
+// outside the database before it commits. On SQLite, whose one writer
+// never meets another, this only runs `work`.
+template <typename Work> decltype(auto) retrying(Work&& work) {
+  for (int tries = 1;; ++tries) {
+    try {
+      return work();
+    } catch (const TxConflict&) {
+      if (tries == k_write_tries) {
+        throw;
+      }
+      thread_local std::minstd_rand random(std::random_device{}());
+      std::this_thread::sleep_for(std::chrono::milliseconds(
+          1 + std::uniform_int_distribution<int>(0, 10 * tries - 1)(random)));
+    }
+  }
+}
 
 // A write or read transaction (Db::begin); rolls back in the destructor
 // unless commit() ran.

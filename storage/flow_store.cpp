@@ -406,89 +406,100 @@ int64_t TaskStore::submit_flow(const std::string& document, Time now,
   if (!c.model) {
     throw Error(ErrorKind::usage, c.error);
   }
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  Loaded f;
-  f.rt = flow::initial_runtime(*c.model);
-  const std::string name = c.model->name;
-  {
-    Statement st(*m_db, "INSERT INTO flows (name, state, store, failed, "
-                        "created_at, updated_at) VALUES "
-                        "(?1, ?2, ?3, 0, ?4, ?4) RETURNING id");
-    st.bind(1, name)
-        .bind(2, flow::to_string(f.rt.state))
-        .bind(3, f.rt.store.dump())
-        .bind(4, to_unix_ms(now));
-    st.step();
-    f.id = st.get_int(0);
-    st.reset();
-  }
-  Statement(*m_db, "INSERT INTO flow_documents (flow_id, document) VALUES "
-                   "(?1, ?2)")
-      .bind(1, f.id)
-      .bind_borrowed(2, document)
-      .run();
-  f.model = model_of(f.id, document, std::move(c.model));
-  flow::Step step = flow::advance(*f.model, f.rt, flow::Start{});
-  // The flow's first event: it exists, PENDING; then what Start did.
-  step.changes.insert(step.changes.begin(),
-                      flow::Change{f.model->name, flow::ChangeKind::flow,
-                                   "PENDING", std::nullopt});
-  (void)actor; // its atoms' tasks are created by the flow itself
-  save_step(*m_db, f, step, now, true);
-  tx.commit();
-  return f.id;
+  return retrying([&]() -> int64_t {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    Loaded f;
+    f.rt = flow::initial_runtime(*c.model);
+    const std::string name = c.model->name;
+    {
+      Statement st(*m_db, "INSERT INTO flows (name, state, store, failed, "
+                          "created_at, updated_at) VALUES "
+                          "(?1, ?2, ?3, 0, ?4, ?4) RETURNING id");
+      st.bind(1, name)
+          .bind(2, flow::to_string(f.rt.state))
+          .bind(3, f.rt.store.dump())
+          .bind(4, to_unix_ms(now));
+      st.step();
+      f.id = st.get_int(0);
+      st.reset();
+    }
+    Statement(*m_db, "INSERT INTO flow_documents (flow_id, document) VALUES "
+                     "(?1, ?2)")
+        .bind(1, f.id)
+        .bind_borrowed(2, document)
+        .run();
+    f.model =
+        model_of(f.id, document, c.model); // a copy: run again on a conflict
+    flow::Step step = flow::advance(*f.model, f.rt, flow::Start{});
+    // The flow's first event: it exists, PENDING; then what Start did.
+    step.changes.insert(step.changes.begin(),
+                        flow::Change{f.model->name, flow::ChangeKind::flow,
+                                     "PENDING", std::nullopt});
+    (void)actor; // its atoms' tasks are created by the flow itself
+    save_step(*m_db, f, step, now, true);
+    tx.commit();
+    return f.id;
+  });
 }
 
 FlowReply TaskStore::flow_request(int64_t id, FlowRequest req, Time now) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  auto f = load_flow(*m_db, id);
-  if (!f) {
-    throw Error(ErrorKind::not_found, "no " + flow_ref(id));
-  }
-  flow::Input in;
-  switch (req) {
-  case FlowRequest::suspend: {
-    flow::Suspend s;
-    for (size_t i = 0; i < f->rt.atoms.size(); ++i) {
-      const auto& task = f->rt.atoms[i].task;
-      if (!task) {
-        continue;
-      }
-      const auto t = load_task(*m_db, *task);
-      if (!t || !t->leased(now)) {
-        s.unleased.push_back(static_cast<int>(i));
-      }
+  return retrying([&]() -> FlowReply {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    // The flow's row locked first (PostgreSQL), as a task's end does
+    // before it steps the flow: one step at a time, each seeing the last.
+    Statement(*m_db, "SELECT 1 FROM flows WHERE id = ?1"
+                         + std::string(row_lock(*m_db, " FOR UPDATE")))
+        .bind(1, id)
+        .run();
+    auto f = load_flow(*m_db, id);
+    if (!f) {
+      throw Error(ErrorKind::not_found, "no " + flow_ref(id));
     }
-    in = s;
-    break;
-  }
-  case FlowRequest::resume:
-    in = flow::Resume{};
-    break;
-  case FlowRequest::rerun:
-    in = flow::Rerun{false};
-    break;
-  case FlowRequest::rerun_reset:
-    in = flow::Rerun{true};
-    break;
-  }
-  flow::Step step = flow::advance(*f->model, f->rt, in);
-  if (step.verdict == flow::Verdict::refused) {
-    throw Error(ErrorKind::conflict, flow_ref(id) + ": " + step.note);
-  }
-  FlowReply reply;
-  if (step.verdict == flow::Verdict::ignored) {
-    reply.ignored = true;
-    reply.note =
-        flow_ref(id) + ": " + (step.note.empty() ? "nothing to do" : step.note);
-  } else {
-    save_step(*m_db, *f, step, now, false);
-    tx.commit();
-  }
-  reply.state = std::string(flow::to_string(f->rt.state));
-  return reply;
+    flow::Input in;
+    switch (req) {
+    case FlowRequest::suspend: {
+      flow::Suspend s;
+      for (size_t i = 0; i < f->rt.atoms.size(); ++i) {
+        const auto& task = f->rt.atoms[i].task;
+        if (!task) {
+          continue;
+        }
+        const auto t = load_task(*m_db, *task);
+        if (!t || !t->leased(now)) {
+          s.unleased.push_back(static_cast<int>(i));
+        }
+      }
+      in = s;
+      break;
+    }
+    case FlowRequest::resume:
+      in = flow::Resume{};
+      break;
+    case FlowRequest::rerun:
+      in = flow::Rerun{false};
+      break;
+    case FlowRequest::rerun_reset:
+      in = flow::Rerun{true};
+      break;
+    }
+    flow::Step step = flow::advance(*f->model, f->rt, in);
+    if (step.verdict == flow::Verdict::refused) {
+      throw Error(ErrorKind::conflict, flow_ref(id) + ": " + step.note);
+    }
+    FlowReply reply;
+    if (step.verdict == flow::Verdict::ignored) {
+      reply.ignored = true;
+      reply.note = flow_ref(id) + ": "
+                   + (step.note.empty() ? "nothing to do" : step.note);
+    } else {
+      save_step(*m_db, *f, step, now, false);
+      tx.commit();
+    }
+    reply.state = std::string(flow::to_string(f->rt.state));
+    return reply;
+  });
 }
 
 std::vector<FlowSummary>

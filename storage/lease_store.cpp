@@ -322,11 +322,13 @@ bool lease_order_before(const Task& a, const Task& b) {
 } // namespace detail
 
 std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  std::vector<Task> leased = lease_in_tx(*m_db, req, now);
-  tx.commit();
-  return leased;
+  return retrying([&]() -> std::vector<Task> {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    std::vector<Task> leased = lease_in_tx(*m_db, req, now);
+    tx.commit();
+    return leased;
+  });
 }
 
 namespace detail {

@@ -90,7 +90,7 @@ int64_t bulk_send(Db& db, const Selector& sel, Message msg,
           + (sel.queue ? " AND queue = ?1" : " AND ?1 IS NULL")
           + " AND state IN (" + in_from + ")"
           + (chosen.empty() ? " AND ?2 IS NOT NULL" : " AND (" + chosen + "))")
-          + " ORDER BY id LIMIT ?4");
+          + " ORDER BY id LIMIT ?4" + std::string(row_lock(db, " FOR UPDATE")));
   const std::string name(core::to_string(msg));
   std::string detail;
   if (msg == Message::pause || msg == Message::kill) {
@@ -184,6 +184,31 @@ int64_t bulk_send(Db& db, const Selector& sel, Message msg,
   return changed;
 }
 
+// The tasks `sel` chooses, each read again once their rows are locked
+// (lock_tasks), in the order chosen: a task that a concurrent writer
+// finished or leased meanwhile is seen as it is now. One that was deleted
+// meanwhile is left out of a filter's choice (as it is of the next read)
+// and not found when named.
+std::vector<Task> chosen_locked(Db& db, const Selector& sel, Time now) {
+  std::vector<Task> tasks = select_tasks(db, sel, now);
+  if (db.backend() != Backend::postgresql || tasks.empty()) {
+    return tasks;
+  }
+  std::vector<int64_t> ids;
+  for (const Task& t : tasks) {
+    ids.push_back(t.id);
+  }
+  lock_tasks(db, ids);
+  std::vector<Task> out;
+  for (const int64_t id : ids) {
+    if (sel.has_filters() && !load_task(db, id)) {
+      continue;
+    }
+    out.push_back(load_full(db, id));
+  }
+  return out;
+}
+
 } // namespace
 
 int64_t TaskStore::send_bulk(const Selector& sel, Message msg,
@@ -201,84 +226,92 @@ int64_t TaskStore::send_bulk(const Selector& sel, Message msg,
     }
     return static_cast<int64_t>(changed.size());
   }
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  const int64_t n = bulk_send(*m_db, sel, msg, until, actor, now, ids);
-  tx.commit();
-  return n;
+  const size_t given = ids != nullptr ? ids->size() : 0;
+  return retrying([&]() -> int64_t {
+    if (ids != nullptr) {
+      ids->resize(given); // a try again reports its own
+    }
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    const int64_t n = bulk_send(*m_db, sel, msg, until, actor, now, ids);
+    tx.commit();
+    return n;
+  });
 }
 
 std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
                                   std::optional<Time> until,
                                   const std::string& actor, Time now) {
   check_send(sel, msg, until);
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  std::vector<Task> changed;
-  if (sel.ids.empty() && !sel.limit && !sel.newest) {
-    std::vector<int64_t> ids;
-    bulk_send(*m_db, sel, msg, until, actor, now, &ids);
-    changed.reserve(ids.size());
-    for (const int64_t id : ids) {
-      changed.push_back(load_full(*m_db, id));
+  return retrying([&]() -> std::vector<Task> {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    std::vector<Task> changed;
+    if (sel.ids.empty() && !sel.limit && !sel.newest) {
+      std::vector<int64_t> ids;
+      bulk_send(*m_db, sel, msg, until, actor, now, &ids);
+      changed.reserve(ids.size());
+      for (const int64_t id : ids) {
+        changed.push_back(load_full(*m_db, id));
+      }
+      tx.commit();
+      return changed;
+    }
+    for (const Task& task : chosen_locked(*m_db, sel, now)) {
+      const auto next = core::transition(task.state, msg);
+      if (!next) {
+        if (sel.has_filters()) {
+          continue;
+        }
+        throw Error(ErrorKind::conflict, refusal(task, msg));
+      }
+      const std::string name(core::to_string(msg));
+      StateChange change(task.id, task.state, msg, actor);
+      const bool revokes = msg == Message::pause || msg == Message::sleep
+                           || msg == Message::kill || msg == Message::release;
+      if (revokes && task.lease) {
+        if (!task.leased(now)) {
+          // A lease that ran out, cleared before any lease reclaimed it.
+          bump_queue_counter(*m_db, task.queue, QueueCounter::leases_expired);
+        }
+        change.also.end_lease(task, task.leased(now)
+                                        ? std::optional(name + " by " + actor)
+                                        : std::nullopt);
+      }
+      switch (msg) {
+      case Message::pause:
+      case Message::kill:
+        change.detail =
+            (msg == Message::pause ? "paused by " : "killed by ") + actor;
+        change.also.set("reason", change.detail);
+        break;
+      case Message::sleep:
+        change.detail = "until " + core::format_time(*until);
+        change.also.set("run_at", to_unix_ms(*until));
+        break;
+      case Message::run:
+        // Resuming starts afresh: attempts reset (rescue's Cycles), and a
+        // sleeper is due at once.
+        change.also.set_null("reason");
+        if (task.state == TaskState::paused) {
+          change.also.add("attempts = 0");
+        }
+        if (task.state == TaskState::sleeping) {
+          change.also.add("run_at = min(run_at, ?3)");
+        }
+        break;
+      case Message::checkpoint:
+        change.also.add("checkpoint_req = 1");
+        break;
+      default:
+        break;
+      }
+      move_task(*m_db, change, now);
+      changed.push_back(load_full(*m_db, task.id));
     }
     tx.commit();
     return changed;
-  }
-  for (const Task& task : select_tasks(*m_db, sel, now)) {
-    const auto next = core::transition(task.state, msg);
-    if (!next) {
-      if (sel.has_filters()) {
-        continue;
-      }
-      throw Error(ErrorKind::conflict, refusal(task, msg));
-    }
-    const std::string name(core::to_string(msg));
-    StateChange change(task.id, task.state, msg, actor);
-    const bool revokes = msg == Message::pause || msg == Message::sleep
-                         || msg == Message::kill || msg == Message::release;
-    if (revokes && task.lease) {
-      if (!task.leased(now)) {
-        // A lease that ran out, cleared before any lease reclaimed it.
-        bump_queue_counter(*m_db, task.queue, QueueCounter::leases_expired);
-      }
-      change.also.end_lease(task, task.leased(now)
-                                      ? std::optional(name + " by " + actor)
-                                      : std::nullopt);
-    }
-    switch (msg) {
-    case Message::pause:
-    case Message::kill:
-      change.detail =
-          (msg == Message::pause ? "paused by " : "killed by ") + actor;
-      change.also.set("reason", change.detail);
-      break;
-    case Message::sleep:
-      change.detail = "until " + core::format_time(*until);
-      change.also.set("run_at", to_unix_ms(*until));
-      break;
-    case Message::run:
-      // Resuming starts afresh: attempts reset (rescue's Cycles), and a
-      // sleeper is due at once.
-      change.also.set_null("reason");
-      if (task.state == TaskState::paused) {
-        change.also.add("attempts = 0");
-      }
-      if (task.state == TaskState::sleeping) {
-        change.also.add("run_at = min(run_at, ?3)");
-      }
-      break;
-    case Message::checkpoint:
-      change.also.add("checkpoint_req = 1");
-      break;
-    default:
-      break;
-    }
-    move_task(*m_db, change, now);
-    changed.push_back(load_full(*m_db, task.id));
-  }
-  tx.commit();
-  return changed;
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -291,53 +324,56 @@ std::vector<Task> TaskStore::freeze(const std::vector<int64_t>& ids,
   if (ids.empty()) {
     throw Error(ErrorKind::usage, "which tasks? give their ids");
   }
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  std::vector<int64_t> seen;
-  std::vector<Task> out;
-  for (const int64_t id : ids) {
-    if (std::find(seen.begin(), seen.end(), id) != seen.end()) {
-      continue;
+  return retrying([&]() -> std::vector<Task> {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    std::vector<int64_t> seen;
+    std::vector<Task> out;
+    for (const int64_t id : ids) {
+      if (std::find(seen.begin(), seen.end(), id) != seen.end()) {
+        continue;
+      }
+      seen.push_back(id);
+      lock_task(*m_db, id);
+      const Task t = load_full(*m_db, id);
+      const std::string verb = frozen ? "frozen" : "continued";
+      if (t.state != TaskState::runnable || !t.leased(now)) {
+        throw Error(ErrorKind::conflict,
+                    task_ref(id) + " is not running (it is "
+                        + std::string(core::to_string(t.state))
+                        + "): only a running command can be " + verb);
+      }
+      if (t.broadcast_until) {
+        throw Error(ErrorKind::conflict,
+                    task_ref(id)
+                        + " is a broadcast, run by every worker: it cannot be "
+                        + verb);
+      }
+      const bool was = frozen_now(*m_db, id);
+      if (frozen && was) {
+        throw Error(ErrorKind::conflict,
+                    task_ref(id) + " is already frozen (taskq continue "
+                        + std::to_string(id) + " continues it)");
+      }
+      if (!frozen && !was) {
+        throw Error(ErrorKind::conflict, task_ref(id) + " is not frozen");
+      }
+      Statement st(*m_db, "UPDATE tasks SET rev = rev + 1, updated_at = ?2 "
+                          "WHERE id = ?1");
+      st.bind(1, id).bind(2, to_unix_ms(now));
+      st.run();
+      log_event(*m_db, id, now, frozen ? "freeze" : "continue", t.state,
+                t.state, actor,
+                frozen ? "frozen by " + actor + " (SIGSTOP); " + t.lease->worker
+                             + " keeps the lease"
+                       : "continued by " + actor + " (SIGCONT)");
+      Task after = load_full(*m_db, id);
+      after.frozen = frozen;
+      out.push_back(std::move(after));
     }
-    seen.push_back(id);
-    const Task t = load_full(*m_db, id);
-    const std::string verb = frozen ? "frozen" : "continued";
-    if (t.state != TaskState::runnable || !t.leased(now)) {
-      throw Error(ErrorKind::conflict,
-                  task_ref(id) + " is not running (it is "
-                      + std::string(core::to_string(t.state))
-                      + "): only a running command can be " + verb);
-    }
-    if (t.broadcast_until) {
-      throw Error(ErrorKind::conflict,
-                  task_ref(id)
-                      + " is a broadcast, run by every worker: it cannot be "
-                      + verb);
-    }
-    const bool was = frozen_now(*m_db, id);
-    if (frozen && was) {
-      throw Error(ErrorKind::conflict,
-                  task_ref(id) + " is already frozen (taskq continue "
-                      + std::to_string(id) + " continues it)");
-    }
-    if (!frozen && !was) {
-      throw Error(ErrorKind::conflict, task_ref(id) + " is not frozen");
-    }
-    Statement st(*m_db, "UPDATE tasks SET rev = rev + 1, updated_at = ?2 "
-                        "WHERE id = ?1");
-    st.bind(1, id).bind(2, to_unix_ms(now));
-    st.run();
-    log_event(*m_db, id, now, frozen ? "freeze" : "continue", t.state, t.state,
-              actor,
-              frozen ? "frozen by " + actor + " (SIGSTOP); " + t.lease->worker
-                           + " keeps the lease"
-                     : "continued by " + actor + " (SIGCONT)");
-    Task after = load_full(*m_db, id);
-    after.frozen = frozen;
-    out.push_back(std::move(after));
-  }
-  tx.commit();
-  return out;
+    tx.commit();
+    return out;
+  });
 }
 
 // ---------------------------------------------------------------------------
@@ -415,45 +451,50 @@ int64_t TaskStore::purge(const PurgeRequest& req, Time now) {
     in_states += core::to_string(s);
     in_states += "'";
   }
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  m_db->exec("CREATE TEMP TABLE IF NOT EXISTS purge_ids "
-             "(id INTEGER PRIMARY KEY, state TEXT NOT NULL)",
-             "cannot purge");
-  m_db->exec("DELETE FROM purge_ids", "cannot purge");
-  Statement pick(*m_db,
-                 "INSERT INTO purge_ids (id, state) SELECT id, state "
-                 "FROM tasks WHERE state IN ("
-                     + in_states
-                     + ") AND (?1 IS NULL OR queue = ?1) "
-                       "AND (CAST(?2 AS BIGINT) IS NULL OR updated_at <= ?2)");
-  pick.bind(1, req.queue);
-  pick.bind(2, req.older_than ? std::optional(to_unix_ms(now - *req.older_than))
-                              : std::nullopt);
-  pick.run();
-  Statement count(*m_db, "SELECT count(*) FROM purge_ids");
-  count.step();
-  const int64_t n = count.get_int(0);
-  count.reset();
-  if (req.dry_run || n == 0) {
-    return n; // the transaction rolls back
-  }
-  if (req.force) {
-    purge_unfinished(now);
-  }
-  for (const char* sql :
-       {"DELETE FROM task_errors WHERE task_id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM events WHERE task_id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM task_deps WHERE task_id IN (SELECT id FROM purge_ids) "
-        "OR dep_id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM deliveries WHERE task_id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM task_output WHERE task_id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM tasks WHERE id IN (SELECT id FROM purge_ids)",
-        "DELETE FROM purge_ids"}) {
-    m_db->exec(sql, "cannot purge");
-  }
-  tx.commit();
-  return n;
+  return retrying([&]() -> int64_t {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    m_db->exec("CREATE TEMP TABLE IF NOT EXISTS purge_ids "
+               "(id INTEGER PRIMARY KEY, state TEXT NOT NULL)",
+               "cannot purge");
+    m_db->exec("DELETE FROM purge_ids", "cannot purge");
+    Statement pick(*m_db,
+                   "INSERT INTO purge_ids (id, state) SELECT id, state "
+                   "FROM tasks WHERE state IN ("
+                       + in_states
+                       + ") AND (?1 IS NULL OR queue = ?1) "
+                         "AND (CAST(?2 AS BIGINT) IS NULL OR updated_at <= ?2)"
+                         " ORDER BY id"
+                       + std::string(row_lock(*m_db, " FOR UPDATE")));
+    pick.bind(1, req.queue);
+    pick.bind(2, req.older_than
+                     ? std::optional(to_unix_ms(now - *req.older_than))
+                     : std::nullopt);
+    pick.run();
+    Statement count(*m_db, "SELECT count(*) FROM purge_ids");
+    count.step();
+    const int64_t n = count.get_int(0);
+    count.reset();
+    if (req.dry_run || n == 0) {
+      return n; // the transaction rolls back
+    }
+    if (req.force) {
+      purge_unfinished(now);
+    }
+    for (const char* sql :
+         {"DELETE FROM task_errors WHERE task_id IN (SELECT id FROM purge_ids)",
+          "DELETE FROM events WHERE task_id IN (SELECT id FROM purge_ids)",
+          "DELETE FROM task_deps WHERE task_id IN (SELECT id FROM purge_ids) "
+          "OR dep_id IN (SELECT id FROM purge_ids)",
+          "DELETE FROM deliveries WHERE task_id IN (SELECT id FROM purge_ids)",
+          "DELETE FROM task_output WHERE task_id IN (SELECT id FROM purge_ids)",
+          "DELETE FROM tasks WHERE id IN (SELECT id FROM purge_ids)",
+          "DELETE FROM purge_ids"}) {
+      m_db->exec(sql, "cannot purge");
+    }
+    tx.commit();
+    return n;
+  });
 }
 
 } // namespace taskq::storage

@@ -20,38 +20,43 @@ namespace taskq::storage {
 using namespace detail;
 
 void TaskStore::set_queue(const std::string& queue, const QueueSettings& s) {
-  Transaction tx(*m_db);
-  Statement(*m_db,
-            "INSERT INTO queues (name, max_running, max_attempts, max_errors, "
-            "error_window_ms, retry_delay_ms, backoff, max_delay_ms) VALUES "
-            "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (name) DO UPDATE SET "
-            "max_running = coalesce(?2, queues.max_running), "
-            "max_attempts = coalesce(?3, queues.max_attempts), "
-            "max_errors = coalesce(?4, queues.max_errors), "
-            "error_window_ms = coalesce(?5, queues.error_window_ms), "
-            "retry_delay_ms = coalesce(?6, queues.retry_delay_ms), "
-            "backoff = coalesce(?7, queues.backoff), "
-            "max_delay_ms = coalesce(?8, queues.max_delay_ms)")
-      .bind(1, queue)
-      .bind(2, s.max_running)
-      .bind(3, s.max_attempts)
-      .bind(4, opt_int64(s.policy.max_errors))
-      .bind(5, opt_ms(s.policy.window))
-      .bind(6, opt_ms(s.policy.retry_delay))
-      .bind(7, opt_backoff(s.policy.backoff))
-      .bind(8, opt_ms(s.policy.max_delay))
-      .run();
-  tx.commit();
+  retrying([&] {
+    Transaction tx(*m_db);
+    Statement(
+        *m_db,
+        "INSERT INTO queues (name, max_running, max_attempts, max_errors, "
+        "error_window_ms, retry_delay_ms, backoff, max_delay_ms) VALUES "
+        "(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (name) DO UPDATE SET "
+        "max_running = coalesce(?2, queues.max_running), "
+        "max_attempts = coalesce(?3, queues.max_attempts), "
+        "max_errors = coalesce(?4, queues.max_errors), "
+        "error_window_ms = coalesce(?5, queues.error_window_ms), "
+        "retry_delay_ms = coalesce(?6, queues.retry_delay_ms), "
+        "backoff = coalesce(?7, queues.backoff), "
+        "max_delay_ms = coalesce(?8, queues.max_delay_ms)")
+        .bind(1, queue)
+        .bind(2, s.max_running)
+        .bind(3, s.max_attempts)
+        .bind(4, opt_int64(s.policy.max_errors))
+        .bind(5, opt_ms(s.policy.window))
+        .bind(6, opt_ms(s.policy.retry_delay))
+        .bind(7, opt_backoff(s.policy.backoff))
+        .bind(8, opt_ms(s.policy.max_delay))
+        .run();
+    tx.commit();
+  });
 }
 
 void TaskStore::set_queue_paused(const std::string& queue, bool paused) {
-  Transaction tx(*m_db);
-  Statement(*m_db, "INSERT INTO queues (name, paused) VALUES (?1, ?2) "
-                   "ON CONFLICT (name) DO UPDATE SET paused = ?2")
-      .bind(1, queue)
-      .bind(2, paused ? 1 : 0)
-      .run();
-  tx.commit();
+  retrying([&] {
+    Transaction tx(*m_db);
+    Statement(*m_db, "INSERT INTO queues (name, paused) VALUES (?1, ?2) "
+                     "ON CONFLICT (name) DO UPDATE SET paused = ?2")
+        .bind(1, queue)
+        .bind(2, paused ? 1 : 0)
+        .run();
+    tx.commit();
+  });
 }
 
 namespace {
@@ -205,53 +210,59 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
   if (from == to) {
     throw Error(ErrorKind::usage, "redrive needs two different queues");
   }
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  const int64_t now_ms = to_unix_ms(now);
-  // Unleased (or with a lapsed lease), not waiting for dependencies, not
-  // a broadcast: what a worker of `from` would have leased. In keyset
-  // batches by id, as bulk_send goes, so memory stays bounded: each batch
-  // logged with one INSERT ... SELECT and moved with one UPDATE.
-  Statement pick(*m_db, "SELECT id, lease_token IS NOT NULL FROM tasks "
-                        "WHERE id > ?3 AND queue = ?1 "
-                        "AND state IN ('runnable', 'sleeping') "
-                        "AND blockers = 0 AND broadcast_until IS NULL "
-                        "AND (lease_token IS NULL OR lease_expires <= ?2) "
-                        "ORDER BY id LIMIT ?4");
-  // Logged first, while the rows still hold the state they leave.
-  BulkMove move(*m_db, {TaskState::runnable, TaskState::sleeping},
-                core::SystemMove::redrive,
-                ", queue = ?3, attempts = 0, run_at = ?2, lease_token = NULL, "
-                "lease_worker = NULL, lease_expires = NULL");
-  const std::string detail = "from " + from + " to " + to;
-  int64_t moved = 0;
-  int64_t lapsed = 0; // moved with a lease that ran out: counted as expired
-  int64_t last = 0;
-  for (bool more = true; more;) {
-    pick.bind(1, from).bind(2, now_ms).bind(3, last).bind(4, k_bulk_batch);
-    std::string batch;
-    int64_t rows = 0;
-    while (pick.step()) {
-      ++rows;
-      last = pick.get_int(0);
-      lapsed += pick.get_int(1);
-      batch += (batch.empty() ? "[" : ",") + std::to_string(last);
+  return retrying([&]() -> int64_t {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    const int64_t now_ms = to_unix_ms(now);
+    // Unleased (or with a lapsed lease), not waiting for dependencies, not
+    // a broadcast: what a worker of `from` would have leased. In keyset
+    // batches by id, as bulk_send goes, so memory stays bounded: each batch
+    // logged with one INSERT ... SELECT and moved with one UPDATE.
+    // Their rows locked (PostgreSQL): a lease taken meanwhile is seen, and
+    // that task left where it is.
+    Statement pick(*m_db, "SELECT id, lease_token IS NOT NULL FROM tasks "
+                          "WHERE id > ?3 AND queue = ?1 "
+                          "AND state IN ('runnable', 'sleeping') "
+                          "AND blockers = 0 AND broadcast_until IS NULL "
+                          "AND (lease_token IS NULL OR lease_expires <= ?2) "
+                          "ORDER BY id LIMIT ?4"
+                              + std::string(row_lock(*m_db, " FOR UPDATE")));
+    // Logged first, while the rows still hold the state they leave.
+    BulkMove move(
+        *m_db, {TaskState::runnable, TaskState::sleeping},
+        core::SystemMove::redrive,
+        ", queue = ?3, attempts = 0, run_at = ?2, lease_token = NULL, "
+        "lease_worker = NULL, lease_expires = NULL");
+    const std::string detail = "from " + from + " to " + to;
+    int64_t moved = 0;
+    int64_t lapsed = 0; // moved with a lease that ran out: counted as expired
+    int64_t last = 0;
+    for (bool more = true; more;) {
+      pick.bind(1, from).bind(2, now_ms).bind(3, last).bind(4, k_bulk_batch);
+      std::string batch;
+      int64_t rows = 0;
+      while (pick.step()) {
+        ++rows;
+        last = pick.get_int(0);
+        lapsed += pick.get_int(1);
+        batch += (batch.empty() ? "[" : ",") + std::to_string(last);
+      }
+      pick.reset();
+      more = rows == k_bulk_batch;
+      if (batch.empty()) {
+        continue;
+      }
+      batch += "]";
+      moved += rows;
+      move.run(batch, now, actor, detail,
+               [&](Statement& st) { st.bind(3, to); }, {});
     }
-    pick.reset();
-    more = rows == k_bulk_batch;
-    if (batch.empty()) {
-      continue;
+    if (lapsed > 0) {
+      bump_queue_counter(*m_db, from, QueueCounter::leases_expired, lapsed);
     }
-    batch += "]";
-    moved += rows;
-    move.run(batch, now, actor, detail, [&](Statement& st) { st.bind(3, to); },
-             {});
-  }
-  if (lapsed > 0) {
-    bump_queue_counter(*m_db, from, QueueCounter::leases_expired, lapsed);
-  }
-  tx.commit();
-  return moved;
+    tx.commit();
+    return moved;
+  });
 }
 
 std::vector<QueueMetrics> TaskStore::metrics(Time now) {
@@ -423,37 +434,41 @@ std::vector<QueueStats> TaskStore::stats(const std::optional<std::string>& q,
 
 std::vector<Task> TaskStore::requeue(const std::string& queue,
                                      const std::string& actor, Time now) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  std::vector<std::tuple<int64_t, TaskState, int64_t>> due_later;
-  {
-    Statement st(*m_db, "SELECT id, state, run_at FROM tasks "
-                        "INDEXED BY tasks_ready WHERE queue = ?1 "
-                        "AND lease_token IS NULL "
-                        "AND state IN ('runnable', 'sleeping') AND blockers = "
-                        "0 AND broadcast_until IS NULL "
-                        "AND run_at > ?2 ORDER BY id");
-    st.bind(1, queue).bind(2, to_unix_ms(now));
-    while (st.step()) {
-      const auto state = core::parse_state(st.get_text(1));
-      due_later.emplace_back(st.get_int(0), state.value_or(TaskState::runnable),
-                             st.get_int(2));
+  return retrying([&]() -> std::vector<Task> {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    std::vector<std::tuple<int64_t, TaskState, int64_t>> due_later;
+    {
+      Statement st(*m_db,
+                   "SELECT id, state, run_at FROM tasks "
+                   "INDEXED BY tasks_ready WHERE queue = ?1 "
+                   "AND lease_token IS NULL "
+                   "AND state IN ('runnable', 'sleeping') AND blockers = "
+                   "0 AND broadcast_until IS NULL "
+                   "AND run_at > ?2 ORDER BY id"
+                       + std::string(row_lock(*m_db, " FOR UPDATE")));
+      st.bind(1, queue).bind(2, to_unix_ms(now));
+      while (st.step()) {
+        const auto state = core::parse_state(st.get_text(1));
+        due_later.emplace_back(
+            st.get_int(0), state.value_or(TaskState::runnable), st.get_int(2));
+      }
     }
-  }
-  Statement update(*m_db, "UPDATE tasks SET run_at = ?2, rev = rev + 1, "
-                          "updated_at = ?2 WHERE id = ?1");
-  std::vector<Task> changed;
-  for (const auto& [id, state, run_at] : due_later) {
-    update.bind(1, id).bind(2, to_unix_ms(now));
-    update.run();
-    update.reset();
-    log_event(*m_db, id, now, "requeue", state, state, actor,
-              "due now (was " + core::format_time(core::from_unix_ms(run_at))
-                  + ")");
-    changed.push_back(load_full(*m_db, id));
-  }
-  tx.commit();
-  return changed;
+    Statement update(*m_db, "UPDATE tasks SET run_at = ?2, rev = rev + 1, "
+                            "updated_at = ?2 WHERE id = ?1");
+    std::vector<Task> changed;
+    for (const auto& [id, state, run_at] : due_later) {
+      update.bind(1, id).bind(2, to_unix_ms(now));
+      update.run();
+      update.reset();
+      log_event(*m_db, id, now, "requeue", state, state, actor,
+                "due now (was " + core::format_time(core::from_unix_ms(run_at))
+                    + ")");
+      changed.push_back(load_full(*m_db, id));
+    }
+    tx.commit();
+    return changed;
+  });
 }
 
 } // namespace taskq::storage

@@ -5,6 +5,9 @@
 #include "core/error.hpp"
 #include "storage/store_detail.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <utility>
 
 namespace taskq::storage::detail {
@@ -171,6 +174,16 @@ std::string ids_in(Db& db) {
 }
 
 } // namespace
+
+void lock_tasks(Db& db, std::vector<int64_t> ids) {
+  if (db.backend() != Backend::postgresql || ids.empty()) {
+    return;
+  }
+  std::sort(ids.begin(), ids.end());
+  Statement(db, "SELECT 1 FROM tasks" + ids_in(db) + " ORDER BY id FOR UPDATE")
+      .bind(1, nlohmann::json(ids).dump())
+      .run();
+}
 
 BulkMove::BulkMove(Db& db, const std::vector<TaskState>& from, Cause cause,
                    std::string_view also)

@@ -102,6 +102,13 @@ core::TaskState move_task(Db& db, const StateChange& change, core::Time now);
 // the state it moves to.
 core::TaskState record_move(Db& db, const StateChange& change, core::Time now);
 
+// Locks the rows of tasks `ids` until the transaction ends (PostgreSQL;
+// nothing on SQLite), in id order, the order every writer that holds
+// several tasks takes them in, in one statement: a caller about to move
+// tasks it chose from an earlier read then reads them again, seeing what
+// a writer committed meanwhile (a done, a lease), never overwriting it.
+void lock_tasks(Db& db, std::vector<int64_t> ids);
+
 // A set-based move of many tasks (a bulk send, redrive): for each batch of
 // ids, one INSERT ... SELECT logs the events while the rows still hold the
 // state they leave, then one UPDATE moves them all.

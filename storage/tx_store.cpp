@@ -147,126 +147,129 @@ void update_task(Db& db, const Task& t, const TxUpdate& u, Time now,
 TxResult TaskStore::apply_tx(const TxRequest& req, Time now,
                              const std::string& actor) {
   check_distinct(req);
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  // 0. The tasks the document names are locked, in id order (so that two
-  // documents naming the same tasks never wait for each other in a
-  // circle), and stay as checked until the commit (PostgreSQL).
-  {
-    std::vector<int64_t> named;
-    for (const auto& r : req.require) {
-      named.push_back(r.id);
+  return retrying([&]() -> TxResult {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    // 0. The tasks the document names are locked, in id order (so that two
+    // documents naming the same tasks never wait for each other in a
+    // circle), and stay as checked until the commit (PostgreSQL).
+    {
+      std::vector<int64_t> named;
+      for (const auto& r : req.require) {
+        named.push_back(r.id);
+      }
+      for (const auto& r : req.remove) {
+        named.push_back(r.id);
+      }
+      for (const auto& u : req.update) {
+        named.push_back(u.id);
+      }
+      for (const auto& c : req.complete) {
+        named.push_back(c.id);
+      }
+      for (const auto& c : req.create) {
+        named.insert(named.end(), c.after.begin(), c.after.end());
+      }
+      std::sort(named.begin(), named.end());
+      named.erase(std::unique(named.begin(), named.end()), named.end());
+      for (const int64_t id : named) {
+        lock_task(*m_db, id);
+      }
     }
-    for (const auto& r : req.remove) {
-      named.push_back(r.id);
+    // 1. Predicates.
+    for (size_t i = 0; i < req.require.size(); ++i) {
+      const auto& r = req.require[i];
+      const auto t = load_task(*m_db, r.id);
+      if (!t) {
+        throw Error(ErrorKind::conflict, op_name("require", i) + ": "
+                                             + task_ref(r.id)
+                                             + " does not exist");
+      }
+      if (t->rev != r.rev) {
+        throw Error(ErrorKind::conflict, op_name("require", i) + ": "
+                                             + task_ref(r.id) + " is at rev "
+                                             + std::to_string(t->rev) + ", not "
+                                             + std::to_string(r.rev));
+      }
     }
-    for (const auto& u : req.update) {
-      named.push_back(u.id);
+    // 2. Existence.
+    std::vector<Task> deleting;
+    std::vector<Task> updating;
+    for (size_t i = 0; i < req.remove.size(); ++i) {
+      deleting.push_back(
+          must_exist(*m_db, req.remove[i].id, op_name("delete", i)));
     }
-    for (const auto& c : req.complete) {
-      named.push_back(c.id);
+    for (size_t i = 0; i < req.update.size(); ++i) {
+      updating.push_back(
+          must_exist(*m_db, req.update[i].id, op_name("update", i)));
     }
-    for (const auto& c : req.create) {
-      named.insert(named.end(), c.after.begin(), c.after.end());
+    for (size_t i = 0; i < req.complete.size(); ++i) {
+      must_exist(*m_db, req.complete[i].id, op_name("complete", i));
     }
-    std::sort(named.begin(), named.end());
-    named.erase(std::unique(named.begin(), named.end()), named.end());
-    for (const int64_t id : named) {
-      lock_task(*m_db, id);
+    for (size_t i = 0; i < req.create.size(); ++i) {
+      for (const int64_t dep : req.create[i].after) {
+        must_exist(*m_db, dep, op_name("create", i));
+      }
     }
-  }
-  // 1. Predicates.
-  for (size_t i = 0; i < req.require.size(); ++i) {
-    const auto& r = req.require[i];
-    const auto t = load_task(*m_db, r.id);
-    if (!t) {
-      throw Error(ErrorKind::conflict, op_name("require", i) + ": "
-                                           + task_ref(r.id)
-                                           + " does not exist");
+    // 3. Revisions and leases.
+    for (size_t i = 0; i < req.update.size(); ++i) {
+      const Task& t = updating[i];
+      const std::string op = op_name("update", i);
+      if (t.rev != req.update[i].rev) {
+        throw Error(ErrorKind::conflict,
+                    op + ": " + task_ref(t.id) + " is at rev "
+                        + std::to_string(t.rev) + ", not "
+                        + std::to_string(req.update[i].rev));
+      }
+      if (core::is_terminal(t.state)) {
+        throw Error(ErrorKind::conflict,
+                    op + ": cannot update " + task_ref(t.id) + ": it is "
+                        + std::string(core::to_string(t.state)));
+      }
     }
-    if (t->rev != r.rev) {
-      throw Error(ErrorKind::conflict, op_name("require", i) + ": "
-                                           + task_ref(r.id) + " is at rev "
-                                           + std::to_string(t->rev) + ", not "
-                                           + std::to_string(r.rev));
+    for (size_t i = 0; i < req.remove.size(); ++i) {
+      const Task& t = deleting[i];
+      const std::string op = op_name("delete", i);
+      if (req.remove[i].lease) {
+        as_op(op, [&] {
+          return require_lease(*m_db, t.id, *req.remove[i].lease, now);
+        });
+      } else if (t.leased(now)) {
+        throw Error(ErrorKind::conflict,
+                    op + ": " + task_ref(t.id) + " is leased by "
+                        + t.lease->worker
+                        + "; give its lease token to delete "
+                          "it");
+      }
     }
-  }
-  // 2. Existence.
-  std::vector<Task> deleting;
-  std::vector<Task> updating;
-  for (size_t i = 0; i < req.remove.size(); ++i) {
-    deleting.push_back(
-        must_exist(*m_db, req.remove[i].id, op_name("delete", i)));
-  }
-  for (size_t i = 0; i < req.update.size(); ++i) {
-    updating.push_back(
-        must_exist(*m_db, req.update[i].id, op_name("update", i)));
-  }
-  for (size_t i = 0; i < req.complete.size(); ++i) {
-    must_exist(*m_db, req.complete[i].id, op_name("complete", i));
-  }
-  for (size_t i = 0; i < req.create.size(); ++i) {
-    for (const int64_t dep : req.create[i].after) {
-      must_exist(*m_db, dep, op_name("create", i));
+    // (A complete's lease is checked as it completes, below: its token may
+    // also be a broadcast delivery's.)
+    // 4. The changes.
+    for (const Task& t : deleting) {
+      delete_task(*m_db, t, now);
     }
-  }
-  // 3. Revisions and leases.
-  for (size_t i = 0; i < req.update.size(); ++i) {
-    const Task& t = updating[i];
-    const std::string op = op_name("update", i);
-    if (t.rev != req.update[i].rev) {
-      throw Error(ErrorKind::conflict, op + ": " + task_ref(t.id)
-                                           + " is at rev "
-                                           + std::to_string(t.rev) + ", not "
-                                           + std::to_string(req.update[i].rev));
+    TxResult out;
+    for (size_t i = 0; i < req.update.size(); ++i) {
+      update_task(*m_db, updating[i], req.update[i], now, actor);
     }
-    if (core::is_terminal(t.state)) {
-      throw Error(ErrorKind::conflict,
-                  op + ": cannot update " + task_ref(t.id) + ": it is "
-                      + std::string(core::to_string(t.state)));
-    }
-  }
-  for (size_t i = 0; i < req.remove.size(); ++i) {
-    const Task& t = deleting[i];
-    const std::string op = op_name("delete", i);
-    if (req.remove[i].lease) {
-      as_op(op, [&] {
-        return require_lease(*m_db, t.id, *req.remove[i].lease, now);
+    for (size_t i = 0; i < req.complete.size(); ++i) {
+      const auto& c = req.complete[i];
+      as_op(op_name("complete", i), [&] {
+        return complete_leased(*m_db, c.id, c.lease, c.result, now, {});
       });
-    } else if (t.leased(now)) {
-      throw Error(ErrorKind::conflict, op + ": " + task_ref(t.id)
-                                           + " is leased by " + t.lease->worker
-                                           + "; give its lease token to delete "
-                                             "it");
     }
-  }
-  // (A complete's lease is checked as it completes, below: its token may
-  // also be a broadcast delivery's.)
-  // 4. The changes.
-  for (const Task& t : deleting) {
-    delete_task(*m_db, t, now);
-  }
-  TxResult out;
-  for (size_t i = 0; i < req.update.size(); ++i) {
-    update_task(*m_db, updating[i], req.update[i], now, actor);
-  }
-  for (size_t i = 0; i < req.complete.size(); ++i) {
-    const auto& c = req.complete[i];
-    as_op(op_name("complete", i), [&] {
-      return complete_leased(*m_db, c.id, c.lease, c.result, now, {});
-    });
-  }
-  for (size_t i = 0; i < req.create.size(); ++i) {
-    out.created.push_back(as_op(op_name("create", i), [&] {
-      return insert_task(*m_db, req.create[i], now, actor);
-    }));
-  }
-  for (const Task& t : updating) {
-    // Read back: a delete in this document may have changed it again.
-    out.updated.emplace_back(t.id, load_task(*m_db, t.id)->rev);
-  }
-  tx.commit();
-  return out;
+    for (size_t i = 0; i < req.create.size(); ++i) {
+      out.created.push_back(as_op(op_name("create", i), [&] {
+        return insert_task(*m_db, req.create[i], now, actor);
+      }));
+    }
+    for (const Task& t : updating) {
+      // Read back: a delete in this document may have changed it again.
+      out.updated.emplace_back(t.id, load_task(*m_db, t.id)->rev);
+    }
+    tx.commit();
+    return out;
+  });
 }
 
 } // namespace taskq::storage

@@ -90,33 +90,36 @@ HeartbeatResult TaskStore::heartbeat(int64_t id, const std::string& token,
                                      std::optional<Millis> extend,
                                      const std::optional<std::string>& cp,
                                      Time now) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  const Held held = check_held(*m_db, id, token, now);
-  if (held.delivery_worker) {
-    delivery_write(*m_db, held, token, now, "heartbeat", "");
+  return retrying([&]() -> HeartbeatResult {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    const Held held = check_held(*m_db, id, token, now);
+    if (held.delivery_worker) {
+      delivery_write(*m_db, held, token, now, "heartbeat", "");
+      tx.commit();
+      return {now + extend.value_or(std::chrono::minutes(5)), false};
+    }
+    const Task& task = held.task;
+    Statement get_for(*m_db, "SELECT lease_for_ms FROM tasks WHERE id = ?1");
+    get_for.bind(1, id);
+    get_for.step();
+    const Millis by = extend.value_or(Millis(get_for.get_int(0)));
+    const Time expires = now + by;
+    Statement st(*m_db,
+                 "UPDATE tasks SET lease_expires = ?2, rev = rev + 1, "
+                 "updated_at = ?3, checkpoint = coalesce(?4, checkpoint), "
+                 "checkpoint_req = CASE WHEN ?4 IS NULL THEN "
+                 "checkpoint_req ELSE 0 END WHERE id = ?1");
+    st.bind(1, id).bind(2, to_unix_ms(expires)).bind(3, to_unix_ms(now));
+    st.bind(4, cp);
+    st.run();
+    if (cp) {
+      log_event(*m_db, id, now, "checkpoint", task.state, task.state,
+                task.lease->worker, "saved");
+    }
     tx.commit();
-    return {now + extend.value_or(std::chrono::minutes(5)), false};
-  }
-  const Task& task = held.task;
-  Statement get_for(*m_db, "SELECT lease_for_ms FROM tasks WHERE id = ?1");
-  get_for.bind(1, id);
-  get_for.step();
-  const Millis by = extend.value_or(Millis(get_for.get_int(0)));
-  const Time expires = now + by;
-  Statement st(*m_db, "UPDATE tasks SET lease_expires = ?2, rev = rev + 1, "
-                      "updated_at = ?3, checkpoint = coalesce(?4, checkpoint), "
-                      "checkpoint_req = CASE WHEN ?4 IS NULL THEN "
-                      "checkpoint_req ELSE 0 END WHERE id = ?1");
-  st.bind(1, id).bind(2, to_unix_ms(expires)).bind(3, to_unix_ms(now));
-  st.bind(4, cp);
-  st.run();
-  if (cp) {
-    log_event(*m_db, id, now, "checkpoint", task.state, task.state,
-              task.lease->worker, "saved");
-  }
-  tx.commit();
-  return {expires, task.checkpoint_requested && !cp};
+    return {expires, task.checkpoint_requested && !cp};
+  });
 }
 
 namespace {
@@ -269,119 +272,132 @@ Task complete_leased(Db& db, int64_t id, const std::string& token,
 Task TaskStore::complete(int64_t id, const std::string& token,
                          const std::optional<std::string>& result, Time now,
                          const core::Labels& sync, const OutputWrite& output) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  write_output(*m_db, output.chunks, output.keep);
-  Task out = complete_leased(*m_db, id, token, result, now, sync);
-  tx.commit();
-  return out;
+  return retrying([&]() -> Task {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    write_output(*m_db, output.chunks, output.keep);
+    Task out = complete_leased(*m_db, id, token, result, now, sync);
+    tx.commit();
+    return out;
+  });
 }
 
 void TaskStore::complete_only(int64_t id, const std::string& token,
                               const std::optional<std::string>& result,
                               Time now, const core::Labels& sync) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  complete_leased(*m_db, id, token, result, now, sync, false);
-  tx.commit();
+  retrying([&] {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    complete_leased(*m_db, id, token, result, now, sync, false);
+    tx.commit();
+  });
 }
 
 Task TaskStore::fail(int64_t id, const std::string& token,
                      const FailRequest& req, Time now,
                      const OutputWrite& output) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  write_output(*m_db, output.chunks, output.keep);
-  Task out =
-      fail_held(*m_db, check_held(*m_db, id, token, now), token, req, now);
-  tx.commit();
-  return out;
+  return retrying([&]() -> Task {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    write_output(*m_db, output.chunks, output.keep);
+    Task out =
+        fail_held(*m_db, check_held(*m_db, id, token, now), token, req, now);
+    tx.commit();
+    return out;
+  });
 }
 
 Task TaskStore::release(int64_t id, const std::string& token,
                         std::optional<Millis> delay, Time now,
                         const OutputWrite& output) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  write_output(*m_db, output.chunks, output.keep);
-  Task out =
-      release_held(*m_db, check_held(*m_db, id, token, now), token, delay, now);
-  tx.commit();
-  return out;
+  return retrying([&]() -> Task {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    write_output(*m_db, output.chunks, output.keep);
+    Task out = release_held(*m_db, check_held(*m_db, id, token, now), token,
+                            delay, now);
+    tx.commit();
+    return out;
+  });
 }
 
 BatchResult TaskStore::apply_outcomes(const std::vector<Outcome>& outcomes,
                                       const std::optional<LeaseRequest>& next,
                                       Time now) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  BatchResult out;
-  out.outcomes.reserve(outcomes.size());
-  for (const Outcome& o : outcomes) {
-    OutcomeResult& r = out.outcomes.emplace_back();
-    r.id = o.id;
-    // The token is checked first, writing nothing: a lost lease skips
-    // this outcome only. Past the check, an error ends the whole batch.
-    std::optional<Held> held;
-    try {
-      held = check_held(*m_db, o.id, o.token, now);
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::conflict && e.kind() != ErrorKind::not_found) {
-        throw;
+  return retrying([&]() -> BatchResult {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    BatchResult out;
+    out.outcomes.reserve(outcomes.size());
+    for (const Outcome& o : outcomes) {
+      OutcomeResult& r = out.outcomes.emplace_back();
+      r.id = o.id;
+      // The token is checked first, writing nothing: a lost lease skips
+      // this outcome only. Past the check, an error ends the whole batch.
+      std::optional<Held> held;
+      try {
+        held = check_held(*m_db, o.id, o.token, now);
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::conflict
+            && e.kind() != ErrorKind::not_found) {
+          throw;
+        }
+        r.lost = e.what();
+        continue;
       }
-      r.lost = e.what();
-      continue;
-    }
-    write_output(*m_db, o.output.chunks, o.output.keep);
-    switch (o.kind) {
-    case Outcome::Kind::complete:
-      // Not read again: the callers want only whether it was recorded.
-      r.task = complete_held(*m_db, *held, o.token, o.result, now, {}, false);
-      if (!held->delivery_worker) {
-        r.task->state = TaskState::completed;
-        r.task->lease.reset();
-        r.task->result = o.result;
+      write_output(*m_db, o.output.chunks, o.output.keep);
+      switch (o.kind) {
+      case Outcome::Kind::complete:
+        // Not read again: the callers want only whether it was recorded.
+        r.task = complete_held(*m_db, *held, o.token, o.result, now, {}, false);
+        if (!held->delivery_worker) {
+          r.task->state = TaskState::completed;
+          r.task->lease.reset();
+          r.task->result = o.result;
+        }
+        break;
+      case Outcome::Kind::fail:
+        r.task = fail_held(*m_db, *held, o.token, o.fail, now);
+        break;
+      case Outcome::Kind::release:
+        r.task = release_held(*m_db, *held, o.token, o.delay, now);
+        break;
       }
-      break;
-    case Outcome::Kind::fail:
-      r.task = fail_held(*m_db, *held, o.token, o.fail, now);
-      break;
-    case Outcome::Kind::release:
-      r.task = release_held(*m_db, *held, o.token, o.delay, now);
-      break;
     }
-  }
-  if (next) {
-    // What the outcomes left for the end of the transaction (a flow's
-    // next step, which may add the task to lease) runs before the lease.
-    m_db->run_deferred();
-    out.leased = lease_in_tx(*m_db, *next, now);
-  }
-  tx.commit();
-  return out;
+    if (next) {
+      // What the outcomes left for the end of the transaction (a flow's
+      // next step, which may add the task to lease) runs before the lease.
+      m_db->run_deferred();
+      out.leased = lease_in_tx(*m_db, *next, now);
+    }
+    tx.commit();
+    return out;
+  });
 }
 
 Task TaskStore::worker_sleep(int64_t id, const std::string& token, Time until,
                              Time now) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  const Held held = check_held(*m_db, id, token, now);
-  if (held.delivery_worker) {
-    Task out = delivery_write(*m_db, held, token, now, "sleep", "");
+  return retrying([&]() -> Task {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    const Held held = check_held(*m_db, id, token, now);
+    if (held.delivery_worker) {
+      Task out = delivery_write(*m_db, held, token, now, "sleep", "");
+      tx.commit();
+      return out;
+    }
+    const Task& task = held.task;
+    if (!core::transition(task.state, Message::sleep)) {
+      throw Error(ErrorKind::conflict, refusal(task, Message::sleep));
+    }
+    StateChange sleep{id, task.state, Message::sleep, task.lease->worker,
+                      "until " + core::format_time(until)};
+    sleep.also.end_lease(task, std::nullopt).set("run_at", to_unix_ms(until));
+    move_task(*m_db, sleep, now);
+    Task out = load_full(*m_db, id);
     tx.commit();
     return out;
-  }
-  const Task& task = held.task;
-  if (!core::transition(task.state, Message::sleep)) {
-    throw Error(ErrorKind::conflict, refusal(task, Message::sleep));
-  }
-  StateChange sleep{id, task.state, Message::sleep, task.lease->worker,
-                    "until " + core::format_time(until)};
-  sleep.also.end_lease(task, std::nullopt).set("run_at", to_unix_ms(until));
-  move_task(*m_db, sleep, now);
-  Task out = load_full(*m_db, id);
-  tx.commit();
-  return out;
+  });
 }
 
 std::optional<std::string> TaskStore::revoked_reason(int64_t id,

@@ -49,10 +49,11 @@ bool refused_login(const std::string& why) {
 }
 
 // Every write transaction holds this transaction-scoped advisory lock (an
-// arbitrary key, "tskq" in ASCII), so writers of one database run one at a
-// time, as on SQLite: a rule that reads and then writes (--unique,
-// --max-running, a schedule's tick, a gate) holds under any concurrency,
-// and no two writers can deadlock or fail to serialise.
+// arbitrary key, "tskq" in ASCII) in SHARED mode: writers never wait for
+// each other on it (each rule that reads and then writes holds by row
+// locks or a constraint of its own). It stays as a barrier: a follower of
+// the event stream takes the same key exclusively, which waits only until
+// the write transactions in flight have ended.
 // The server's time once the lock is held comes back in the same round
 // trip: the "now" of the transaction (server_now()).
 constexpr const char* k_begin_write =
@@ -383,6 +384,10 @@ public:
     message += ": " + why;
     if (context.find(path()) == std::string_view::npos) {
       message += " (database " + path() + ")";
+    }
+    if (state == "40P01" || state == "40001") {
+      // Ran again whole by retrying(); unavailable once it gives up.
+      throw TxConflict(ErrorKind::unavailable, message);
     }
     throw Error(kind_for(state), message);
   }

@@ -158,6 +158,75 @@ out=$(tq events --queue xq -o json)
 expect_eq "$(jq -s '[.[] | select(.message == "expire")] | length' <<<"$out")" 8 \
   "8 expiries logged"
 
+section "operators and workers at once: a kill never overwrites a done"
+# 16 leased tasks; their 16 workers' dones race 16 operators, every other
+# one killing the queue's running tasks by filter, the others one task each
+# by its id: each task ends once, completed by its done (exit 0) or killed
+# (its done then refused, exit 4; a kill by id of a task already ended is
+# refused too, exit 4), and the log agrees.
+for round in 1 2 3; do
+  q=ok$round
+  for i in $(seq 1 $pc_n); do add_task $q >/dev/null; done
+  hammer olease $pc_n env TASKQ_WORKER=o@I "$TASKQ" lease $q --for 1h -o json
+  expect_eq "$(rcs olease)" "$pc_n 0" "round $round: 16 leased ($(errs olease))"
+  hammer odone $pc_n bash -c 'j=$(<"$1") && "$TASKQ" done "$(jq -r .id <<<"$j")" --lease "$(jq -r .lease.token <<<"$j")"' \
+    _ "$scratch/olease.@I.out" &
+  dones=$!
+  hammer okill $pc_n bash -c 'if (($1 % 2)); then "$TASKQ" kill --queue "$2" --state running; else "$TASKQ" kill "$(jq -r .id <"$3")"; fi' \
+    _ @I $q "$scratch/olease.@I.out"
+  wait $dones
+  expect_eq "$(cat "$scratch"/okill.*.rc | grep -vc -e '^0$' -e '^4$')" 0 \
+    "round $round: every kill exits 0 or 4 ($(errs okill))"
+  expect_eq "$(cat "$scratch"/odone.*.rc | grep -vc -e '^0$' -e '^4$')" 0 \
+    "round $round: every done exits 0 or 4 ($(errs odone))"
+  completed=$(tq list --queue $q --state completed -o id | grep -c .)
+  killed=$(tq list --queue $q --state killed -o id | grep -c .)
+  expect_eq "$((completed + killed))" $pc_n "round $round: every task completed or killed"
+  expect_eq "$completed" "$(cat "$scratch"/odone.*.rc | grep -c '^0$')" \
+    "round $round: the completed tasks are those whose done exits 0"
+  out=$(tq events --queue $q -o json)
+  expect_eq "$(jq -s '[.[] | select(.to == "completed" or .to == "killed")] | length' <<<"$out")" $pc_n \
+    "round $round: each task ended once in the log"
+  expect_exit 0 "$TASKQ" db check
+done
+
+# raw_sql SQL: runs SQL on $TASKQ_DB behind taskq's back.
+raw_sql() {
+  if [[ $TASKQ_DB == postgresql://* ]]; then
+    PGOPTIONS='-c search_path=taskq' psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$TASKQ_DB" -c "$1"
+  else
+    sqlite3 "$TASKQ_DB" "$1"
+  fi
+}
+
+section "16 first commands at once on a new database, and on one to upgrade"
+# Creating the schema and each migration take a lock of their own: one
+# process makes them, the others wait and then find them made. A lease
+# that looked before the first add made the schema says so (exit 5).
+for round in 1 2 3; do
+  fresh_db "pc-new-$round"
+  hammer new $pc_n bash -c 'if (($1 % 2)); then "$TASKQ" add nq; else "$TASKQ" lease nq -o id; fi' _ @I
+  expect_eq "$(cat "$scratch"/new.*.rc | grep -vc -e '^0$' -e '^75$' -e '^5$')" 0 \
+    "round $round: adds and leases end well ($(errs new))"
+  expect_eq "$(cat "$scratch"/new.*.err | grep -v -e 'no taskq schema' -e 'no database at' \
+    -e 'nothing to lease' -e 'has no tasks yet' | grep -c .)" 0 \
+    "round $round: no error but a missing schema ($(errs new))"
+  expect_eq "$(count_tasks)" $((pc_n / 2)) "round $round: every add made its task"
+  expect_exit 0 "$TASKQ" db check
+done
+fresh_db pc-upgrade
+tq add uq --unique k >/dev/null
+if [[ $TASKQ_DB == postgresql://* ]]; then
+  rewind="DELETE FROM taskq_schema WHERE version = 10"
+else
+  rewind="PRAGMA user_version = 9"
+fi
+raw_sql "DROP INDEX tasks_unique_key; CREATE INDEX tasks_unique ON tasks (queue, unique_key) WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'failed', 'killed'); $rewind"
+hammer upgrade $pc_n "$TASKQ" add uq --unique k
+expect_eq "$(rcs upgrade)" "$pc_n 0" "16 adds upgrading at once exit 0 ($(errs upgrade))"
+expect_eq "$(count_tasks)" 1 "one task holds k"
+expect_exit 0 "$TASKQ" db check
+
 section "events --follow: 16 writers at once, every event once, in order"
 unset TASKQ_NOW
 "$TASKQ" events --follow --since 2000-01-01T00:00:00Z -o json \

@@ -42,6 +42,56 @@ expect_eq "$(cat add.[1-8].out | sort -u)" "$winner" "every adder printed the on
 expect_eq "$(cat add.[1-8].err | grep -c 'added nothing')" 7 "adders told they added nothing"
 expect_not_contains "$(cat add.[1-8].err)" "locked" "no adder saw a locked database"
 
+# raw_sql SQL: runs SQL on $TASKQ_DB behind taskq's back.
+raw_sql() {
+  if [[ $TASKQ_DB == postgresql://* ]]; then
+    PGOPTIONS='-c search_path=taskq' psql -X -q -A -t -v ON_ERROR_STOP=1 -d "$TASKQ_DB" -c "$1"
+  else
+    sqlite3 "$TASKQ_DB" "$1"
+  fi
+}
+
+# refused SQL: SQL fails (the database refuses it).
+refused() { ! raw_sql "$1" 2>/dev/null; }
+
+section "two unfinished tasks of one key: the database itself refuses it"
+fresh_db
+expect_exit 0 "$TASKQ" add q --unique k
+expect_exit 0 "$TASKQ" add q
+plain=$out
+check "a second unfinished holder of k is refused" \
+  refused "UPDATE tasks SET unique_key = 'k' WHERE id = $plain"
+expect_eq "$(field "$plain" .unique)" null "the second task keeps no key"
+
+section "upgrading a database that holds duplicates keeps the oldest holder"
+# Schema 9 had a plain index: made here as it was, with a duplicate that
+# the writers' lock kept out but that must not fail the upgrade.
+fresh_db
+expect_exit 0 "$TASKQ" add q --unique k
+finished=$out
+tok=$(tq lease q --worker w -o json | jq -r .lease.token)
+expect_exit 0 "$TASKQ" done "$finished" --lease "$tok"
+expect_exit 0 "$TASKQ" add q --unique k
+older=$out
+expect_exit 0 "$TASKQ" add q
+later=$out
+if [[ $TASKQ_DB == postgresql://* ]]; then
+  rewind="DELETE FROM taskq_schema WHERE version = 10"
+else
+  rewind="PRAGMA user_version = 9"
+fi
+raw_sql "DROP INDEX tasks_unique_key; CREATE INDEX tasks_unique ON tasks (queue, unique_key) WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'failed', 'killed'); UPDATE tasks SET unique_key = 'k' WHERE id = $later; $rewind"
+expect_eq "$(raw_sql "SELECT count(*) FROM tasks WHERE unique_key = 'k' AND state = 'runnable'")" 2 \
+  "two unfinished holders of k before the upgrade"
+expect_exit 0 "$TASKQ" list -o id
+expect_eq "$(count_tasks)" 3 "every task kept"
+expect_eq "$(field "$older" .unique)" k "the older holder keeps its key"
+expect_eq "$(field "$later" .unique)" null "the later one loses it"
+expect_eq "$(field "$finished" .unique)" k "a finished task keeps its key"
+expect_exit 0 "$TASKQ" db check
+expect_exit 0 "$TASKQ" add q --unique k
+expect_out "$older"
+
 section "bad input changes nothing"
 fresh_db
 tq db migrate >/dev/null # count_tasks reads it (a missing one is exit 5)
