@@ -42,7 +42,7 @@ using pg::with_schema;
 // The server's time once the lock is held comes back in the same round
 // trip: the "now" of the transaction (server_now()).
 constexpr const char* k_begin_write =
-    "BEGIN; SELECT pg_advisory_xact_lock(1953721201); "
+    "BEGIN; SELECT pg_advisory_xact_lock_shared(1953721201); "
     "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
     "BIGINT)";
 // The server's clock alone, in the same milliseconds.
