@@ -31,10 +31,6 @@ namespace detail {
 // indexes, the AUTOINCREMENT counter) once per batch instead of once per
 // row: about 2.5 times fewer instructions for a bulk add.
 class Inserter {
-  static constexpr const char* k_count_sql =
-      "INSERT INTO queue_counts (queue, state, n) VALUES (?1, ?2, ?3) ON "
-      "CONFLICT (queue, state) DO UPDATE SET n = queue_counts.n + ?3";
-
 public:
   // `blockers` is how many of t.after are unfinished; `state` the state
   // the tasks start in (paused when a dependency already failed).
@@ -43,7 +39,7 @@ public:
            TaskState state = TaskState::runnable)
       : m_db(&db), m_returning(!db.last_insert_id()),
         m_st(db, insert_sql(rows, m_returning)), m_rows(rows),
-        m_count(db, k_count_sql) {
+        m_count(db, k_count_added_sql) {
     m_st.bind(1, t.queue);
     m_queue = t.queue;
     m_state = state;
@@ -149,6 +145,7 @@ private:
 
   void count() {
     m_count.bind(1, m_queue).bind(2, core::to_string(m_state)).bind(3, m_rows);
+    m_count.bind(4, count_slot(*m_db));
     m_count.run();
     m_count.reset();
   }

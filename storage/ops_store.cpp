@@ -338,9 +338,12 @@ std::vector<QueueStats> read_stats(Db& db, const std::optional<std::string>& q,
   const std::string only_q = q ? " AND queue = ?1" : " AND ?1 IS NULL";
   std::map<std::string, QueueStats> by_queue;
   {
-    // Per state, the counters the triggers of tasks keep (0008_counts.sql).
-    Statement st(db, "SELECT queue, state, n FROM queue_counts WHERE n <> 0"
-                         + only_q);
+    // Per state, the counters the triggers of tasks keep (0008_counts.sql),
+    // summed over their slots (0011_count_slots.sql).
+    Statement st(db, "SELECT queue, state, CAST(sum(n) AS BIGINT) FROM "
+                     "queue_counts WHERE true"
+                         + only_q
+                         + " GROUP BY queue, state HAVING sum(n) <> 0");
     st.bind(1, q);
     while (st.step()) {
       QueueStats& s = by_queue[st.get_text(0)];

@@ -315,3 +315,34 @@ TEST_CASE("migrating to schema 3 indexes the labels of unfinished tasks"
   REQUIRE(leased);
   CHECK(leased->id == 1);
 }
+
+TEST_CASE("migrating to schema 11 keeps the counts, in slot 0"
+          * sqlite_only()) {
+  TempDb db;
+  // A schema-10 database: three tasks of q (two runnable, one completed)
+  // and one of r, with the counts an old taskq kept for them.
+  make_old_database(
+      db.path(), 10,
+      "INSERT INTO tasks (queue, state, payload, run_at, created_at, "
+      "updated_at) VALUES ('q', 'runnable', 'null', 0, 0, 0), ('q', "
+      "'runnable', 'null', 0, 0, 0), ('q', 'completed', 'null', 0, 0, 0), "
+      "('r', 'runnable', 'null', 0, 0, 0);"
+      "INSERT INTO queue_counts (queue, state, n) VALUES ('q', 'runnable', "
+      "2), ('q', 'completed', 1), ('r', 'runnable', 1);");
+  TaskStore store(db.path(), OpenMode::write);
+  CHECK(store.schema_version() == storage::latest_schema_version());
+  const auto counted = [&](const std::string& q) {
+    const auto s = store.stats(q, t0);
+    REQUIRE(s.size() == 1);
+    return std::pair{s[0].runnable, s[0].completed};
+  };
+  CHECK(counted("q") == std::pair<int64_t, int64_t>{2, 1});
+  CHECK(counted("r") == std::pair<int64_t, int64_t>{1, 0});
+  CHECK(store.check().problems.empty());
+  // A move after the migration is counted on top of the old counts.
+  const auto leased = lease_one(store, "q", t0);
+  REQUIRE(leased);
+  store.complete(leased->id, leased->lease->token, std::nullopt, t0);
+  CHECK(counted("q") == std::pair<int64_t, int64_t>{1, 2});
+  CHECK(store.check().problems.empty());
+}

@@ -1,0 +1,54 @@
+-- taskq schema 11: queue_counts spread over slots. Each (queue, state)
+-- count is the sum of its rows, one per slot, so that writers updating
+-- the counts of one queue at once update different rows and do not wait
+-- for each other's commits. PostgreSQL writes slot = the server process
+-- of the connection modulo 16 (migrations/postgresql/0011_count_slots.sql);
+-- SQLite, with one writer at a time, keeps one slot (0). A slot's n may
+-- be negative (its writers deleted or moved more than they added); only
+-- the sum over slots means anything. The counts kept so far become slot 0.
+CREATE TABLE queue_counts_v8 (
+  queue TEXT    NOT NULL,
+  state TEXT    NOT NULL,
+  n     INTEGER NOT NULL,
+  PRIMARY KEY (queue, state)
+) STRICT, WITHOUT ROWID;
+
+INSERT INTO queue_counts_v8 (queue, state, n)
+  SELECT queue, state, n FROM queue_counts;
+
+DROP TABLE queue_counts;
+
+CREATE TABLE queue_counts (
+  queue TEXT    NOT NULL,
+  state TEXT    NOT NULL,
+  slot  INTEGER NOT NULL,
+  n     INTEGER NOT NULL,
+  PRIMARY KEY (queue, state, slot)
+) STRICT, WITHOUT ROWID;
+
+INSERT INTO queue_counts (queue, state, slot, n)
+  SELECT queue, state, 0, n FROM queue_counts_v8;
+
+DROP TABLE queue_counts_v8;
+
+-- SQLite's triggers again, writing slot 0 (PostgreSQL's are replaced in
+-- migrations/postgresql/0011_count_slots.sql; both DROP TRIGGER and
+-- CREATE TRIGGER are SQLite's only).
+DROP TRIGGER tasks_count_update;
+DROP TRIGGER tasks_count_delete;
+
+CREATE TRIGGER tasks_count_update AFTER UPDATE OF queue, state ON tasks
+  WHEN OLD.queue IS NOT NEW.queue OR OLD.state IS NOT NEW.state BEGIN
+  INSERT INTO queue_counts (queue, state, slot, n)
+    VALUES (OLD.queue, OLD.state, 0, -1)
+    ON CONFLICT (queue, state, slot) DO UPDATE SET n = n - 1;
+  INSERT INTO queue_counts (queue, state, slot, n)
+    VALUES (NEW.queue, NEW.state, 0, 1)
+    ON CONFLICT (queue, state, slot) DO UPDATE SET n = n + 1;
+END;
+
+CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
+  INSERT INTO queue_counts (queue, state, slot, n)
+    VALUES (OLD.queue, OLD.state, 0, -1)
+    ON CONFLICT (queue, state, slot) DO UPDATE SET n = n - 1;
+END;
