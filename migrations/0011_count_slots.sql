@@ -6,6 +6,12 @@
 -- SQLite, with one writer at a time, keeps one slot (0). A slot's n may
 -- be negative (its writers deleted or moved more than they added); only
 -- the sum over slots means anything. The counts kept so far become slot 0.
+--
+-- The table is rebuilt (a primary key cannot change in place). Its first
+-- step fails on a schema where this migration already ran, so that a
+-- half-made schema is refused rather than migrated again.
+ALTER TABLE queue_counts ADD COLUMN slot INTEGER NOT NULL DEFAULT 0;
+
 CREATE TABLE queue_counts_v8 (
   queue TEXT    NOT NULL,
   state TEXT    NOT NULL,
