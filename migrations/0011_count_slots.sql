@@ -1,8 +1,8 @@
 -- taskq schema 11: queue_counts spread over slots. Each (queue, state)
 -- count is the sum of its rows, one per slot, so that writers updating
 -- the counts of one queue at once update different rows and do not wait
--- for each other's commits. PostgreSQL writes slot = the server process
--- of the connection modulo 16 (migrations/postgresql/0011_count_slots.sql);
+-- for each other's commits. PostgreSQL writes slot = the transaction's id
+-- modulo 64 (migrations/postgresql/0011_count_slots.sql);
 -- SQLite, with one writer at a time, keeps one slot (0). A slot's n may
 -- be negative (its writers deleted or moved more than they added); only
 -- the sum over slots means anything. The counts kept so far become slot 0.

@@ -39,7 +39,7 @@ public:
            TaskState state = TaskState::runnable)
       : m_db(&db), m_returning(!db.last_insert_id()),
         m_st(db, insert_sql(rows, m_returning)), m_rows(rows),
-        m_count(db, k_count_added_sql) {
+        m_count(db, count_added_sql(db)) {
     m_st.bind(1, t.queue);
     m_queue = t.queue;
     m_state = state;
@@ -145,7 +145,6 @@ private:
 
   void count() {
     m_count.bind(1, m_queue).bind(2, core::to_string(m_state)).bind(3, m_rows);
-    m_count.bind(4, count_slot(*m_db));
     m_count.run();
     m_count.reset();
   }

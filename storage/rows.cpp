@@ -242,30 +242,33 @@ void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
   Statement(db, sql).bind(1, queue).bind(2, by).run();
 }
 
-int64_t count_slot(const Db& db) {
-  return db.backend_pid() % k_count_slots;
+std::string_view count_slot_sql(const Db& db) {
+  return db.backend() == Backend::postgresql ? "txid_current() % 64" : "0";
 }
 
-const char* const k_count_added_sql =
-    "INSERT INTO queue_counts (queue, state, slot, n) VALUES (?1, ?2, ?4, "
-    "?3) ON CONFLICT (queue, state, slot) DO UPDATE SET n = "
-    "queue_counts.n + ?3";
+std::string count_added_sql(const Db& db) {
+  return join(join("INSERT INTO queue_counts (queue, state, slot, n) VALUES "
+                   "(?1, ?2, ",
+                   count_slot_sql(db)),
+              ", ?3) ON CONFLICT (queue, state, slot) DO UPDATE SET n = "
+              "queue_counts.n + ?3");
+}
 
 void count_added(Db& db, const std::string& queue, TaskState state, int64_t n) {
-  Statement(db, k_count_added_sql)
+  Statement(db, count_added_sql(db))
       .bind(1, queue)
       .bind(2, core::to_string(state))
       .bind(3, n)
-      .bind(4, count_slot(db))
       .run();
 }
 
 void count_added_task(Db& db, int64_t id) {
-  Statement(db, "INSERT INTO queue_counts (queue, state, slot, n) SELECT "
-                "queue, state, ?2, 1 FROM tasks WHERE id = ?1 ON CONFLICT "
-                "(queue, state, slot) DO UPDATE SET n = queue_counts.n + 1")
+  Statement(db, join(join("INSERT INTO queue_counts (queue, state, slot, n) "
+                          "SELECT queue, state, ",
+                          count_slot_sql(db)),
+                     ", 1 FROM tasks WHERE id = ?1 ON CONFLICT (queue, "
+                     "state, slot) DO UPDATE SET n = queue_counts.n + 1"))
       .bind(1, id)
-      .bind(2, count_slot(db))
       .run();
 }
 

@@ -88,15 +88,14 @@ void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
                         int64_t by = 1);
 
 // Each (queue, state) count of queue_counts is the sum of its rows, one
-// per slot: a connection writes its deltas to the row of its slot, so that
-// writers of one queue do not wait for each other's commits. The slot is
-// the server process modulo k_count_slots on PostgreSQL (as its triggers
-// compute it), 0 on SQLite.
-constexpr int k_count_slots = 16;
-int64_t count_slot(const Db& db);
+// per slot: a transaction writes its deltas to the rows of its slot, so
+// that writers of one queue do not wait for each other's commits. The
+// slot, as an SQL expression: on PostgreSQL the transaction's id modulo
+// 64 (as its triggers compute it), 0 on SQLite.
+std::string_view count_slot_sql(const Db& db);
 
-// count_added()'s statement: ?1 queue, ?2 state, ?3 n, ?4 the slot.
-extern const char* const k_count_added_sql;
+// count_added()'s statement: ?1 queue, ?2 state, ?3 n.
+std::string count_added_sql(const Db& db);
 
 // Counts `n` new tasks of `queue` in `state` in queue_counts (updates and
 // deletes are counted by the triggers of migrations 8 and 11; inserts

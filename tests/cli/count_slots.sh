@@ -88,8 +88,8 @@ expect_exit 0 "$TASKQ" db check
 
 if [[ $backend == postgresql ]]; then
   section "PostgreSQL: the counts of one queue are spread over slots"
-  # Sixteen connections wrote the counts of queue c: their rows are in
-  # more than one slot (server processes modulo 16), each count the sum.
+  # Sixteen writers at once wrote the counts of queue c: their rows are in
+  # more than one slot (transaction ids modulo 64), each count the sum.
   slots=$(PGOPTIONS='-c search_path=taskq' psql -XAtq -d "$TASKQ_DB" \
     -c "SELECT count(DISTINCT slot) FROM queue_counts WHERE queue = 'c'")
   check "more than one slot holds queue c's counts (got $slots)" \
