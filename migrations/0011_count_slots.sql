@@ -58,3 +58,24 @@ CREATE TRIGGER tasks_count_delete AFTER DELETE ON tasks BEGIN
     VALUES (OLD.queue, OLD.state, 0, -1)
     ON CONFLICT (queue, state, slot) DO UPDATE SET n = n - 1;
 END;
+
+-- The per-queue counters `metrics` reports (schema 4's errors_total and
+-- leases_expired_total on `queues`) move to slotted rows too, so that
+-- fails and reclaimed leases of one queue neither wait for each other
+-- nor for a lease holding the queue's row (`--max-running`). The columns
+-- on `queues` stay, at 0, written no more.
+CREATE TABLE queue_counters (
+  queue   TEXT    NOT NULL,
+  counter TEXT    NOT NULL,
+  slot    INTEGER NOT NULL,
+  n       INTEGER NOT NULL,
+  PRIMARY KEY (queue, counter, slot)
+) STRICT, WITHOUT ROWID;
+
+INSERT INTO queue_counters (queue, counter, slot, n)
+  SELECT name, 'errors', 0, errors_total FROM queues WHERE errors_total <> 0;
+INSERT INTO queue_counters (queue, counter, slot, n)
+  SELECT name, 'leases_expired', 0, leases_expired_total FROM queues
+  WHERE leases_expired_total <> 0;
+UPDATE queues SET errors_total = 0, leases_expired_total = 0
+  WHERE errors_total <> 0 OR leases_expired_total <> 0;

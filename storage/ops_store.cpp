@@ -262,13 +262,19 @@ std::vector<QueueMetrics> TaskStore::metrics(Time now) {
     const std::string name = s.queue;
     by_queue[name].stats = std::move(s);
   }
-  Statement counters(*m_db, "SELECT name, errors_total, leases_expired_total "
-                            "FROM queues");
+  Statement names(*m_db, "SELECT name FROM queues");
+  while (names.step()) {
+    by_queue[names.get_text(0)].stats.queue = names.get_text(0);
+  }
+  // The counters, summed over their slots (0011_count_slots.sql).
+  Statement counters(*m_db, "SELECT queue, counter, CAST(sum(n) AS BIGINT) "
+                            "FROM queue_counters GROUP BY queue, counter");
   while (counters.step()) {
     QueueMetrics& m = by_queue[counters.get_text(0)];
     m.stats.queue = counters.get_text(0);
-    m.errors_total = counters.get_int(1);
-    m.leases_expired_total = counters.get_int(2);
+    (counters.get_text(1) == "errors" ? m.errors_total
+                                      : m.leases_expired_total) +=
+        counters.get_int(2);
   }
   // A lease that ran out counts at once, before a lease reclaims it.
   Statement lapsed(*m_db, "SELECT queue, count(*) FROM tasks "

@@ -231,15 +231,22 @@ QueueRow read_queue_row(const Statement& st, int first) {
 
 void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
                         int64_t by) {
-  const char* sql =
-      c == QueueCounter::errors
-          ? "INSERT INTO queues (name, errors_total) VALUES (?1, ?2) "
-            "ON CONFLICT (name) DO UPDATE SET "
-            "errors_total = queues.errors_total + ?2"
-          : "INSERT INTO queues (name, leases_expired_total) VALUES (?1, ?2) "
-            "ON CONFLICT (name) DO UPDATE SET "
-            "leases_expired_total = queues.leases_expired_total + ?2";
-  Statement(db, sql).bind(1, queue).bind(2, by).run();
+  // The queue has a row, as before the counters had their own table; an
+  // existing row is left alone, unlocked.
+  Statement(db, "INSERT INTO queues (name) VALUES (?1) ON CONFLICT (name) "
+                "DO NOTHING")
+      .bind(1, queue)
+      .run();
+  // Counted in the slot of this transaction, as queue_counts.
+  Statement(db, join(join("INSERT INTO queue_counters (queue, counter, slot, "
+                          "n) VALUES (?1, ?2, ",
+                          count_slot_sql(db)),
+                     ", ?3) ON CONFLICT (queue, counter, slot) DO UPDATE "
+                     "SET n = queue_counters.n + ?3"))
+      .bind(1, queue)
+      .bind(2, c == QueueCounter::errors ? "errors" : "leases_expired")
+      .bind(3, by)
+      .run();
 }
 
 std::string_view count_slot_sql(const Db& db) {

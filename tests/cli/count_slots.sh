@@ -65,6 +65,9 @@ expect_jq "$out" '((.counts // .states // .) | .completed == 240 and .failed == 
   "stats: 240 completed, 80 failed, none runnable"
 expect_exit 0 "$TASKQ" db check
 counts_match c "after the workers"
+# Each fail counted once in the queue's error counter, whatever its slot.
+expect_exit 0 "$TASKQ" metrics
+expect_contains "$out" 'taskq_errors_total{queue="c"} 80' "metrics: 80 errors in queue c"
 
 section "16 workers streaming at once, then purged: counts back to none"
 together add2 "$TASKQ" add s --lines "$scratch/twenty"
@@ -97,4 +100,8 @@ if [[ $backend == postgresql ]]; then
   sum=$(PGOPTIONS='-c search_path=taskq' psql -XAtq -d "$TASKQ_DB" \
     -c "SELECT sum(n) FROM queue_counts WHERE queue = 'c' AND state = 'completed'")
   expect_eq "$sum" 240 "the completed slots of c add up to 240"
+  slots=$(PGOPTIONS='-c search_path=taskq' psql -XAtq -d "$TASKQ_DB" \
+    -c "SELECT count(DISTINCT slot) FROM queue_counters WHERE queue = 'c' AND counter = 'errors'")
+  check "more than one slot holds queue c's error counter (got $slots)" \
+    test "${slots:-0}" -gt 1
 fi
