@@ -31,10 +31,6 @@ namespace detail {
 // indexes, the AUTOINCREMENT counter) once per batch instead of once per
 // row: about 2.5 times fewer instructions for a bulk add.
 class Inserter {
-  static constexpr const char* k_count_sql =
-      "INSERT INTO queue_counts (queue, state, n) VALUES (?1, ?2, ?3) ON "
-      "CONFLICT (queue, state) DO UPDATE SET n = queue_counts.n + ?3";
-
 public:
   // `blockers` is how many of t.after are unfinished; `state` the state
   // the tasks start in (paused when a dependency already failed).
@@ -45,7 +41,7 @@ public:
            TaskState state = TaskState::runnable, bool unless_taken = false)
       : m_db(&db), m_returning(!db.last_insert_id()),
         m_st(db, insert_sql(rows, m_returning, unless_taken)), m_rows(rows),
-        m_count(db, k_count_sql) {
+        m_count(db, count_added_sql(db)) {
     m_st.bind(1, t.queue);
     m_queue = t.queue;
     m_state = state;

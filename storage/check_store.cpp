@@ -261,7 +261,9 @@ std::vector<std::string> count_drift(Db& db) {
   std::map<std::pair<std::string, std::string>, std::pair<int64_t, int64_t>>
       counts; // (queue, state) -> (kept, counted)
   {
-    Statement st(db, "SELECT queue, state, n FROM queue_counts");
+    // Summed over slots: only the sum of a count's rows means anything.
+    Statement st(db, "SELECT queue, state, CAST(sum(n) AS BIGINT) FROM "
+                     "queue_counts GROUP BY queue, state");
     while (st.step()) {
       counts[{st.get_text(0), st.get_text(1)}].first = st.get_int(2);
     }

@@ -273,13 +273,19 @@ std::vector<QueueMetrics> TaskStore::metrics(Time now) {
     const std::string name = s.queue;
     by_queue[name].stats = std::move(s);
   }
-  Statement counters(*m_db, "SELECT name, errors_total, leases_expired_total "
-                            "FROM queues");
+  Statement names(*m_db, "SELECT name FROM queues");
+  while (names.step()) {
+    by_queue[names.get_text(0)].stats.queue = names.get_text(0);
+  }
+  // The counters, summed over their slots (0010_count_slots.sql).
+  Statement counters(*m_db, "SELECT queue, counter, CAST(sum(n) AS BIGINT) "
+                            "FROM queue_counters GROUP BY queue, counter");
   while (counters.step()) {
     QueueMetrics& m = by_queue[counters.get_text(0)];
     m.stats.queue = counters.get_text(0);
-    m.errors_total = counters.get_int(1);
-    m.leases_expired_total = counters.get_int(2);
+    (counters.get_text(1) == "errors" ? m.errors_total
+                                      : m.leases_expired_total) +=
+        counters.get_int(2);
   }
   // A lease that ran out counts at once, before a lease reclaims it.
   Statement lapsed(*m_db, "SELECT queue, count(*) FROM tasks "
@@ -349,9 +355,12 @@ std::vector<QueueStats> read_stats(Db& db, const std::optional<std::string>& q,
   const std::string only_q = q ? " AND queue = ?1" : " AND ?1 IS NULL";
   std::map<std::string, QueueStats> by_queue;
   {
-    // Per state, the counters the triggers of tasks keep (0008_counts.sql).
-    Statement st(db, "SELECT queue, state, n FROM queue_counts WHERE n <> 0"
-                         + only_q);
+    // Per state, the counters the triggers of tasks keep (0008_counts.sql),
+    // summed over their slots (0010_count_slots.sql).
+    Statement st(db, "SELECT queue, state, CAST(sum(n) AS BIGINT) FROM "
+                     "queue_counts WHERE true"
+                         + only_q
+                         + " GROUP BY queue, state HAVING sum(n) <> 0");
     st.bind(1, q);
     while (st.step()) {
       QueueStats& s = by_queue[st.get_text(0)];

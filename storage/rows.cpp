@@ -231,21 +231,38 @@ QueueRow read_queue_row(const Statement& st, int first) {
 
 void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
                         int64_t by) {
-  const char* sql =
-      c == QueueCounter::errors
-          ? "INSERT INTO queues (name, errors_total) VALUES (?1, ?2) "
-            "ON CONFLICT (name) DO UPDATE SET "
-            "errors_total = queues.errors_total + ?2"
-          : "INSERT INTO queues (name, leases_expired_total) VALUES (?1, ?2) "
-            "ON CONFLICT (name) DO UPDATE SET "
-            "leases_expired_total = queues.leases_expired_total + ?2";
-  Statement(db, sql).bind(1, queue).bind(2, by).run();
+  // The queue has a row, as before the counters had their own table; an
+  // existing row is left alone, unlocked.
+  Statement(db, "INSERT INTO queues (name) VALUES (?1) ON CONFLICT (name) "
+                "DO NOTHING")
+      .bind(1, queue)
+      .run();
+  // Counted in the slot of this transaction, as queue_counts.
+  Statement(db, join(join("INSERT INTO queue_counters (queue, counter, slot, "
+                          "n) VALUES (?1, ?2, ",
+                          count_slot_sql(db)),
+                     ", ?3) ON CONFLICT (queue, counter, slot) DO UPDATE "
+                     "SET n = queue_counters.n + ?3"))
+      .bind(1, queue)
+      .bind(2, c == QueueCounter::errors ? "errors" : "leases_expired")
+      .bind(3, by)
+      .run();
+}
+
+std::string_view count_slot_sql(const Db& db) {
+  return db.backend() == Backend::postgresql ? "txid_current() % 64" : "0";
+}
+
+std::string count_added_sql(const Db& db) {
+  return join(join("INSERT INTO queue_counts (queue, state, slot, n) VALUES "
+                   "(?1, ?2, ",
+                   count_slot_sql(db)),
+              ", ?3) ON CONFLICT (queue, state, slot) DO UPDATE SET n = "
+              "queue_counts.n + ?3");
 }
 
 void count_added(Db& db, const std::string& queue, TaskState state, int64_t n) {
-  Statement(db, "INSERT INTO queue_counts (queue, state, n) VALUES (?1, ?2, "
-                "?3) ON CONFLICT (queue, state) DO UPDATE SET n = "
-                "queue_counts.n + ?3")
+  Statement(db, count_added_sql(db))
       .bind(1, queue)
       .bind(2, core::to_string(state))
       .bind(3, n)
@@ -253,9 +270,11 @@ void count_added(Db& db, const std::string& queue, TaskState state, int64_t n) {
 }
 
 void count_added_task(Db& db, int64_t id) {
-  Statement(db, "INSERT INTO queue_counts (queue, state, n) SELECT queue, "
-                "state, 1 FROM tasks WHERE id = ?1 ON CONFLICT (queue, state) "
-                "DO UPDATE SET n = queue_counts.n + 1")
+  Statement(db, join(join("INSERT INTO queue_counts (queue, state, slot, n) "
+                          "SELECT queue, state, ",
+                          count_slot_sql(db)),
+                     ", 1 FROM tasks WHERE id = ?1 ON CONFLICT (queue, "
+                     "state, slot) DO UPDATE SET n = queue_counts.n + 1"))
       .bind(1, id)
       .run();
 }

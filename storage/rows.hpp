@@ -87,8 +87,19 @@ enum class QueueCounter { errors, leases_expired };
 void bump_queue_counter(Db& db, const std::string& queue, QueueCounter c,
                         int64_t by = 1);
 
+// Each (queue, state) count of queue_counts is the sum of its rows, one
+// per slot: a transaction writes its deltas to the rows of its slot, so
+// that writers of one queue do not wait for each other's commits. The
+// slot, as an SQL expression: on PostgreSQL the transaction's id modulo
+// 64 (as its triggers compute it), 0 on SQLite.
+std::string_view count_slot_sql(const Db& db);
+
+// count_added()'s statement: ?1 queue, ?2 state, ?3 n.
+std::string count_added_sql(const Db& db);
+
 // Counts `n` new tasks of `queue` in `state` in queue_counts (updates and
-// deletes are counted by the triggers of migration 8; inserts here).
+// deletes are counted by the triggers of migrations 8 and 11; inserts
+// here).
 void count_added(Db& db, const std::string& queue, core::TaskState state,
                  int64_t n);
 

@@ -329,8 +329,11 @@ std::string translate_schema(std::string_view sql) {
       create_table = false;
       table_close = std::string_view::npos;
       out += c;
-    } else if (first && match_words(sql, i, "pragma") > 0) {
-      // The whole statement goes, with its ';' and its line's end.
+    } else if (first
+               && (match_words(sql, i, "pragma") > 0
+                   || match_words(sql, i, "drop trigger") > 0)) {
+      // The whole statement goes, with its ';' and its line's end
+      // (SQLite's triggers are SQLite's: see CREATE TRIGGER below).
       size_t j = sql.find(';', i);
       j = j == std::string_view::npos ? sql.size() : j + 1;
       if (j < sql.size() && sql[j] == '\n') {

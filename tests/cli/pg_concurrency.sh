@@ -217,9 +217,9 @@ done
 fresh_db pc-upgrade
 tq add uq --unique k >/dev/null
 if [[ $TASKQ_DB == postgresql://* ]]; then
-  rewind="DELETE FROM taskq_schema WHERE version = 10"
+  rewind="DELETE FROM taskq_schema WHERE version = 11"
 else
-  rewind="PRAGMA user_version = 9"
+  rewind="PRAGMA user_version = 10"
 fi
 raw_sql "DROP INDEX tasks_unique_key; CREATE INDEX tasks_unique ON tasks (queue, unique_key) WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'failed', 'killed'); $rewind"
 hammer upgrade $pc_n "$TASKQ" add uq --unique k

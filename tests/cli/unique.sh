@@ -64,7 +64,7 @@ check "a second unfinished holder of k is refused" \
 expect_eq "$(field "$plain" .unique)" null "the second task keeps no key"
 
 section "upgrading a database that holds duplicates keeps the oldest holder"
-# Schema 9 had a plain index: made here as it was, with a duplicate that
+# Schema 10 had a plain index: made here as it was, with a duplicate that
 # the writers' lock kept out but that must not fail the upgrade.
 fresh_db
 expect_exit 0 "$TASKQ" add q --unique k
@@ -76,9 +76,9 @@ older=$out
 expect_exit 0 "$TASKQ" add q
 later=$out
 if [[ $TASKQ_DB == postgresql://* ]]; then
-  rewind="DELETE FROM taskq_schema WHERE version = 10"
+  rewind="DELETE FROM taskq_schema WHERE version = 11"
 else
-  rewind="PRAGMA user_version = 9"
+  rewind="PRAGMA user_version = 10"
 fi
 raw_sql "DROP INDEX tasks_unique_key; CREATE INDEX tasks_unique ON tasks (queue, unique_key) WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'failed', 'killed'); UPDATE tasks SET unique_key = 'k' WHERE id = $later; $rewind"
 expect_eq "$(raw_sql "SELECT count(*) FROM tasks WHERE unique_key = 'k' AND state = 'runnable'")" 2 \

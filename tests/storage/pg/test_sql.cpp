@@ -175,3 +175,12 @@ TEST_CASE("schema: SQLite's CREATE TRIGGER statements are left out whole") {
         == "CREATE TABLE c (rowid BIGINT GENERATED ALWAYS AS IDENTITY, "
            "n BIGINT);\nCREATE INDEX i ON c (n);");
 }
+
+TEST_CASE("schema: SQLite's DROP TRIGGER statements are left out whole") {
+  // PostgreSQL spells it DROP TRIGGER name ON table; its triggers are
+  // replaced by migrations/postgresql/ instead.
+  CHECK(translate_schema("DROP TRIGGER t;\nDROP TABLE c;\n"
+                         "  drop  trigger IF EXISTS u;\nCREATE INDEX i ON "
+                         "c (n);")
+        == "DROP TABLE c;\n  CREATE INDEX i ON c (n);");
+}

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -314,4 +315,45 @@ TEST_CASE("migrating to schema 3 indexes the labels of unfinished tasks"
   const auto leased = lease_one(store, "q", t0);
   REQUIRE(leased);
   CHECK(leased->id == 1);
+}
+
+TEST_CASE("migrating to schema 10 keeps the counts and counters, in slot 0"
+          * sqlite_only()) {
+  TempDb db;
+  // A schema-9 database: three tasks of q (two runnable, one completed)
+  // and one of r, with the counts an old taskq kept for them.
+  make_old_database(
+      db.path(), 9,
+      "INSERT INTO tasks (queue, state, payload, run_at, created_at, "
+      "updated_at) VALUES ('q', 'runnable', 'null', 0, 0, 0), ('q', "
+      "'runnable', 'null', 0, 0, 0), ('q', 'completed', 'null', 0, 0, 0), "
+      "('r', 'runnable', 'null', 0, 0, 0);"
+      "INSERT INTO queue_counts (queue, state, n) VALUES ('q', 'runnable', "
+      "2), ('q', 'completed', 1), ('r', 'runnable', 1);"
+      "INSERT INTO queues (name, errors_total, leases_expired_total) "
+      "VALUES ('q', 3, 2);");
+  TaskStore store(db.path(), OpenMode::write);
+  CHECK(store.schema_version() == storage::latest_schema_version());
+  const auto counted = [&](const std::string& q) {
+    const auto s = store.stats(q, t0);
+    REQUIRE(s.size() == 1);
+    return std::pair{s[0].runnable, s[0].completed};
+  };
+  CHECK(counted("q") == std::pair<int64_t, int64_t>{2, 1});
+  CHECK(counted("r") == std::pair<int64_t, int64_t>{1, 0});
+  CHECK(store.check().problems.empty());
+  // So are the counters, moved off the queue's row.
+  const auto metrics = store.metrics(t0);
+  const auto q =
+      std::find_if(metrics.begin(), metrics.end(),
+                   [](const auto& m) { return m.stats.queue == "q"; });
+  REQUIRE(q != metrics.end());
+  CHECK(q->errors_total == 3);
+  CHECK(q->leases_expired_total == 2);
+  // A move after the migration is counted on top of the old counts.
+  const auto leased = lease_one(store, "q", t0);
+  REQUIRE(leased);
+  store.complete(leased->id, leased->lease->token, std::nullopt, t0);
+  CHECK(counted("q") == std::pair<int64_t, int64_t>{1, 2});
+  CHECK(store.check().problems.empty());
 }

@@ -1,4 +1,4 @@
--- taskq schema 10: `add --unique KEY` holds by the index itself. While
+-- taskq schema 11: `add --unique KEY` holds by the index itself. While
 -- writers took turns, a lookup before the insert was enough; writers that
 -- run side by side (PostgreSQL) could both find no holder and both insert.
 -- tasks_unique gives way to tasks_unique_key, a UNIQUE index over the same
