@@ -2,8 +2,11 @@
 // never moves past an id still in flight (storage/event_horizon.hpp).
 #include "storage/event_horizon.hpp"
 
+#include "core/reconnect.hpp"
+
 #include <algorithm>
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <string>
 
@@ -24,8 +27,19 @@ constexpr int64_t k_id_window = 1000;
 // storage/pg/db.cpp), so taking it exclusively waits for exactly those.
 // A transaction of its own, ended at once: writers wait for it only while
 // it waits.
+// Every writer that begins meanwhile waits behind it, so it waits 1 s at
+// most: a writer in flight for longer (a bulk add) is waited for at the
+// next barrier, k_barrier_pause later, the follower holding its gap.
 constexpr const char* k_writers_barrier =
-    "BEGIN; SELECT pg_advisory_xact_lock(1953721201); COMMIT";
+    "BEGIN; SET LOCAL lock_timeout = '1s'; "
+    "SELECT pg_advisory_xact_lock(1953721201); COMMIT";
+constexpr int64_t k_barrier_pause_ms = 5000;
+
+int64_t steady_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 int64_t max_id(Db& db, const char* table) {
   Statement st(db, std::string("SELECT coalesce(max(id), 0) FROM ") + table);
@@ -104,11 +118,21 @@ void settle_horizons(Db& db, EventCursor& cursor) {
     }
   }
   if (barrier) {
+    if (steady_ms() < cursor.barrier_after_ms) {
+      return; // the last one timed out: the gaps are held a while longer
+    }
     try {
       db.exec(k_writers_barrier, "cannot wait for the writers in flight");
-    } catch (...) {
+    } catch (const Error& e) {
       db.rollback(); // a failed statement leaves the transaction open
-      throw;
+      if (e.kind() != ErrorKind::unavailable
+          || dynamic_cast<const ConnectionLost*>(&e) != nullptr) {
+        throw;
+      }
+      // The lock timeout: a writer in flight for long. Its ids are held
+      // back, and the rest with them, until a later barrier.
+      cursor.barrier_after_ms = steady_ms() + k_barrier_pause_ms;
+      return;
     }
   }
   for (size_t i = 0; i < k_id_tables.size(); ++i) {

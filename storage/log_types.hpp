@@ -44,6 +44,11 @@ struct EventCursor {
   std::array<Horizon, 3> horizon{};
   // The last read left rows for the next one: read again at once.
   bool more = false;
+  // A barrier that timed out (a writer in flight for long): none is
+  // taken again before this time (steady clock, ms), so that a long
+  // transaction does not have every other writer wait behind the barrier
+  // again and again.
+  int64_t barrier_after_ms = 0;
   // A missing id holds the rest back: wait for a wake-up (its commit sends
   // one) and read again; a gap that outlives a wake-up is resolved then.
   bool held() const {

@@ -232,7 +232,8 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
         *m_db, {TaskState::runnable, TaskState::sleeping},
         core::SystemMove::redrive,
         ", queue = ?3, attempts = 0, run_at = ?2, lease_token = NULL, "
-        "lease_worker = NULL, lease_expires = NULL");
+        "lease_worker = NULL, lease_expires = NULL, unique_key = "
+            + unique_key_moved_to(3));
     const std::string detail = "from " + from + " to " + to;
     int64_t moved = 0;
     int64_t lapsed = 0; // moved with a lease that ran out: counted as expired

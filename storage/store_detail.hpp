@@ -51,6 +51,19 @@ inline constexpr std::string_view k_task_columns =
 // How many they are: a column selected after them is this one.
 inline constexpr int k_task_column_count = 37;
 
+// The new unique_key of a task an UPDATE moves to the queue in parameter
+// `param` (a dead-letter move, a redrive): its own, unless an unfinished
+// task of that queue holds the key already (one holder per queue and key,
+// migrations/0011_unique_index.sql); then none, as an upgrade leaves a
+// duplicate's.
+inline std::string unique_key_moved_to(int param) {
+  return "CASE WHEN EXISTS (SELECT 1 FROM tasks AS holder WHERE "
+         "holder.queue = ?"
+         + std::to_string(param)
+         + " AND holder.unique_key = tasks.unique_key AND holder.state NOT IN "
+           "('completed', 'failed', 'killed')) THEN NULL ELSE unique_key END";
+}
+
 } // namespace taskq::storage::detail
 
 // The helpers, each declared beside the file that defines it.

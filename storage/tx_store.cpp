@@ -4,6 +4,7 @@
 // doc/reference/commands.md#tx-atomic-multi-task-updates gives before anything
 // changes.
 #include "core/error.hpp"
+#include "core/reconnect.hpp"
 #include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
@@ -53,6 +54,10 @@ std::string op_name(const char* list, size_t index) {
 template <typename Body> auto as_op(const std::string& op, Body body) {
   try {
     return body();
+  } catch (const TxConflict&) {
+    throw; // the whole document runs again (retrying())
+  } catch (const ConnectionLost&) {
+    throw; // a waiting command connects again
   } catch (const Error& e) {
     throw Error(e.kind(), op + ": " + e.what());
   }

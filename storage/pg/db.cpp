@@ -559,6 +559,11 @@ public:
          more = pq().PQgetResult(m_conn.get())) {
       pq().PQclear(more);
     }
+    if (pq().PQtransactionStatus(m_conn.get()) == PQTRANS_INERROR) {
+      // The NOTIFY's transaction failed and was left open: end it, so
+      // that the next BEGIN finds the connection idle.
+      pq().PQclear(pq().PQexec(m_conn.get(), "ROLLBACK"));
+    }
     committed(check(first, "cannot commit"));
   }
   // COMMIT's status says whether the transaction committed or, already

@@ -125,6 +125,23 @@ expect_eq "$(field "$child" .waiting)" false "the child waits for nothing"
 expect_exit 0 "$TASKQ" lease dchild --for 1h -o id
 expect_out "$child"
 
+section "dependents added while their parents end: none left waiting"
+# 16 adds of a task --after a parent, each beside the parent's done: an
+# add that read its parent unfinished must be seen by that done (the
+# parent's row is held until the add commits), else the child waits for
+# ever.
+for i in $(seq 1 $pc_n); do add_task aparent >/dev/null; done
+hammer alease $pc_n env TASKQ_WORKER=a@I "$TASKQ" lease aparent --for 1h -o env
+hammer arace $((2 * pc_n)) bash -c 'eval "$(cat "$2/alease.$((($1 + 1) / 2)).out")"
+  if (($1 % 2)); then "$TASKQ" done "$TASKQ_ID" --lease "$TASKQ_LEASE"
+  else "$TASKQ" add achild --after "$TASKQ_ID"; fi' _ @I "$scratch"
+expect_eq "$(rcs arace)" "$((2 * pc_n)) 0" "16 done and 16 add ($(errs arace))"
+waiting=0
+for i in $(seq 2 2 $((2 * pc_n))); do
+  [[ $(field "$(<"$scratch/arace.$i.out")" .waiting) == false ]] || waiting=$((waiting + 1))
+done
+expect_eq "$waiting" 0 "children still waiting for a completed parent"
+
 section "tx: 16 updates of one task at one rev: one applies"
 t=$(add_task txq --payload '{"v":0}')
 rev=$(field "$t" .rev)

@@ -92,6 +92,32 @@ expect_exit 0 "$TASKQ" db check
 expect_exit 0 "$TASKQ" add q --unique k
 expect_out "$older"
 
+section "a task moved to a queue whose holder has its key drops the key"
+# fail --move-to and queue redrive move a task to another queue; its key
+# goes along unless an unfinished task there holds it already (then the
+# move still happens, without the key).
+fresh_db
+expect_exit 0 "$TASKQ" add main --unique k
+first=$out
+tok=$(tq lease main --worker w -o json | jq -r .lease.token)
+expect_exit 0 "$TASKQ" fail "$first" --lease "$tok" --error e --move-to dlq
+expect_eq "$(field "$first" .queue)" dlq "the first moved to dlq"
+expect_eq "$(field "$first" .unique)" k "keeping its key (dlq had no holder)"
+expect_exit 0 "$TASKQ" add main --unique k
+second=$out
+check "main takes the key again" test "$second" != "$first"
+tok=$(tq lease main --worker w -o json | jq -r .lease.token)
+expect_exit 0 "$TASKQ" fail "$second" --lease "$tok" --error e --move-to dlq
+expect_eq "$(field "$second" .queue)" dlq "the second moved to dlq too"
+expect_eq "$(field "$second" .unique)" null "without the key its first holder has there"
+expect_exit 0 "$TASKQ" add main --unique k
+third=$out
+expect_exit 0 "$TASKQ" queue redrive dlq main
+expect_eq "$(field "$first" .queue)" main "redrive moved the first back"
+expect_eq "$(field "$first" .unique)" null "without the key main's holder has"
+expect_eq "$(field "$third" .unique)" k "main's holder keeps it"
+expect_exit 0 "$TASKQ" db check
+
 section "bad input changes nothing"
 fresh_db
 tq db migrate >/dev/null # count_tasks reads it (a missing one is exit 5)
