@@ -146,7 +146,9 @@ expect_eq "$(grep -c . <<<"$out")" 2 "tasks in queue t"
 w=$(tq add v -- true)
 "$TASKQ" wait "$w" --timeout 20s >wait.out 2>wait.err 3>&- &
 waitpid=$!
-"$TASKQ" events --follow -o json >follow.out 2>follow.err 3>&- &
+# From the start of history: a follower from "now" may begin after the
+# completion below (its first read races with the run).
+"$TASKQ" events --follow --since 2000-01-01T00:00:00Z -o json >follow.out 2>follow.err 3>&- &
 followpid=$!
 expect_exit 0 "$TASKQ" run v --until-empty -- true
 check "wait returns when the task completes" wait_until 10 gone "$waitpid"
