@@ -177,57 +177,6 @@ void check_new_task(const NewTask& t) {
   }
 }
 
-// Where a new task's `after` list stands: the unfinished tasks it waits
-// for, and the first one that already ended failed or killed.
-struct Deps {
-  std::vector<int64_t> unfinished;
-  std::optional<std::pair<int64_t, TaskState>> broken;
-};
-
-Deps check_deps(Db& db, const std::vector<int64_t>& after) {
-  Deps deps;
-  if (after.empty()) {
-    return deps; // nothing to read: no statement prepared
-  }
-  if (db.backend() == Backend::postgresql) {
-    // Each dependency's row is held (shared) until this add commits, in
-    // id order: a done, fail or kill of it waits for the commit, and then
-    // finds the new task among its dependents to wake or pause; one that
-    // came first is seen ended here. Unheld, a dependency ending while the
-    // add is in flight would leave the new task blocked for ever.
-    std::vector<int64_t> ids = after;
-    std::sort(ids.begin(), ids.end());
-    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-    Statement lock(db, "SELECT 1 FROM tasks WHERE id = ?1 FOR SHARE");
-    for (const int64_t dep : ids) {
-      lock.bind(1, dep).run();
-      lock.reset();
-    }
-  }
-  Statement st(db, "SELECT state FROM tasks WHERE id = ?1");
-  for (const int64_t dep : after) {
-    st.bind(1, dep);
-    if (!st.step()) {
-      throw Error(ErrorKind::not_found, "no " + task_ref(dep) + " (--after)");
-    }
-    const TaskState state =
-        core::parse_state(st.get_text(0)).value_or(TaskState::runnable);
-    st.reset();
-    if (state == TaskState::completed) {
-      continue;
-    }
-    if (core::is_terminal(state)) {
-      if (!deps.broken) {
-        deps.broken.emplace(dep, state);
-      }
-    } else if (std::find(deps.unfinished.begin(), deps.unfinished.end(), dep)
-               == deps.unfinished.end()) {
-      deps.unfinished.push_back(dep);
-    }
-  }
-  return deps;
-}
-
 std::string broken_dep_reason(int64_t dep, TaskState state) {
   return "dependency " + std::to_string(dep)
          + (state == TaskState::killed ? " was killed" : " failed");

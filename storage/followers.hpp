@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace taskq::storage::detail {
@@ -29,5 +30,16 @@ void settle_finished(Db& db, int64_t id, const core::Labels& labels,
                      const std::optional<std::string>& trigger,
                      std::optional<std::string> flow, core::TaskState state,
                      core::Time now, bool waited_for = true);
+
+// Where a new task's `after` list stands, read while adding it: the
+// unfinished tasks it waits for, and the first one that already ended
+// failed or killed (followers.cpp). On PostgreSQL each of them stays
+// locked (shared) until the add commits, so that its end waits and then
+// sees the new dependent.
+struct Deps {
+  std::vector<int64_t> unfinished;
+  std::optional<std::pair<int64_t, core::TaskState>> broken;
+};
+Deps check_deps(Db& db, const std::vector<int64_t>& after);
 
 } // namespace taskq::storage::detail

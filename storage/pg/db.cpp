@@ -8,12 +8,12 @@
 #include "core/reconnect.hpp"
 #include "storage/change_feed.hpp"
 #include "storage/pg/db.hpp"
+#include "storage/pg/errors.hpp"
 #include "storage/pg/libpq.hpp"
 #include "storage/pg/schema_url.hpp"
 #include "storage/pg/sql.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <charconv>
 #include <chrono>
 #include <cstdlib>
@@ -31,22 +31,9 @@ using libpq::no_notices;
 using libpq::one_line;
 using libpq::pq;
 using libpq::Result;
+using pg::refused_login;
 using pg::split_url;
 using pg::with_schema;
-
-// Whether a failed connect was the server refusing us (a wrong password,
-// no pg_hba.conf entry, a database or role that does not exist), which no
-// waiting mends, rather than a server that could not be reached.
-bool refused_login(const std::string& why) {
-  for (const char* word :
-       {"authentication failed", "pg_hba.conf", "does not exist",
-        "no password supplied", "permission denied"}) {
-    if (why.find(word) != std::string::npos) {
-      return true;
-    }
-  }
-  return false;
-}
 
 // Every write transaction holds this transaction-scoped advisory lock (an
 // arbitrary key, "tskq" in ASCII) in SHARED mode: writers never wait for
@@ -82,44 +69,6 @@ constexpr const char* k_commit_write =
     "COMMIT; BEGIN; SET LOCAL synchronous_commit = off; NOTIFY taskq; "
     "COMMIT";
 
-// A unique violation, said as SQLite says it ("UNIQUE constraint failed:
-// deliveries.task_id, deliveries.worker"), so that both backends give the
-// same message; from the table and the detail "Key (task_id, worker)=...".
-std::optional<std::string> unique_violation(const PGresult* r) {
-  const char* table = pq().PQresultErrorField(r, PG_DIAG_TABLE_NAME);
-  const char* detail = pq().PQresultErrorField(r, PG_DIAG_MESSAGE_DETAIL);
-  if (table == nullptr || detail == nullptr) {
-    return std::nullopt;
-  }
-  const std::string_view d(detail);
-  const size_t end = d.find(")=(");
-  if (!d.starts_with("Key (") || end == std::string_view::npos) {
-    return std::nullopt;
-  }
-  std::string out = "UNIQUE constraint failed: ";
-  const std::string_view columns = d.substr(5, end - 5);
-  for (size_t at = 0; at <= columns.size();) {
-    const size_t comma = std::min(columns.find(", ", at), columns.size());
-    out += (at == 0 ? "" : ", ") + std::string(table) + "."
-           + std::string(columns.substr(at, comma - at));
-    at = comma + 2;
-  }
-  return out;
-}
-
-ErrorKind kind_for(std::string_view state) {
-  // Connection (08), authorisation (28), no such database (3D), operator
-  // intervention (57: shutdown), resources (53), lock timeout (55P03),
-  // privileges (42501), read-only (25006): the database is unavailable.
-  if (state.starts_with("08") || state.starts_with("28")
-      || state.starts_with("3D") || state.starts_with("57")
-      || state.starts_with("53") || state == "55P03" || state == "42501"
-      || state == "25006" || state.empty()) {
-    return ErrorKind::unavailable;
-  }
-  return ErrorKind::internal;
-}
-
 class PgDb;
 
 // A statement as PostgreSQL reads it, and its name once prepared.
@@ -146,19 +95,9 @@ public:
   void bind_text(int index, std::string_view value, bool) override {
     slot(index, 25).assign(value); // text
   }
-  // Bytes go as BYTEA's hex input form (\x and two digits a byte),
-  // which the server reads the same whatever its settings: a text
-  // parameter like the others, byte-exact, NULs included.
+  // Bytes as a text parameter in BYTEA's hex form, NULs included.
   void bind_blob(int index, std::string_view value) override {
-    std::string& out = slot(index, 17); // bytea
-    out.assign("\\x");
-    out.reserve(2 + 2 * value.size());
-    constexpr std::string_view k_hex = "0123456789abcdef";
-    for (const char c : value) {
-      const auto b = static_cast<unsigned char>(c);
-      out += k_hex[b >> 4];
-      out += k_hex[b & 15];
-    }
+    to_bytea_hex(value, slot(index, 17)); // bytea
   }
   void bind_null(int index) override {
     slot(index, 0);
@@ -215,18 +154,7 @@ public:
     const std::string_view text(
         pq().PQgetvalue(m_result.get(), m_row, col),
         static_cast<size_t>(pq().PQgetlength(m_result.get(), m_row, col)));
-    if (!text.starts_with("\\x")) {
-      throw Error(ErrorKind::internal, "bytes not in BYTEA's hex form");
-    }
-    const auto digit = [](char c) {
-      return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
-    };
-    std::string out;
-    out.reserve((text.size() - 2) / 2);
-    for (size_t i = 2; i + 1 < text.size(); i += 2) {
-      out += static_cast<char>((digit(text[i]) << 4) | digit(text[i + 1]));
-    }
-    return out;
+    return from_bytea_hex(text);
   }
 
 private:
@@ -368,28 +296,7 @@ public:
       throw ConnectionLost("lost the connection to database " + path() + ": "
                            + why);
     }
-    if (state == "42P01" || state == "42703") {
-      throw Error(ErrorKind::unavailable,
-                  "database " + path()
-                      + " does not have taskq's schema (see taskq db check): "
-                      + why);
-    }
-    if (state == "55P03") {
-      why = "database is locked past the busy timeout";
-    }
-    if (state == "23505") {
-      why = unique_violation(r).value_or(why);
-    }
-    std::string message(context.empty() ? "database error" : context);
-    message += ": " + why;
-    if (context.find(path()) == std::string_view::npos) {
-      message += " (database " + path() + ")";
-    }
-    if (state == "40P01" || state == "40001") {
-      // Ran again whole by retrying(); unavailable once it gives up.
-      throw TxConflict(ErrorKind::unavailable, message);
-    }
-    throw Error(kind_for(state), message);
+    pg::throw_sql_error(r, state, std::move(why), context, path());
   }
 
   std::unique_ptr<StatementImpl> prepare(std::string_view sql) override {

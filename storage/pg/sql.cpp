@@ -402,4 +402,30 @@ std::string pg_sql(std::string_view sqlite_sql) {
   return pg::translate(sqlite_sql).text;
 }
 
+void to_bytea_hex(std::string_view bytes, std::string& out) {
+  out.assign("\\x");
+  out.reserve(2 + 2 * bytes.size());
+  constexpr std::string_view k_hex = "0123456789abcdef";
+  for (const char c : bytes) {
+    const auto b = static_cast<unsigned char>(c);
+    out += k_hex[b >> 4];
+    out += k_hex[b & 15];
+  }
+}
+
+std::string from_bytea_hex(std::string_view text) {
+  if (!text.starts_with("\\x")) {
+    throw Error(ErrorKind::internal, "bytes not in BYTEA's hex form");
+  }
+  const auto digit = [](char c) {
+    return c <= '9' ? c - '0' : (c | 0x20) - 'a' + 10;
+  };
+  std::string out;
+  out.reserve((text.size() - 2) / 2);
+  for (size_t i = 2; i + 1 < text.size(); i += 2) {
+    out += static_cast<char>((digit(text[i]) << 4) | digit(text[i + 1]));
+  }
+  return out;
+}
+
 } // namespace taskq::storage

@@ -48,4 +48,11 @@ namespace taskq::storage {
 // (see pg::translate()), for tests and TASKQ_DEBUG_SQL.
 std::string pg_sql(std::string_view sqlite_sql);
 
+// Bytes in BYTEA's hex form (\x and two digits a byte), which the server
+// reads the same whatever its settings and gives back with
+// bytea_output=hex: into `out`, and back (internal error when `text` is
+// not in that form).
+void to_bytea_hex(std::string_view bytes, std::string& out);
+std::string from_bytea_hex(std::string_view text);
+
 } // namespace taskq::storage
