@@ -165,6 +165,35 @@ public:
   virtual bool durable(uint64_t /*seq*/) const { return true; }
   virtual int durable_fd() const { return -1; }
 
+  // One row of the events table, as log_event writes it.
+  struct EventRow {
+    int64_t task_id = 0;
+    int64_t time = 0; // unix milliseconds
+    std::string message;
+    std::optional<std::string> from, to; // states
+    std::string actor;
+    std::optional<std::string> detail;
+  };
+  // Takes an events row to write later in the open write transaction,
+  // before its next statement that names the events table and at the
+  // latest in its commit's round trip (PostgreSQL: no round trip of its
+  // own, several rows in one INSERT); false where the caller writes it
+  // now. A rollback drops it.
+  virtual bool defer_event(EventRow& /*row*/) { return false; }
+
+  // The wake-up this connection owes the processes waiting on the
+  // database (PostgreSQL: its commits wake them at most once per
+  // core::k_wake_every, see core/wake_throttle.hpp): when it is due
+  // (std::nullopt: none owed), and sending it once due (nothing before,
+  // nor inside a transaction). A long-lived writer waits no longer than
+  // wake_due() and then calls wake_owed(); the next transaction and closing
+  // send it too.
+  virtual std::optional<std::chrono::steady_clock::time_point>
+  wake_due() const {
+    return std::nullopt;
+  }
+  virtual void wake_owed() {}
+
   // The id of the last row this connection inserted, where the database
   // keeps it (SQLite); std::nullopt elsewhere: ask with RETURNING.
   virtual std::optional<int64_t> last_insert_id() const { return std::nullopt; }

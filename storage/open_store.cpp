@@ -111,6 +111,15 @@ std::optional<int64_t> TaskStore::others_version() {
   return m_db->others_version();
 }
 
+std::optional<std::chrono::steady_clock::time_point>
+TaskStore::wake_due() const {
+  return m_db->wake_due();
+}
+
+void TaskStore::wake_owed() {
+  m_db->wake_owed();
+}
+
 bool TaskStore::defer_sync() {
   return m_db->defer_sync();
 }

@@ -282,6 +282,25 @@ void count_added_task(Db& db, int64_t id) {
 void log_event(Db& db, int64_t task_id, Time now, std::string_view message,
                std::optional<TaskState> from, std::optional<TaskState> to,
                std::string_view actor, std::string_view detail) {
+  {
+    Db::EventRow row;
+    row.task_id = task_id;
+    row.time = to_unix_ms(now);
+    row.message = message;
+    if (from) {
+      row.from = std::string(core::to_string(*from));
+    }
+    if (to) {
+      row.to = std::string(core::to_string(*to));
+    }
+    row.actor = actor;
+    if (!detail.empty()) {
+      row.detail = std::string(detail);
+    }
+    if (db.defer_event(row)) {
+      return;
+    }
+  }
   Statement st(db, "INSERT INTO events (task_id, time, message, from_state, "
                    "to_state, actor, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
                    "?7)");

@@ -9,6 +9,7 @@
 #include "storage/schedule_types.hpp"
 #include "storage/task_types.hpp"
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -123,6 +124,12 @@ public:
   // mode): then nothing waits. durable(n): whether wait_durable(n) would
   // return at once; durable_fd(): a descriptor readable after each sync,
   // to poll on (read it to clear it), or -1.
+  // The wake-up of the waiting processes this store's commits owe
+  // (Db::wake_due): a long-lived writer polls no longer than wake_due()
+  // and calls wake_owed() after.
+  std::optional<std::chrono::steady_clock::time_point> wake_due() const;
+  void wake_owed();
+
   bool defer_sync();
   uint64_t commit_seq() const;
   bool wait_durable(uint64_t seq);

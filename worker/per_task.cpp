@@ -336,7 +336,9 @@ void Runner::wait_and_handle() {
     wait.until(r.flush_at);
   }
   wait.until(m_ahead.until());
+  wait.until(m_store.wake_due());
   wait.poll();
+  m_store.wake_owed();
   const Instant now = Clock::now();
 
   if (wait.signalled()) {

@@ -298,10 +298,15 @@ void StreamRunner::drop_revoked_ahead() {
   m_queue_waited = false;
   const core::Time now = m_host.live_now();
   const bool others = changed_by_others(m_store, m_version);
+  const Instant now_i = Clock::now();
   // A database that does not answer: a lease lost meanwhile is found by
-  // check_leases, and its handler told.
+  // check_leases, and its handler told. So is one lost within
+  // k_lease_check_every of its taking: a lease that fresh is not read
+  // again (a round trip a task), its handler gets a cancel line as for a
+  // task already sent.
   m_queue.drop_if([&](const LeaseAhead::Entry& e) {
-    if (LeaseAhead::still_ours(m_store, e.task, now, others)) {
+    const bool fresh = now_i < e.leased + k_lease_check_every;
+    if (LeaseAhead::still_ours(m_store, e.task, now, others && !fresh)) {
       return false;
     }
     ++m_summary.revoked;

@@ -47,7 +47,9 @@ void StreamRunner::wait_and_handle() {
       wait.until(h.held->give_up_at);
     }
   }
+  wait.until(m_store.wake_due());
   wait.poll();
+  m_store.wake_owed();
   if (wait.signalled()) {
     for (const int sig : m_signals.take()) {
       on_signal(sig);

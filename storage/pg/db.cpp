@@ -12,6 +12,8 @@
 #include "storage/pg/libpq.hpp"
 #include "storage/pg/schema_url.hpp"
 #include "storage/pg/sql.hpp"
+#include "storage/pg/tx_sql.hpp"
+#include "storage/pg/write_behind.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -31,43 +33,12 @@ using libpq::no_notices;
 using libpq::one_line;
 using libpq::pq;
 using libpq::Result;
+using pg::k_begin_read;
+using pg::k_begin_write;
+using pg::k_clock_query;
 using pg::refused_login;
 using pg::split_url;
 using pg::with_schema;
-
-// Every write transaction holds this transaction-scoped advisory lock (an
-// arbitrary key, "tskq" in ASCII) in SHARED mode: writers never wait for
-// each other on it (each rule that reads and then writes holds by row
-// locks or a constraint of its own). It stays as a barrier: a follower of
-// the event stream takes the same key exclusively, which waits only until
-// the write transactions in flight have ended.
-// The server's time once the lock is held comes back in the same round
-// trip: the "now" of the transaction (server_now()).
-constexpr const char* k_begin_write =
-    "BEGIN; SELECT pg_advisory_xact_lock_shared(1953721201); "
-    "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
-    "BIGINT)";
-// The server's clock alone, in the same milliseconds.
-constexpr const char* k_clock_query =
-    "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
-    "BIGINT)";
-// Readers see one snapshot (export, list) and take no locks.
-constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
-// A committed write that changed rows wakes the waiting processes
-// (ChangeFeed). One that changed nothing (a lease that found no task)
-// sends none: idle workers would otherwise wake each other for ever.
-// The NOTIFY goes in a transaction of its own, in the same round trip
-// right after the commit, not in the write's: PostgreSQL makes the
-// commits of notifying transactions take turns (a database-wide lock held
-// until the commit has been flushed to disk), which would have every
-// writer of the fleet wait for each other's flush. The notifying
-// transaction writes nothing to wait for (synchronous_commit off: losing
-// a wake-up in a crash costs nothing, the waiters look again when they
-// reconnect), so the turn it takes is short. The commit's own status is
-// still read first (commit()).
-constexpr const char* k_commit_write =
-    "COMMIT; BEGIN; SET LOCAL synchronous_commit = off; NOTIFY taskq; "
-    "COMMIT";
 
 class PgDb;
 
@@ -189,9 +160,12 @@ public:
       : Db(Backend::postgresql, redact_url(url)), m_url(std::move(parts.url)),
         m_schema(std::move(parts.schema)), m_pooled(parts.pooled),
         m_listen(std::move(parts.listen)),
-        m_begin_write(with_schema(k_begin_write, m_schema, local_settings())),
-        m_begin_read(with_schema(k_begin_read, m_schema, local_settings())),
-        m_begin_alone(with_schema("BEGIN", m_schema, local_settings())),
+        m_begin_write(with_schema(k_begin_write, m_schema,
+                                  pg::local_settings(m_pooled, m_schema))),
+        m_begin_read(with_schema(k_begin_read, m_schema,
+                                 pg::local_settings(m_pooled, m_schema))),
+        m_begin_alone(with_schema("BEGIN", m_schema,
+                                  pg::local_settings(m_pooled, m_schema))),
         m_conn(connect(m_url, m_schema, m_pooled)) {
     if (m_conn == nullptr) {
       throw Error(ErrorKind::unavailable,
@@ -214,46 +188,22 @@ public:
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
       // The URL sets options of its own, which connect() leaves alone.
-      exec(session_settings("SET ", "; ", m_schema).c_str(),
+      exec(pg::session_settings("SET ", "; ", m_schema).c_str(),
            "cannot configure the connection");
     }
-  }
-
-  // The session settings: how long a writer waits for the write lock (as
-  // SQLite's busy timeout), quiet notices, and taskq's schema for the
-  // statements outside a transaction (each transaction sets it again).
-  static std::string session_settings(std::string_view set,
-                                      std::string_view sep,
-                                      const std::string& schema) {
-    return std::string(set)
-           + "lock_timeout=" + std::to_string(busy_timeout_ms())
-           + std::string(sep) + std::string(set) + "client_min_messages=warning"
-           + std::string(sep) + std::string(set) + "bytea_output=hex"
-           + std::string(sep) + std::string(set) + "search_path=" + schema;
   }
 
   // Connects with the session settings sent in the startup packet (no round
   // trip of their own), unless the URL has options of its own or leads to
   // a pooler in transaction mode: PgBouncer refuses startup parameters it
   // does not know, and a session's settings would stay with the server
-  // connection, not with us (each transaction makes them: local_settings()).
+  // connection, not with us (each transaction makes them:
+  // pg::local_settings()).
   static PGconn* connect(const std::string& url, const std::string& schema,
                          bool pooled) {
-    const std::string options = session_settings("-c ", " ", schema);
+    const std::string options = pg::session_settings("-c ", " ", schema);
     const bool own = url.find("options=") != std::string::npos;
     return libpq::connect(url, own || pooled ? nullptr : options.c_str());
-  }
-
-  // Through a pooler in transaction mode: the session settings, made for
-  // each transaction alone (SET LOCAL) right after its BEGIN. Else none.
-  std::string local_settings() const {
-    if (!m_pooled) {
-      return {};
-    }
-    std::string out = session_settings("SET LOCAL ", "; ", m_schema);
-    // The search_path is with_schema()'s.
-    out.erase(out.rfind("; SET LOCAL search_path="));
-    return out + "; ";
   }
 
   PGconn* conn() const { return m_conn.get(); }
@@ -329,6 +279,9 @@ public:
     if (m_pooled && pq().PQtransactionStatus(m_conn.get()) == PQTRANS_IDLE) {
       return alone([&] { return run(p, bound_values, bound_types); });
     }
+    if (!m_behind.empty() && p.sql.text.find("events") != std::string::npos) {
+      flush_events();
+    }
     Result r = run_once(p, bound_values, bound_types);
     // INSERT, UPDATE and DELETE report the rows they changed.
     const std::string_view status = pq().PQcmdStatus(r.get());
@@ -372,6 +325,7 @@ public:
   }
 
   void exec(const char* sql, std::string_view context) override {
+    flush_events();
     if (m_pooled && pq().PQtransactionStatus(m_conn.get()) == PQTRANS_IDLE
         && !std::string_view(sql).starts_with("VACUUM")) {
       alone([&] {
@@ -423,7 +377,7 @@ public:
     }
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
-      exec(session_settings("SET ", "; ", m_schema).c_str(),
+      exec(pg::session_settings("SET ", "; ", m_schema).c_str(),
            "cannot configure the connection");
     }
   }
@@ -432,6 +386,7 @@ public:
     if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
       reconnect();
     }
+    wake_owed();
     m_write = kind == TxKind::write;
     const Result r =
         check(pq().PQexec(m_conn.get(), m_write ? m_begin_write.c_str()
@@ -443,6 +398,7 @@ public:
       server_time_seen(*m_lock_time);
     }
     m_changed = false;
+    m_behind.drop();
   }
 
   static core::Time parse_ms(std::string_view s) {
@@ -451,27 +407,32 @@ public:
     return core::Time(core::Millis(ms));
   }
   void commit() override {
-    if (!(m_write && m_changed)) {
-      committed(check(pq().PQexec(m_conn.get(), "COMMIT"), "cannot commit"));
-      return;
-    }
-    // k_commit_write: the commit's result first, then the NOTIFY's
-    // transaction, whose results are read and dropped (a wake-up lost is
-    // no error).
-    if (pq().PQsendQuery(m_conn.get(), k_commit_write) == 0) {
+    // The events rows not yet written go first, in the same round trip;
+    // their INSERT failing stops the rest.
+    const std::string sql = m_behind.take_sql(m_conn.get())
+                            + m_behind.commit_sql(m_write && m_changed);
+    // The commit's result first (the INSERT's before it), then the
+    // NOTIFY's transaction, whose results are read and dropped (a wake-up
+    // lost is no error).
+    if (pq().PQsendQuery(m_conn.get(), sql.c_str()) == 0) {
       fail(nullptr, "cannot commit");
     }
-    PGresult* first = pq().PQgetResult(m_conn.get());
-    for (PGresult* more = pq().PQgetResult(m_conn.get()); more != nullptr;
-         more = pq().PQgetResult(m_conn.get())) {
-      pq().PQclear(more);
+    std::vector<Result> results;
+    for (PGresult* r = pq().PQgetResult(m_conn.get()); r != nullptr;
+         r = pq().PQgetResult(m_conn.get())) {
+      results.emplace_back(r);
     }
     if (pq().PQtransactionStatus(m_conn.get()) == PQTRANS_INERROR) {
-      // The NOTIFY's transaction failed and was left open: end it, so
-      // that the next BEGIN finds the connection idle.
+      // A failed INSERT left the write open, or the NOTIFY's transaction
+      // failed: end it, so that the next BEGIN finds the connection idle.
       pq().PQclear(pq().PQexec(m_conn.get(), "ROLLBACK"));
     }
-    committed(check(first, "cannot commit"));
+    size_t at = 0;
+    if (sql.starts_with("INSERT") && !results.empty()) {
+      check(results[at++].release(), "cannot log an event");
+    }
+    committed(check(at < results.size() ? results[at].release() : nullptr,
+                    "cannot commit"));
   }
   // COMMIT's status says whether the transaction committed or, already
   // failed, was rolled back.
@@ -482,7 +443,36 @@ public:
                       + path() + ")");
     }
   }
+  std::optional<std::chrono::steady_clock::time_point>
+  wake_due() const override {
+    return m_behind.wake_due();
+  }
+  void wake_owed() override { m_behind.wake_owed(m_conn.get()); }
+  ~PgDb() override {
+    if (!m_lost) {
+      m_behind.wake_owed(m_conn.get(), true);
+    }
+  }
+
+  bool defer_event(EventRow& row) override {
+    if (!m_write || pq().PQtransactionStatus(m_conn.get()) != PQTRANS_INTRANS) {
+      return false;
+    }
+    m_changed = true;
+    if (m_behind.keep(std::move(row))) {
+      flush_events();
+    }
+    return true;
+  }
+  void flush_events() {
+    if (!m_behind.empty()) {
+      check(pq().PQexec(m_conn.get(), m_behind.take_sql(m_conn.get()).c_str()),
+            "cannot log an event");
+    }
+  }
+
   void rollback() noexcept override {
+    m_behind.drop();
     pq().PQclear(pq().PQexec(m_conn.get(), "ROLLBACK"));
   }
 
@@ -562,6 +552,7 @@ private:
   };
   std::optional<Seen> m_seen;  // the latest reading: see server_now()
   bool m_changed = false;      // since begin(): a statement changed rows
+  pg::WriteBehind m_behind;    // events rows and wake-ups: see defer_event()
   mutable bool m_lost = false; // the connection broke: see reconnect()
 };
 

@@ -22,6 +22,7 @@ namespace taskq::storage::libpq {
   X(PQconnectdbParams)                                                         \
   X(PQconsumeInput)                                                            \
   X(PQerrorMessage)                                                            \
+  X(PQescapeLiteral)                                                           \
   X(PQexec)                                                                    \
   X(PQexecParams)                                                              \
   X(PQexecPrepared)                                                            \

@@ -62,4 +62,18 @@ std::pair<std::string, std::string> listen_host_port(std::string_view value);
 std::string with_schema(std::string_view begin, const std::string& schema,
                         std::string_view settings = {});
 
+// The session settings: how long a writer waits for a lock (as SQLite's
+// busy timeout), quiet notices, and taskq's schema for the statements
+// outside a transaction (each transaction sets it again); each `set`
+// NAME=VALUE, joined by `sep` ("-c " and " " for a startup packet's
+// options, "SET " and "; " for statements).
+std::string session_settings(std::string_view set, std::string_view sep,
+                             const std::string& schema);
+
+// Through a pooler in transaction mode (`pooled`): the session settings
+// but the search_path (with_schema()'s), made for each transaction alone
+// (SET LOCAL) right after its BEGIN, each ending with "; ". Else none: the
+// connection's startup packet set them.
+std::string local_settings(bool pooled, const std::string& schema);
+
 } // namespace taskq::storage::pg

@@ -396,6 +396,24 @@ std::string translate_schema(std::string_view sql) {
   return out;
 }
 
+std::string insert_events_sql(
+    const std::vector<Db::EventRow>& rows,
+    const std::function<std::string(const std::string&)>& literal) {
+  std::string out = "INSERT INTO events (task_id, time, message, from_state, "
+                    "to_state, actor, detail) VALUES ";
+  const auto text = [&](const std::optional<std::string>& v) {
+    return v ? literal(*v) : std::string("NULL");
+  };
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const Db::EventRow& r = rows[i];
+    out += i == 0 ? "(" : ", (";
+    out += std::to_string(r.task_id) + ", " + std::to_string(r.time) + ", "
+           + literal(r.message) + ", " + text(r.from) + ", " + text(r.to) + ", "
+           + literal(r.actor) + ", " + text(r.detail) + ")";
+  }
+  return out + "; ";
+}
+
 } // namespace pg
 
 std::string pg_sql(std::string_view sqlite_sql) {

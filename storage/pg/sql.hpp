@@ -3,6 +3,10 @@
 // Internal to storage/: how the shared SQL, written as SQLite reads it, is
 // spelled for PostgreSQL (storage/pg/sql.cpp).
 
+#include "storage/db.hpp"
+
+#include <functional>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -39,6 +43,13 @@ Translation translate(std::string_view sql);
 // hints are dropped; `json_each(expr)` over a JSON object becomes
 // Dialect::json_object_rows(expr). Quoted text and comments are left alone.
 std::string translate_schema(std::string_view sqlite_ddl);
+
+// One INSERT of `rows` into the events table, with its values written
+// out by `literal` (the connection's quoting of a string), for a simple
+// query, where no parameters go. Ends with "; ".
+std::string insert_events_sql(
+    const std::vector<Db::EventRow>& rows,
+    const std::function<std::string(const std::string&)>& literal);
 
 } // namespace taskq::storage::pg
 

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <thread>
 
 #include "store_helpers.hpp"
 #include "temp_db.hpp"
@@ -57,6 +58,36 @@ TEST_CASE("a change feed and its waits survive being moved") {
   CHECK(moved.wait(10s));
 }
 
+// A commit within core::k_wake_every of the store's last wake-up (opening
+// it may make one) owes its wake-up, sent once due: as a worker's loop
+// does, send it.
+void send_owed_wake(TaskStore& store) {
+  if (const auto due = store.wake_due()) {
+    std::this_thread::sleep_until(*due);
+    store.wake_owed();
+  }
+  CHECK_FALSE(store.wake_due());
+}
+
+TEST_CASE("on PostgreSQL a commit's wake-up is sent at once or owed and sent "
+          "when due") {
+  TempDb db;
+  if (!on_postgresql()) {
+    return;
+  }
+  TaskStore store(db.path(), OpenMode::write);
+  storage::ChangeFeed all(db.path());
+  all.drain();
+  // Commits one after another: each wakes the feed, at once or, within
+  // k_wake_every of the last wake-up, once the owed one is sent.
+  for (int i = 0; i < 3; ++i) {
+    add_task(store, "q");
+    send_owed_wake(store);
+    REQUIRE(all.wait(10s));
+    all.drain();
+  }
+}
+
 TEST_CASE("on PostgreSQL a store's feed leaves out the store's own commits") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
@@ -73,6 +104,7 @@ TEST_CASE("on PostgreSQL a store's feed leaves out the store's own commits") {
   own.drain();
   all.drain();
   add_task(store, "q");
+  send_owed_wake(store);
   REQUIRE(all.wait(10s));
   CHECK_FALSE(own.wait(500ms));
   TaskStore other(db.path(), OpenMode::write);

@@ -1,0 +1,66 @@
+// How often one connection wakes the processes waiting on a database
+// server (PostgreSQL's NOTIFY): a pure decision, the clock passed in.
+#pragma once
+
+#include <chrono>
+#include <optional>
+
+namespace taskq::core {
+
+// Every waiting process on the server is signalled for every NOTIFY in its
+// database, whatever it listens for: the server's cost is the number of
+// notifications times the number of listeners. A fleet of N busy workers,
+// each committing hundreds of times a second, spent more on that than on
+// its tasks. So each connection wakes the others at most once per
+// k_wake_every: the first commit after a quiet spell at once, and the
+// commits within k_wake_every of the last wake-up with one wake-up owed,
+// sent when that spell ends (due()) or at the next commit after it. A
+// waiter learns of a busy writer's commit at most k_wake_every late; of a
+// lone command's (an `add`, an operator's `kill`), at once.
+inline constexpr std::chrono::milliseconds k_wake_every{20};
+
+class WakeThrottle {
+public:
+  using Clock = std::chrono::steady_clock;
+
+  explicit WakeThrottle(Clock::duration every = k_wake_every)
+      : m_every(every) {}
+
+  // A commit that changed rows, at `now`: true when it wakes the others
+  // itself; false when it owes a wake-up, sent at due().
+  bool commit(Clock::time_point now) {
+    if (m_woke && now < m_last + m_every) {
+      m_owed = true;
+      return false;
+    }
+    m_last = now;
+    m_woke = true;
+    m_owed = false;
+    return true;
+  }
+
+  // When the owed wake-up is to be sent; std::nullopt: none owed.
+  std::optional<Clock::time_point> due() const {
+    if (!m_owed) {
+      return std::nullopt;
+    }
+    return m_last + m_every;
+  }
+  bool owed() const { return m_owed; }
+
+  // The owed wake-up went out at `now` (or was lost with the connection:
+  // waiters look again when they reconnect).
+  void sent(Clock::time_point now) {
+    m_last = now;
+    m_woke = true;
+    m_owed = false;
+  }
+
+private:
+  Clock::duration m_every;
+  Clock::time_point m_last{}; // the last wake-up sent, if m_woke
+  bool m_woke = false;
+  bool m_owed = false;
+};
+
+} // namespace taskq::core

@@ -1,0 +1,46 @@
+// The fixed SQL of a PostgreSQL connection's transactions: how a write
+// begins (its lock and its "now"), how a read begins, and how a write
+// commits and wakes the waiting processes.
+#pragma once
+
+namespace taskq::storage::pg {
+
+// Every write transaction holds this transaction-scoped advisory lock (an
+// arbitrary key, "tskq" in ASCII) in SHARED mode: writers never wait for
+// each other on it (each rule that reads and then writes holds by row
+// locks or a constraint of its own). It stays as a barrier: a follower of
+// the event stream takes the same key exclusively, which waits only until
+// the write transactions in flight have ended.
+// The server's time once the lock is held comes back in the same round
+// trip: the "now" of the transaction (server_now()).
+constexpr const char* k_begin_write =
+    "BEGIN; SELECT pg_advisory_xact_lock_shared(1953721201); "
+    "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
+    "BIGINT)";
+// The server's clock alone, in the same milliseconds.
+constexpr const char* k_clock_query =
+    "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
+    "BIGINT)";
+// Readers see one snapshot (export, list) and take no locks.
+constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
+// A committed write that changed rows wakes the waiting processes
+// (ChangeFeed). One that changed nothing (a lease that found no task)
+// sends none: idle workers would otherwise wake each other for ever.
+// A connection that woke them less than core::k_wake_every ago owes the
+// wake-up instead (core/wake_throttle.hpp), sent alone by k_wake.
+// The NOTIFY goes in a transaction of its own, in the same round trip
+// right after the commit, not in the write's: PostgreSQL makes the
+// commits of notifying transactions take turns (a database-wide lock held
+// until the commit has been flushed to disk), which would have every
+// writer of the fleet wait for each other's flush. The notifying
+// transaction writes nothing to wait for (synchronous_commit off: losing
+// a wake-up in a crash costs nothing, the waiters look again when they
+// reconnect), so the turn it takes is short. The commit's own status is
+// still read first (commit()).
+constexpr const char* k_commit_write =
+    "COMMIT; BEGIN; SET LOCAL synchronous_commit = off; NOTIFY taskq; "
+    "COMMIT";
+constexpr const char* k_wake =
+    "BEGIN; SET LOCAL synchronous_commit = off; NOTIFY taskq; COMMIT";
+
+} // namespace taskq::storage::pg

@@ -1,0 +1,67 @@
+#include "storage/pg/write_behind.hpp"
+
+#include "core/error.hpp"
+#include "storage/pg/libpq.hpp"
+#include "storage/pg/sql.hpp"
+#include "storage/pg/tx_sql.hpp"
+
+namespace taskq::storage::pg {
+
+namespace {
+
+using libpq::pq;
+
+// At most this many events rows wait: one INSERT each that many.
+constexpr size_t k_events_at_once = 256;
+
+} // namespace
+
+bool WriteBehind::keep(Db::EventRow row) {
+  m_events.push_back(std::move(row));
+  return m_events.size() >= k_events_at_once;
+}
+
+std::string WriteBehind::take_sql(PGconn* conn) {
+  if (m_events.empty()) {
+    return {};
+  }
+  std::string sql = insert_events_sql(m_events, [&](const std::string& v) {
+    char* quoted = pq().PQescapeLiteral(conn, v.data(), v.size());
+    if (quoted == nullptr) {
+      m_events.clear();
+      throw Error(ErrorKind::internal,
+                  "cannot log an event: "
+                      + libpq::one_line(pq().PQerrorMessage(conn)));
+    }
+    std::string out(quoted);
+    pq().PQfreemem(quoted);
+    return out;
+  });
+  m_events.clear();
+  return sql;
+}
+
+const char* WriteBehind::commit_sql(bool changed) {
+  return changed && m_wakes.commit(std::chrono::steady_clock::now())
+             ? k_commit_write
+             : "COMMIT";
+}
+
+void WriteBehind::wake_owed(PGconn* conn, bool closing) {
+  const auto now = std::chrono::steady_clock::now();
+  const auto due = m_wakes.due();
+  const auto status = pq().PQtransactionStatus(conn);
+  if (!due || (now < *due && !closing) || status == PQTRANS_INTRANS
+      || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE) {
+    return;
+  }
+  m_wakes.sent(now);
+  if (status == PQTRANS_IDLE && pq().PQstatus(conn) == CONNECTION_OK) {
+    pq().PQclear(pq().PQexec(conn, k_wake));
+    if (pq().PQtransactionStatus(conn) == PQTRANS_INERROR) {
+      pq().PQclear(pq().PQexec(conn, "ROLLBACK"));
+    }
+  }
+}
+
+} // namespace taskq::storage::pg

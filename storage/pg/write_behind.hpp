@@ -1,0 +1,51 @@
+#pragma once
+
+// Internal to storage/pg: what a PostgreSQL connection writes after the
+// fact, to spare round trips. The events rows of the open write
+// transaction wait for its next statement that names the events table or
+// for its COMMIT, and go in one INSERT with it; the wake-ups of waiting
+// processes (NOTIFY) its commits owe go at most once per core::k_wake_every
+// (core/wake_throttle.hpp).
+
+#include "core/wake_throttle.hpp"
+#include "storage/db.hpp"
+
+#include <chrono>
+#include <libpq-fe.h>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace taskq::storage::pg {
+
+class WriteBehind {
+public:
+  // --- events rows ---
+  // Keeps `row`; true when so many are kept that they should go now.
+  bool keep(Db::EventRow row);
+  bool empty() const { return m_events.empty(); }
+  void drop() { m_events.clear(); }
+  // The rows kept, as one INSERT ending with "; " ("" for none), no longer
+  // kept; throws Error(internal) when `conn` cannot quote a value.
+  std::string take_sql(PGconn* conn);
+
+  // --- wake-ups ---
+  // What ends the open write transaction after take_sql(): a COMMIT, and
+  // the NOTIFY of its own transaction (k_commit_write) when the write
+  // changed rows and no wake-up went out within k_wake_every.
+  const char* commit_sql(bool changed);
+  std::optional<std::chrono::steady_clock::time_point> wake_due() const {
+    return m_wakes.due();
+  }
+  // Sends the owed wake-up once due, on an idle `conn` (inside a
+  // transaction its commit sends it); one lost with the connection is no
+  // error: the waiters look again when they connect again. `closing`: the
+  // connection is about to close, send what is owed now.
+  void wake_owed(PGconn* conn, bool closing = false);
+
+private:
+  std::vector<Db::EventRow> m_events;
+  core::WakeThrottle m_wakes;
+};
+
+} // namespace taskq::storage::pg

@@ -1,0 +1,50 @@
+#include "core/wake_throttle.hpp"
+
+#include <doctest/doctest.h>
+
+using taskq::core::WakeThrottle;
+using namespace std::chrono_literals;
+
+TEST_CASE("a commit after a quiet spell wakes at once; one within the spell "
+          "owes a wake-up at its end") {
+  WakeThrottle w(20ms);
+  const WakeThrottle::Clock::time_point t0{1s};
+  CHECK(w.commit(t0));
+  CHECK_FALSE(w.owed());
+  CHECK_FALSE(w.due());
+  // Within 20 ms: owed, due when the spell ends.
+  CHECK_FALSE(w.commit(t0 + 5ms));
+  CHECK(w.owed());
+  CHECK(w.due() == t0 + 20ms);
+  // More commits within it owe the same one.
+  CHECK_FALSE(w.commit(t0 + 19ms));
+  CHECK(w.due() == t0 + 20ms);
+  // Sent late (the caller was busy): the next spell counts from then.
+  w.sent(t0 + 25ms);
+  CHECK_FALSE(w.owed());
+  CHECK_FALSE(w.commit(t0 + 30ms));
+  CHECK(w.due() == t0 + 45ms);
+  // The next commit after the spell wakes itself and clears the debt.
+  CHECK(w.commit(t0 + 45ms));
+  CHECK_FALSE(w.owed());
+}
+
+TEST_CASE("a busy writer wakes the others once per spell") {
+  WakeThrottle w(20ms);
+  const WakeThrottle::Clock::time_point t0{1s};
+  int woke = 0;
+  // A commit every millisecond for a second, the owed wake-up sent as
+  // soon as it is due.
+  for (int ms = 0; ms < 1000; ++ms) {
+    const auto now = t0 + std::chrono::milliseconds(ms);
+    if (const auto due = w.due(); due && now >= *due) {
+      w.sent(now);
+      ++woke;
+    }
+    if (w.commit(now)) {
+      ++woke;
+    }
+  }
+  CHECK(woke >= 45);
+  CHECK(woke <= 51);
+}
