@@ -1,8 +1,8 @@
-// A bulk add that PostgreSQL ends in a deadlock runs again whole: the
-// other writer and the add both succeed, the input is read once (the
-// second try reads it back from where the first kept it) and each id is
-// reported once, those of the try that committed. What keeps the input
-// (storage/replay.hpp) is tested on its own too.
+// A bulk add or an import that PostgreSQL ends in a deadlock runs again
+// whole: the other writer and the store both succeed, the input is read
+// once (a try again reads it back from where the first kept it), and a
+// bulk add reports each id once, those of the try that committed. What
+// keeps the input (storage/replay.hpp) is tested on its own too.
 #include "core/error.hpp"
 #include "storage/db.hpp"
 #include "storage/pg/db.hpp"
@@ -21,39 +21,57 @@
 #include <thread>
 #include <vector>
 
+#include "store_helpers.hpp"
 #include "temp_db.hpp"
 
-using taskq::ErrorKind;
-using taskq::core::Time;
-using taskq::storage::connect_postgres;
-using taskq::storage::Db;
-using taskq::storage::NewTask;
-using taskq::storage::OpenMode;
-using taskq::storage::Statement;
-using taskq::storage::TaskImage;
-using taskq::storage::TaskStore;
-using taskq::storage::Transaction;
-using taskq::storage::TxConflict;
-using taskq::storage::detail::Replay;
-using taskq::storage::detail::retrying_with;
-using taskq::test::on_postgresql;
-using taskq::test::TempDb;
+using namespace taskq;
+using namespace taskq::test;
+using storage::connect_postgres;
+using storage::Db;
+using storage::NewTask;
+using storage::Statement;
+using storage::TaskImage;
+using storage::Transaction;
+using storage::TxConflict;
+using storage::detail::Replay;
+using storage::detail::retrying_with;
 
 namespace {
-
-const Time t0 = taskq::core::from_unix_ms(1'700'000'000'000);
 
 // More payloads than one batch of a bulk add holds, so that both the full
 // batches and the last, shorter one are run again.
 constexpr int k_payloads = 600;
 
-// Whether connection `pid` waits for a lock.
-bool waiting(Db& watch, int64_t pid) {
-  Statement st(watch, "SELECT count(*) FROM pg_locks WHERE pid = ?1 AND NOT "
-                      "granted");
+// Connections to `db`'s database opened from now on find a deadlock after
+// 100 ms; the other writers here set 10 s for their own transactions, so
+// that the store's transaction is the one PostgreSQL ends.
+void quick_deadlocks(Db& db) {
+  db.exec("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "
+          "deadlock_timeout = ''100ms''', current_database()); END $$",
+          "cannot set the database's deadlock timeout");
+}
+
+int64_t backend_pid(Db& db) {
+  Statement st(db, "SELECT pg_backend_pid()");
+  REQUIRE(st.step());
+  return st.get_int(0);
+}
+
+// Returns once the server process `pid` waits for a lock (within 10 s).
+void await_waiting(Db& watch, int64_t pid) {
+  Statement st(watch,
+               "SELECT count(*) FROM pg_locks WHERE pid = ?1 AND NOT granted");
   st.bind(1, pid);
-  st.step();
-  return st.get_int(0) > 0;
+  const auto until = std::chrono::steady_clock::now() + 10s;
+  for (;;) {
+    REQUIRE(st.step());
+    if (st.get_int(0) > 0) {
+      return;
+    }
+    st.reset();
+    REQUIRE(std::chrono::steady_clock::now() < until);
+    std::this_thread::sleep_for(1ms);
+  }
 }
 
 } // namespace
@@ -64,34 +82,24 @@ TEST_CASE("a bulk add ended by a deadlock runs again, reading its input once "
   TempDb temp;
   const std::unique_ptr<Db> other = connect_postgres(temp.path());
   const std::unique_ptr<Db> watch = connect_postgres(temp.path());
-  // The store's connections find a deadlock after 100 ms, the other writer
-  // after 10 s: the bulk add is the one PostgreSQL ends.
-  other->exec("DO $$ BEGIN EXECUTE format('ALTER DATABASE %I SET "
-              "deadlock_timeout = ''100ms''', current_database()); END $$",
-              "cannot set the database's deadlock timeout");
+  quick_deadlocks(*other);
   std::atomic<int> clock_reads{0};
   TaskStore store(temp.path(), OpenMode::write, [&] {
     ++clock_reads;
     return t0;
   });
-  NewTask dep;
-  dep.queue = "first";
-  dep.payload = "0";
-  const int64_t dep_id = store.add(dep, t0, "test");
-  NewTask proto;
-  proto.queue = "bulk";
+  const int64_t dep_id = add_task(store, "first");
+  NewTask proto = new_task("bulk");
   proto.after = {dep_id};
 
   // A bulk add that meets no one, for how often one try reads the clock.
   int calm_reads = clock_reads;
   store.add_many(
-      proto, [](std::string&) { return false; }, {}, t0, "test");
+      proto, [](std::string&) { return false; }, {}, t0, k_operator);
   calm_reads = clock_reads - calm_reads;
   REQUIRE(calm_reads > 0);
 
-  Statement pid(*other, "SELECT pg_backend_pid()");
-  REQUIRE(pid.step());
-  const int64_t other_pid = pid.get_int(0);
+  const int64_t other_pid = backend_pid(*other);
   // The other writer, once the add holds the dependency's row (shared,
   // until it commits): it takes the tasks table in SHARE mode, which the
   // add's inserts wait for, then waits for the dependency's row itself.
@@ -116,12 +124,7 @@ TEST_CASE("a bulk add ended by a deadlock runs again, reading its input once "
       [&](std::string& payload) {
         if (reads == 0) {
           go.set_value();
-          const auto until =
-              std::chrono::steady_clock::now() + std::chrono::seconds(10);
-          while (!waiting(*watch, other_pid)) {
-            REQUIRE(std::chrono::steady_clock::now() < until);
-            std::this_thread::sleep_for(std::chrono::milliseconds(1));
-          }
+          await_waiting(*watch, other_pid);
         }
         if (reads == k_payloads) {
           ++reads;
@@ -130,7 +133,7 @@ TEST_CASE("a bulk add ended by a deadlock runs again, reading its input once "
         payload = std::to_string(reads++);
         return true;
       },
-      [&](int64_t id) { ids.push_back(id); }, t0, "test");
+      [&](int64_t id) { ids.push_back(id); }, t0, k_operator);
   other_writer.get(); // it committed: no error
 
   // Two tries, the input read once, each committed id reported once.
@@ -146,8 +149,8 @@ TEST_CASE("a bulk add ended by a deadlock runs again, reading its input once "
     CHECK(task->payload == std::to_string(i));
     CHECK(task->queue == "bulk");
   }
-  Statement tasks(*watch, "SELECT count(*), min(id) FROM tasks WHERE queue = "
-                          "'bulk'");
+  Statement tasks(*watch,
+                  "SELECT count(*), min(id) FROM tasks WHERE queue = 'bulk'");
   REQUIRE(tasks.step());
   CHECK(tasks.get_int(0) == k_payloads); // none left by the first try
   CHECK(tasks.get_int(1) == ids.front());
@@ -156,6 +159,75 @@ TEST_CASE("a bulk add ended by a deadlock runs again, reading its input once "
   deps.bind(1, dep_id);
   REQUIRE(deps.step());
   CHECK(deps.get_int(0) == k_payloads);
+}
+
+TEST_CASE("an import ended by a deadlock runs again, reading its input once"
+          * doctest::skip(!on_postgresql())) {
+  // Two tasks to import: one alone, then one with an error and events.
+  TempDb src_db;
+  TaskStore src(src_db.path(), OpenMode::write);
+  add_task(src, "q");
+  add_task(src, "r");
+  const auto leased = lease_one(src, "r", t0);
+  REQUIRE(leased);
+  src.fail(leased->id, leased->lease->token, fail_request("boom"), t0 + 1s);
+  std::vector<TaskImage> images;
+  src.export_tasks(std::nullopt,
+                   [&](const TaskImage& image) { images.push_back(image); });
+  REQUIRE(images.size() == 2);
+  REQUIRE(images[0].events.empty());
+  REQUIRE(!images[1].events.empty());
+
+  TempDb temp;
+  const std::unique_ptr<Db> other = connect_postgres(temp.path());
+  const std::unique_ptr<Db> watch = connect_postgres(temp.path());
+  quick_deadlocks(*other);
+  TaskStore store(temp.path(), OpenMode::write);
+  const int64_t other_pid = backend_pid(*other);
+  // The other writer, once the import has written the first task (and so
+  // holds the tasks table, ROW EXCLUSIVE): it takes the events table,
+  // which the second task's events wait for, then waits for the tasks
+  // table. Once it has it, the import's first try has ended: the task it
+  // wrote is not there.
+  std::promise<void> go;
+  auto other_writer = std::async(std::launch::async, [&] {
+    go.get_future().wait();
+    Transaction tx(*other);
+    other->exec("SET LOCAL deadlock_timeout = '10s'; LOCK TABLE events IN "
+                "SHARE MODE; LOCK TABLE tasks IN SHARE MODE",
+                "cannot lock the tables");
+    Statement count(*other, "SELECT count(*) FROM tasks");
+    REQUIRE(count.step());
+    const int64_t seen = count.get_int(0);
+    tx.commit();
+    return seen;
+  });
+
+  size_t reads = 0;
+  const int64_t imported = store.import_tasks([&](TaskImage& image) {
+    if (reads == 1) {
+      go.set_value();
+      await_waiting(*watch, other_pid);
+    }
+    if (reads == images.size()) {
+      ++reads;
+      return false;
+    }
+    image = images[reads++];
+    return true;
+  });
+  CHECK(other_writer.get() == 0); // the first try rolled back
+  CHECK(imported == 2);
+  CHECK(reads == images.size() + 1);
+  std::vector<TaskImage> back;
+  store.export_tasks(std::nullopt,
+                     [&](const TaskImage& image) { back.push_back(image); });
+  REQUIRE(back.size() == 2);
+  for (size_t i = 0; i < back.size(); ++i) {
+    CHECK(back[i].task == images[i].task);
+    CHECK(back[i].errors == images[i].errors);
+    CHECK(back[i].events == images[i].events);
+  }
 }
 
 TEST_CASE("a kept input is given again to each try, then read on") {
