@@ -2,6 +2,7 @@
 // (with their labels and dependencies), and retry.
 #include "core/error.hpp"
 #include "storage/db.hpp"
+#include "storage/replay.hpp"
 #include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
@@ -351,49 +352,69 @@ int64_t TaskStore::add_many(const NewTask& proto,
     throw Error(ErrorKind::usage, "a bulk add takes no --unique, --root or "
                                   "--broadcast: add those one by one");
   }
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  const Deps deps = check_deps(*m_db, proto.after);
-  Companions companions(proto, deps);
-  // Labels and dependencies take rows of their own; without them a bulk
-  // add writes nothing but its tasks.
-  const bool companion_rows =
-      !proto.labels.empty() || !deps.unfinished.empty() || deps.broken;
-  // The payloads of one batch; their buffers are reused batch after batch.
-  const int batch_rows = m_db->dialect().bulk_rows();
-  std::vector<std::string> batch(static_cast<size_t>(batch_rows));
-  std::optional<Inserter> many;
-  int64_t count = 0;
-  const auto report = [&](const std::vector<int64_t>& ids) {
-    for (const int64_t id : ids) {
-      if (companion_rows) {
-        companions.add(*m_db, id, now);
+  // Each try reads the same payloads (kept in a temporary file on
+  // PostgreSQL, where a conflict runs the transaction again), and the ids
+  // reach `on_id` once, those of the try that committed: runs of
+  // consecutive ids, so that memory does not grow with the input.
+  Replay<std::string> input(next, m_db->backend() == Backend::postgresql);
+  std::vector<std::pair<int64_t, int64_t>> runs; // [first, last]
+  const int64_t count = retrying_with(input, [&]() -> int64_t {
+    runs.clear();
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    const Deps deps = check_deps(*m_db, proto.after);
+    Companions companions(proto, deps);
+    // Labels and dependencies take rows of their own; without them a bulk
+    // add writes nothing but its tasks.
+    const bool companion_rows =
+        !proto.labels.empty() || !deps.unfinished.empty() || deps.broken;
+    // The payloads of one batch; their buffers are reused batch after
+    // batch.
+    const int batch_rows = m_db->dialect().bulk_rows();
+    std::vector<std::string> batch(static_cast<size_t>(batch_rows));
+    std::optional<Inserter> many;
+    int64_t added = 0;
+    const auto report = [&](const std::vector<int64_t>& ids) {
+      for (const int64_t id : ids) {
+        if (companion_rows) {
+          companions.add(*m_db, id, now);
+        }
+        if (!runs.empty() && runs.back().second + 1 == id) {
+          runs.back().second = id;
+        } else {
+          runs.emplace_back(id, id);
+        }
       }
-      if (on_id) {
+      added += static_cast<int64_t>(ids.size());
+    };
+    int filled = 0;
+    while (input.next(batch[static_cast<size_t>(filled)])) {
+      if (++filled == batch_rows) {
+        if (!many) {
+          many.emplace(*m_db, proto, now, actor, batch_rows,
+                       companions.blockers(), companions.state());
+        }
+        report(many->insert(batch.data()));
+        filled = 0;
+      }
+    }
+    if (filled > 0) {
+      Inserter one(*m_db, proto, now, actor, 1, companions.blockers(),
+                   companions.state());
+      for (int i = 0; i < filled; ++i) {
+        report(one.insert(&batch[static_cast<size_t>(i)]));
+      }
+    }
+    tx.commit();
+    return added;
+  });
+  if (on_id) {
+    for (const auto& [first, last] : runs) {
+      for (int64_t id = first; id <= last; ++id) {
         on_id(id);
       }
     }
-    count += static_cast<int64_t>(ids.size());
-  };
-  int filled = 0;
-  while (next(batch[static_cast<size_t>(filled)])) {
-    if (++filled == batch_rows) {
-      if (!many) {
-        many.emplace(*m_db, proto, now, actor, batch_rows,
-                     companions.blockers(), companions.state());
-      }
-      report(many->insert(batch.data()));
-      filled = 0;
-    }
   }
-  if (filled > 0) {
-    Inserter one(*m_db, proto, now, actor, 1, companions.blockers(),
-                 companions.state());
-    for (int i = 0; i < filled; ++i) {
-      report(one.insert(&batch[static_cast<size_t>(i)]));
-    }
-  }
-  tx.commit();
   return count;
 }
 

@@ -78,9 +78,11 @@ void TaskStore::append_output(const std::vector<OutputChunk>& chunks,
   if (chunks.empty() || keep <= 0) {
     return;
   }
-  Transaction tx(*m_db);
-  write_output(*m_db, chunks, keep);
-  tx.commit();
+  retrying([&] {
+    Transaction tx(*m_db);
+    write_output(*m_db, chunks, keep);
+    tx.commit();
+  });
 }
 
 std::vector<OutputChunk>

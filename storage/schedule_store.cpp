@@ -157,29 +157,33 @@ std::vector<int64_t> emit_schedules(Db& db, const std::string* queue,
 
 void TaskStore::add_schedule(const ScheduleSpec& spec, Time now,
                              const std::string& actor) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  refuse_taken(*m_db, "schedules", "schedule", spec.name);
-  const bool every = std::holds_alternative<core::Every>(spec.when);
-  const std::string text = core::to_string(spec.when);
-  Statement(*m_db, "INSERT INTO schedules (name, queue, every, cron, payload, "
-                   "labels, priority, due_at, created_at, created_by, "
-                   "trigger_key) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")
-      .bind(1, spec.name)
-      .bind(2, spec.queue)
-      .bind(3, every ? std::optional(text) : std::nullopt)
-      .bind(4, every ? std::nullopt : std::optional(text))
-      .bind(5, spec.payload)
-      .bind(6, spec.labels.empty() ? std::nullopt
-                                   : std::optional(labels_to_json(spec.labels)))
-      .bind(7, spec.priority)
-      .bind(8, to_unix_ms(core::ticks(spec.when, now).next))
-      .bind(9, to_unix_ms(now))
-      .bind(10, actor)
-      .bind(11, spec.trigger)
-      .run();
-  tx.commit();
+  retrying([&] {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    refuse_taken(*m_db, "schedules", "schedule", spec.name);
+    const bool every = std::holds_alternative<core::Every>(spec.when);
+    const std::string text = core::to_string(spec.when);
+    Statement(*m_db,
+              "INSERT INTO schedules (name, queue, every, cron, payload, "
+              "labels, priority, due_at, created_at, created_by, "
+              "trigger_key) "
+              "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)")
+        .bind(1, spec.name)
+        .bind(2, spec.queue)
+        .bind(3, every ? std::optional(text) : std::nullopt)
+        .bind(4, every ? std::nullopt : std::optional(text))
+        .bind(5, spec.payload)
+        .bind(6, spec.labels.empty()
+                     ? std::nullopt
+                     : std::optional(labels_to_json(spec.labels)))
+        .bind(7, spec.priority)
+        .bind(8, to_unix_ms(core::ticks(spec.when, now).next))
+        .bind(9, to_unix_ms(now))
+        .bind(10, actor)
+        .bind(11, spec.trigger)
+        .run();
+    tx.commit();
+  });
 }
 
 std::vector<ScheduleInfo> TaskStore::schedules() {
@@ -206,44 +210,52 @@ ScheduleInfo TaskStore::schedule(const std::string& name) {
 
 void TaskStore::set_schedule_paused(const std::string& name, bool paused,
                                     Time now) {
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  require_named(*m_db, "schedules", "schedule", name);
-  const ScheduleInfo info = [&] {
-    Statement st(*m_db, join(join("SELECT ", k_schedule_columns),
-                             " FROM schedules WHERE name = ?1"));
-    st.bind(1, name);
-    st.step();
-    return read_schedule(st);
-  }();
-  if (info.paused != paused) {
-    // Resuming starts from the next tick: what was missed stays missed.
-    Statement(*m_db, "UPDATE schedules SET paused = ?2, "
-                     "due_at = CASE WHEN ?2 = 1 THEN due_at ELSE ?3 END "
-                     "WHERE name = ?1")
-        .bind(1, name)
-        .bind(2, paused ? 1 : 0)
-        .bind(3, to_unix_ms(core::ticks(info.spec.when, now).next))
-        .run();
-  }
-  tx.commit();
+  retrying([&] {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    require_named(*m_db, "schedules", "schedule", name);
+    const ScheduleInfo info = [&] {
+      Statement st(*m_db, join(join("SELECT ", k_schedule_columns),
+                               " FROM schedules WHERE name = ?1"));
+      st.bind(1, name);
+      st.step();
+      return read_schedule(st);
+    }();
+    if (info.paused != paused) {
+      // Resuming starts from the next tick: what was missed stays missed.
+      Statement(*m_db, "UPDATE schedules SET paused = ?2, "
+                       "due_at = CASE WHEN ?2 = 1 THEN due_at ELSE ?3 END "
+                       "WHERE name = ?1")
+          .bind(1, name)
+          .bind(2, paused ? 1 : 0)
+          .bind(3, to_unix_ms(core::ticks(info.spec.when, now).next))
+          .run();
+    }
+    tx.commit();
+  });
 }
 
 void TaskStore::remove_schedule(const std::string& name) {
-  Transaction tx(*m_db);
-  require_named(*m_db, "schedules", "schedule", name);
-  Statement(*m_db, "DELETE FROM schedules WHERE name = ?1").bind(1, name).run();
-  tx.commit();
+  retrying([&] {
+    Transaction tx(*m_db);
+    require_named(*m_db, "schedules", "schedule", name);
+    Statement(*m_db, "DELETE FROM schedules WHERE name = ?1")
+        .bind(1, name)
+        .run();
+    tx.commit();
+  });
 }
 
 std::vector<int64_t> TaskStore::tick(const std::optional<std::string>& queue,
                                      Time now, const std::string& actor) {
   (void)actor; // emitted tasks are created by their schedule
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  auto ids = emit_schedules(*m_db, queue ? &*queue : nullptr, now);
-  tx.commit();
-  return ids;
+  return retrying([&]() -> std::vector<int64_t> {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    auto ids = emit_schedules(*m_db, queue ? &*queue : nullptr, now);
+    tx.commit();
+    return ids;
+  });
 }
 
 void TaskStore::add_gate(const GateSpec& spec, Time now,
@@ -254,23 +266,26 @@ void TaskStore::add_gate(const GateSpec& spec, Time now,
   std::vector<std::string> keys = spec.keys;
   std::sort(keys.begin(), keys.end());
   keys.erase(std::unique(keys.begin(), keys.end()), keys.end());
-  Transaction tx(*m_db);
-  now = locked_now(now);
-  refuse_taken(*m_db, "gates", "gate", spec.name);
-  Statement(*m_db, "INSERT INTO gates (name, queue, keys, payload, labels, "
-                   "priority, created_at, created_by) "
-                   "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
-      .bind(1, spec.name)
-      .bind(2, spec.queue)
-      .bind(3, nlohmann::json(keys).dump())
-      .bind(4, spec.payload)
-      .bind(5, spec.labels.empty() ? std::nullopt
-                                   : std::optional(labels_to_json(spec.labels)))
-      .bind(6, spec.priority)
-      .bind(7, to_unix_ms(now))
-      .bind(8, actor)
-      .run();
-  tx.commit();
+  retrying([&] {
+    Transaction tx(*m_db);
+    now = locked_now(now);
+    refuse_taken(*m_db, "gates", "gate", spec.name);
+    Statement(*m_db, "INSERT INTO gates (name, queue, keys, payload, labels, "
+                     "priority, created_at, created_by) "
+                     "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)")
+        .bind(1, spec.name)
+        .bind(2, spec.queue)
+        .bind(3, nlohmann::json(keys).dump())
+        .bind(4, spec.payload)
+        .bind(5, spec.labels.empty()
+                     ? std::nullopt
+                     : std::optional(labels_to_json(spec.labels)))
+        .bind(6, spec.priority)
+        .bind(7, to_unix_ms(now))
+        .bind(8, actor)
+        .run();
+    tx.commit();
+  });
 }
 
 std::vector<GateInfo> TaskStore::gates() {
@@ -296,10 +311,12 @@ GateInfo TaskStore::gate(const std::string& name) {
 }
 
 void TaskStore::remove_gate(const std::string& name) {
-  Transaction tx(*m_db);
-  require_named(*m_db, "gates", "gate", name);
-  Statement(*m_db, "DELETE FROM gates WHERE name = ?1").bind(1, name).run();
-  tx.commit();
+  retrying([&] {
+    Transaction tx(*m_db);
+    require_named(*m_db, "gates", "gate", name);
+    Statement(*m_db, "DELETE FROM gates WHERE name = ?1").bind(1, name).run();
+    tx.commit();
+  });
 }
 
 } // namespace taskq::storage

@@ -150,8 +150,8 @@ public:
 
   // Adds one task per payload that `next` yields (it fills its argument
   // and returns true, or returns false at the end; it may throw to abort),
-  // all in one transaction: all or nothing. `on_id` sees each new id, in
-  // order; the ids are consecutive. Returns the count.
+  // all in one transaction: all or nothing. `on_id` sees each id after the
+  // commit, in order (consecutive on SQLite only). Returns the count.
   int64_t add_many(const NewTask& proto,
                    const std::function<bool(std::string&)>& next,
                    const std::function<void(int64_t)>& on_id, core::Time now,

@@ -12,6 +12,7 @@
 #include "core/state.hpp"
 #include "core/text.hpp"
 #include "core/time.hpp"
+#include "storage/replay.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 #include "storage/transfer_columns.hpp"
@@ -476,108 +477,116 @@ void TaskStore::export_tasks(
 }
 
 int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
-  Transaction tx(*m_db);
-  RowWriter tasks(*m_db, "tasks", "");
-  RowWriter errors(*m_db, "task_errors", "errors");
-  RowWriter events(*m_db, "events", "events");
-  RowWriter deps(*m_db, "task_deps", "deps");
-  RowWriter deliveries(*m_db, "deliveries", "deliveries");
-  RowWriter output(*m_db, "task_output", "output");
-  FlowWriters flows(*m_db);
-  Statement exists(*m_db, "SELECT 1 FROM tasks WHERE id = ?1");
-  // Where each imported task and flow came from, for errors found after
-  // the last line: its index in `lines` by id.
-  std::vector<int64_t> lines;
-  std::unordered_map<int64_t, size_t> task_place;
-  std::unordered_map<int64_t, size_t> flow_place;
-  std::string ids = "[";
-  std::string flow_ids = "[";
-  const auto at = [](int64_t line) {
-    return line > 0 ? "line " + std::to_string(line) + ": " : std::string();
-  };
-  // A task or flow the input gives twice is the input's fault (exit 2),
-  // not a conflict with the database: the first one is already written.
-  const auto once = [&](const ImageRow& row,
-                        const std::unordered_map<int64_t, size_t>& place,
-                        const char* kind) {
-    const std::string* text = cell(row, "id");
-    int64_t id = 0;
-    if (text == nullptr
-        || std::from_chars(text->data(), text->data() + text->size(), id).ec
-               != std::errc()) {
-      return; // import_one/import_flow say what is wrong with it
-    }
-    if (const auto found = place.find(id); found != place.end()) {
-      throw Error(ErrorKind::usage, std::string(kind) + " " + std::to_string(id)
-                                        + " is given twice (first on line "
-                                        + std::to_string(lines[found->second])
-                                        + ")");
-    }
-  };
-  TaskImage image;
-  while (next(image)) {
-    try {
-      if (image.flow) {
-        once(image.flow->flow, flow_place, "flow");
-        const int64_t id = import_flow(*image.flow, flows);
-        flow_ids += (flow_place.empty() ? "" : ",") + std::to_string(id);
-        flow_place.emplace(id, lines.size());
-      } else {
-        once(image.task, task_place, "task");
-        const int64_t id = import_one(image, exists, tasks, errors, events,
-                                      deps, deliveries, output);
-        ids += (task_place.empty() ? "" : ",") + std::to_string(id);
-        task_place.emplace(id, lines.size());
+  // Each try reads the same images (kept in a temporary file on
+  // PostgreSQL, where a conflict runs the transaction again).
+  Replay<TaskImage> input(next, m_db->backend() == Backend::postgresql);
+  return retrying_with(input, [&]() -> int64_t {
+    Transaction tx(*m_db);
+    RowWriter tasks(*m_db, "tasks", "");
+    RowWriter errors(*m_db, "task_errors", "errors");
+    RowWriter events(*m_db, "events", "events");
+    RowWriter deps(*m_db, "task_deps", "deps");
+    RowWriter deliveries(*m_db, "deliveries", "deliveries");
+    RowWriter output(*m_db, "task_output", "output");
+    FlowWriters flows(*m_db);
+    Statement exists(*m_db, "SELECT 1 FROM tasks WHERE id = ?1");
+    // Where each imported task and flow came from, for errors found after
+    // the last line: its index in `lines` by id.
+    std::vector<int64_t> lines;
+    std::unordered_map<int64_t, size_t> task_place;
+    std::unordered_map<int64_t, size_t> flow_place;
+    std::string ids = "[";
+    std::string flow_ids = "[";
+    const auto at = [](int64_t line) {
+      return line > 0 ? "line " + std::to_string(line) + ": " : std::string();
+    };
+    // A task or flow the input gives twice is the input's fault (exit 2),
+    // not a conflict with the database: the first one is already written.
+    const auto once = [&](const ImageRow& row,
+                          const std::unordered_map<int64_t, size_t>& place,
+                          const char* kind) {
+      const std::string* text = cell(row, "id");
+      int64_t id = 0;
+      if (text == nullptr
+          || std::from_chars(text->data(), text->data() + text->size(), id).ec
+                 != std::errc()) {
+        return; // import_one/import_flow say what is wrong with it
       }
-      lines.push_back(image.line);
-    } catch (const Error& e) {
-      throw Error(e.kind(), at(image.line) + e.what());
-    }
-    image = TaskImage();
-  }
-  ids += "]";
-  flow_ids += "]";
-  // The label index holds the labels of unfinished tasks: those imported,
-  // in one statement.
-  Statement(*m_db, "INSERT OR IGNORE INTO task_labels (key, value, task_id) "
-                   "SELECT j.key, j.value, t.id FROM tasks t, "
-                       + m_db->dialect().json_object_rows("t.labels")
-                       + " j WHERE t.id IN (SELECT CAST(i.value AS BIGINT) "
-                         "FROM "
-                       + m_db->dialect().json_array_rows("?1")
-                       + " i) AND t.state NOT IN ('completed', 'failed', "
-                         "'killed')")
-      .bind(1, ids)
-      .run();
-  // The rules db check verifies, on the imported tasks and flows (they may
-  // name each other in any order, so only now): the first offender in the
-  // input names its line.
-  std::optional<std::pair<size_t, std::string>> first; // (place, what)
-  std::string_view problem;
-  const auto offender = [&](const std::unordered_map<int64_t, size_t>& place,
-                            const char* what) {
-    return [&place, &first, &problem, what](const Invariant& rule, int64_t id) {
-      const size_t p = place.at(id);
-      if (!first || p < first->first) {
-        first = std::pair(p, what + std::to_string(id));
-        problem = rule.problem;
+      if (const auto found = place.find(id); found != place.end()) {
+        throw Error(ErrorKind::usage,
+                    std::string(kind) + " " + std::to_string(id)
+                        + " is given twice (first on line "
+                        + std::to_string(lines[found->second]) + ")");
       }
     };
-  };
-  find_violations(*m_db, ids, offender(task_place, "task "));
-  find_flow_violations(*m_db, flow_ids, offender(flow_place, "flow "));
-  if (first) {
-    throw Error(ErrorKind::usage, at(lines[first->first]) + first->second + ": "
-                                      + std::string(problem));
-  }
-  if (!task_place.empty()) {
-    m_db->ids_given("tasks");
-  }
-  if (!flow_place.empty()) {
-    m_db->ids_given("flows");
-  }
-  tx.commit();
-  return static_cast<int64_t>(task_place.size());
+    TaskImage image;
+    while (input.next(image)) {
+      try {
+        if (image.flow) {
+          once(image.flow->flow, flow_place, "flow");
+          const int64_t id = import_flow(*image.flow, flows);
+          flow_ids += (flow_place.empty() ? "" : ",") + std::to_string(id);
+          flow_place.emplace(id, lines.size());
+        } else {
+          once(image.task, task_place, "task");
+          const int64_t id = import_one(image, exists, tasks, errors, events,
+                                        deps, deliveries, output);
+          ids += (task_place.empty() ? "" : ",") + std::to_string(id);
+          task_place.emplace(id, lines.size());
+        }
+        lines.push_back(image.line);
+      } catch (const TxConflict&) {
+        throw; // the whole import again
+      } catch (const Error& e) {
+        throw Error(e.kind(), at(image.line) + e.what());
+      }
+      image = TaskImage();
+    }
+    ids += "]";
+    flow_ids += "]";
+    // The label index holds the labels of unfinished tasks: those imported,
+    // in one statement.
+    Statement(*m_db, "INSERT OR IGNORE INTO task_labels (key, value, task_id) "
+                     "SELECT j.key, j.value, t.id FROM tasks t, "
+                         + m_db->dialect().json_object_rows("t.labels")
+                         + " j WHERE t.id IN (SELECT CAST(i.value AS BIGINT) "
+                           "FROM "
+                         + m_db->dialect().json_array_rows("?1")
+                         + " i) AND t.state NOT IN ('completed', 'failed', "
+                           "'killed')")
+        .bind(1, ids)
+        .run();
+    // The rules db check verifies, on the imported tasks and flows (they may
+    // name each other in any order, so only now): the first offender in the
+    // input names its line.
+    std::optional<std::pair<size_t, std::string>> first; // (place, what)
+    std::string_view problem;
+    const auto offender = [&](const std::unordered_map<int64_t, size_t>& place,
+                              const char* what) {
+      return
+          [&place, &first, &problem, what](const Invariant& rule, int64_t id) {
+            const size_t p = place.at(id);
+            if (!first || p < first->first) {
+              first = std::pair(p, what + std::to_string(id));
+              problem = rule.problem;
+            }
+          };
+    };
+    find_violations(*m_db, ids, offender(task_place, "task "));
+    find_flow_violations(*m_db, flow_ids, offender(flow_place, "flow "));
+    if (first) {
+      throw Error(ErrorKind::usage, at(lines[first->first]) + first->second
+                                        + ": " + std::string(problem));
+    }
+    if (!task_place.empty()) {
+      m_db->ids_given("tasks");
+    }
+    if (!flow_place.empty()) {
+      m_db->ids_given("flows");
+    }
+    tx.commit();
+    return static_cast<int64_t>(task_place.size());
+  });
 }
 
 } // namespace taskq::storage
