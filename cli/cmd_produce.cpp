@@ -344,27 +344,28 @@ void run_add(const AddOptions& o, Context& ctx) {
       ctx.format(Format::table, {Format::table, Format::id, Format::json});
   JsonlReader reader(*bulk, "nothing was added", o.lines.has_value());
   auto& store = ctx.store(storage::OpenMode::write);
-  // Ids within one write transaction are consecutive, so the first and
-  // the count give them all without holding them in memory.
+  // On PostgreSQL, adds at the same time take ids from one sequence in
+  // turns: each id is printed as it comes (after the commit), never
+  // inferred from the first.
   int64_t first = 0;
+  int64_t last = 0;
   const int64_t count = store.add_many(
       task, [&](std::string& payload) { return reader.next(payload); },
       [&](int64_t id) {
         if (first == 0) {
           first = id;
         }
+        last = id;
+        if (format == Format::id) {
+          std::printf("%lld\n", static_cast<long long>(id));
+        }
       },
       now, ctx.actor());
-  if (format == Format::id) {
-    for (int64_t i = 0; i < count; ++i) {
-      std::printf("%lld\n", static_cast<long long>(first + i));
-    }
-  } else if (format == Format::json) {
-    print_json(
-        Json{{"added", count},
-             {"first_id", count > 0 ? Json(first) : Json(nullptr)},
-             {"last_id", count > 0 ? Json(first + count - 1) : Json(nullptr)}});
-  } else {
+  if (format == Format::json) {
+    print_json(Json{{"added", count},
+                    {"first_id", count > 0 ? Json(first) : Json(nullptr)},
+                    {"last_id", count > 0 ? Json(last) : Json(nullptr)}});
+  } else if (format == Format::table) {
     std::printf("%lld\n", static_cast<long long>(count));
   }
 }

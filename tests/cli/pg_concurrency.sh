@@ -56,6 +56,22 @@ for round in 1 2 3 4 5; do
     "round $round: one task holds key$round"
 done
 
+section "bulk adds at once: each prints exactly the ids it added"
+# On PostgreSQL concurrent adds take ids from one sequence in turns, so an
+# add's ids need not be consecutive.
+for i in 1 2 3 4; do
+  seq 1 2000 | sed "s/.*/{\"add\":$i,\"n\":&}/" >"$scratch/bulk$i.jsonl"
+done
+hammer bulk 4 "$TASKQ" add b --jsonl "$scratch/bulk@I.jsonl" -o id
+expect_eq "$(rcs bulk)" "4 0" "every bulk add exits 0 ($(errs bulk))"
+out=$(tq list --queue b --limit 9000 -o json)
+for i in 1 2 3 4; do
+  want=$(jq -r "select(.payload.add == $i) | .id" <<<"$out" | sort -n | paste -sd' ')
+  got=$(sort -n "$scratch/bulk.$i.out" | paste -sd' ')
+  expect_eq "$(wc -w <<<"$got")" 2000 "add $i prints 2000 ids"
+  expect_eq "$got" "$want" "add $i prints the ids of its own tasks"
+done
+
 section "--max-running 3: 16 leases at once hand out 3"
 for i in $(seq 1 40); do add_task m >/dev/null; done
 for round in 1 2 3; do
