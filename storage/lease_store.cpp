@@ -60,45 +60,6 @@ std::optional<TaskState> locked_state(Db& db, int64_t id) {
   return core::parse_state(st.get_text(0));
 }
 
-// Makes expired leases of `queue` plain unleased tasks again, so they are
-// back in the ready index. Costs O(log n) per expired lease. The UPDATE
-// repeats the test: a heartbeat that extended the lease, or another
-// leaser that reclaimed it, since the SELECT wins (PostgreSQL re-checks
-// the WHERE on the row's newest version once it holds the row).
-void reclaim_expired(Db& db, const std::string& queue, Time now) {
-  std::vector<std::pair<int64_t, std::string>> expired;
-  {
-    Statement st(db, "SELECT id, lease_worker FROM tasks WHERE queue = ?1 AND "
-                     "lease_token IS NOT NULL AND lease_expires <= ?2 "
-                     "ORDER BY lease_expires, id");
-    st.bind(1, queue).bind(2, to_unix_ms(now));
-    while (st.step()) {
-      expired.emplace_back(st.get_int(0), st.get_text(1));
-    }
-  }
-  for (const auto& [id, worker] : expired) {
-    Statement clear(db,
-                    "UPDATE tasks SET lease_token = NULL, lease_worker = NULL, "
-                    "lease_expires = NULL, rev = rev + 1 WHERE id = ?1 AND "
-                    "lease_token IS NOT NULL AND lease_expires <= ?2");
-    clear.bind(1, id).bind(2, to_unix_ms(now)).run();
-    if (clear.changes() == 0) {
-      continue;
-    }
-    bump_queue_counter(db, queue, QueueCounter::leases_expired);
-    log_event(db, id, now, "expire", TaskState::runnable, TaskState::runnable,
-              k_system_actor, "lease of " + worker + " expired");
-  }
-}
-
-int64_t count_running(Db& db, const std::string& queue, Time now) {
-  Statement st(db, "SELECT count(*) FROM tasks WHERE queue = ?1 AND "
-                   "lease_token IS NOT NULL AND lease_expires > ?2");
-  st.bind(1, queue).bind(2, to_unix_ms(now));
-  st.step();
-  return st.get_int(0);
-}
-
 // The distinct priorities among a queue's unleased runnable and sleeping
 // tasks, highest first, one tasks_ready seek each. next_due and
 // anything_due look at each priority's run_at range separately, since a
@@ -149,22 +110,41 @@ private:
 // due, unleased, not waiting for dependencies, addressed to any worker or
 // to this one, its labels matching `m`. One index seek per distinct
 // priority above it, however many tasks wait for a later time.
+// The due tasks of queue ?1 at `priority` (SQL: a parameter or a
+// subquery) in lease order, after (?4, ?5) in (run_at, id), ?6 of them at
+// most, each with whether it has errors; each locked, and a locked one
+// passed over, on PostgreSQL.
+std::string due_sql(const Db& db, std::string_view priority) {
+  return join(
+      join("SELECT ", k_task_columns),
+      ", CASE WHEN EXISTS (SELECT 1 FROM task_errors e "
+      "WHERE e.task_id = tasks.id) THEN 1 ELSE 0 END"
+      " FROM tasks INDEXED BY tasks_ready WHERE queue = ?1 "
+      "AND lease_token IS NULL AND state IN ('runnable', "
+      "'sleeping') AND blockers = 0 AND broadcast_until IS "
+      "NULL AND priority = "
+          + std::string(priority)
+          + " AND run_at <= ?3 "
+            "AND (run_at > ?4 OR (run_at = ?4 AND id > ?5)) "
+            "ORDER BY run_at, id LIMIT ?6"
+          + std::string(row_lock(db, " FOR UPDATE OF tasks SKIP LOCKED")));
+}
+
 class Candidates {
 public:
   explicit Candidates(Db& db)
-      : m_db(db), m_walk(db),
-        m_due(db, join(join("SELECT ", k_task_columns),
-                       ", CASE WHEN EXISTS (SELECT 1 FROM task_errors e "
-                       "WHERE e.task_id = tasks.id) THEN 1 ELSE 0 END"
-                       " FROM tasks INDEXED BY tasks_ready WHERE queue = ?1 "
-                       "AND lease_token IS NULL AND state IN ('runnable', "
-                       "'sleeping') AND blockers = 0 AND broadcast_until IS "
-                       "NULL AND priority = ?2 AND run_at <= ?3 "
-                       "AND (run_at > ?4 OR (run_at = ?4 AND id > ?5)) "
-                       "ORDER BY run_at, id LIMIT ?6"
-                           + std::string(row_lock(
-                               db, " FOR UPDATE OF tasks SKIP LOCKED")))),
-        m_locks(db.backend() == Backend::postgresql) {}
+      : m_db(db), m_walk(db), m_due(db, due_sql(db, "?2")),
+        m_locks(db.backend() == Backend::postgresql) {
+    if (m_locks) {
+      m_top.emplace(db,
+                    due_sql(db, "(SELECT priority FROM tasks INDEXED BY "
+                                "tasks_ready WHERE queue = ?1 AND lease_token "
+                                "IS NULL AND state IN ('runnable', 'sleeping') "
+                                "AND blockers = 0 AND broadcast_until IS NULL "
+                                "AND priority <= ?2 ORDER BY priority DESC "
+                                "LIMIT 1)"));
+    }
+  }
 
   // The first such task, or nullptr. Up to `want` of them (how many the
   // caller may still lease) are read at once and kept, in lease order:
@@ -196,11 +176,19 @@ private:
             const std::vector<int64_t>& skip, Time now, size_t want) {
     std::vector<size_t> with_errors; // indexes into kept
     m_walk.start(queue);
+    // On PostgreSQL the first page is read at the highest priority found
+    // in the same statement (m_top): a round trip less. When it has no
+    // match (none due there, or every one held), the walk goes over every
+    // priority from the highest, as on SQLite.
+    bool top = m_locks;
     while (kept.empty()) {
-      const auto priority = m_walk.next();
+      const auto priority =
+          top ? std::optional(std::numeric_limits<int64_t>::max())
+              : m_walk.next();
       if (!priority) {
         break;
       }
+      Statement& due = top ? *m_top : m_due;
       // Page by page, after the last row seen: SQLite would stop at the
       // first row taken, but PostgreSQL sends a whole result, and a lease
       // must not read every due task of a long queue. The first page with
@@ -214,28 +202,32 @@ private:
       int64_t after_run_at = std::numeric_limits<int64_t>::min();
       int64_t after_id = 0;
       for (int rows = page; rows == page && kept.empty();) {
-        m_due.bind(1, queue)
+        due.bind(1, queue)
             .bind(2, *priority)
             .bind(3, to_unix_ms(now))
             .bind(4, after_run_at)
             .bind(5, after_id)
             .bind(6, page);
         rows = 0;
-        while (kept.size() < want && m_due.step()) {
+        while (kept.size() < want && due.step()) {
           ++rows;
-          Task t = read_task(m_due);
+          Task t = read_task(due);
           after_run_at = to_unix_ms(t.run_at);
           after_id = t.id;
           if ((!t.to_worker || *t.to_worker == worker)
               && core::matches(t.labels, m)
               && std::find(skip.begin(), skip.end(), t.id) == skip.end()) {
-            if (m_due.get_int(k_task_column_count) != 0) {
+            if (due.get_int(k_task_column_count) != 0) {
               with_errors.push_back(kept.size());
             }
             kept.push_back(std::move(t));
           }
         }
-        m_due.reset();
+        due.reset();
+        if (top) {
+          top = false; // one page
+          break;
+        }
       }
     }
     for (const size_t i : with_errors) {
@@ -249,7 +241,8 @@ private:
   Db& m_db;
   PriorityWalk m_walk;
   Statement m_due;
-  bool m_locks; // rows read are locked (PostgreSQL)
+  std::optional<Statement> m_top; // m_due at the highest priority (PostgreSQL)
+  bool m_locks;                   // rows read are locked (PostgreSQL)
   std::map<std::string, std::deque<Task>, std::less<>> m_kept;
 };
 

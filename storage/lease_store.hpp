@@ -30,6 +30,10 @@ std::string_view row_lock(const Db& db, std::string_view clause);
 // commit: the caller decides on it and writes it.
 void lock_task(Db& db, int64_t id);
 
+// Makes the expired leases of `queue` plain unleased tasks again, back in
+// the ready index, each logged and counted (storage/lease_expiry.cpp).
+void reclaim_expired(Db& db, const std::string& queue, core::Time now);
+
 // How many tasks of `queue` hold a live lease.
 int64_t count_running(Db& db, const std::string& queue, core::Time now);
 
