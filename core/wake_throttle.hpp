@@ -16,26 +16,35 @@ namespace taskq::core {
 // commits within k_wake_every of the last wake-up with one wake-up owed,
 // sent when that spell ends (due()) or at the next commit after it. A
 // waiter learns of a busy writer's commit at most k_wake_every late; of a
-// lone command's (an `add`, an operator's `kill`), at once.
+// lone command's (an `add`, an operator's `kill`), at once. A quiet commit,
+// one that concerns only those watching (a worker's task ended with
+// nothing to follow it, and its next lease), not the workers waiting for
+// work, wakes them at most once per k_quiet_wake_every: with 32 busy
+// workers, 20 ms still cost a third of the fleet's throughput.
 inline constexpr std::chrono::milliseconds k_wake_every{20};
+inline constexpr std::chrono::milliseconds k_quiet_wake_every{100};
 
 class WakeThrottle {
 public:
   using Clock = std::chrono::steady_clock;
 
-  explicit WakeThrottle(Clock::duration every = k_wake_every)
-      : m_every(every) {}
+  explicit WakeThrottle(Clock::duration every = k_wake_every,
+                        Clock::duration quiet_every = k_quiet_wake_every)
+      : m_every(every), m_quiet_every(quiet_every) {}
 
-  // A commit that changed rows, at `now`: true when it wakes the others
-  // itself; false when it owes a wake-up, sent at due().
-  bool commit(Clock::time_point now) {
-    if (m_woke && now < m_last + m_every) {
+  // A commit that changed rows, at `now` (`quiet`: see k_quiet_wake_every):
+  // true when it wakes the others itself; false when it owes a wake-up,
+  // sent at due().
+  bool commit(Clock::time_point now, bool quiet = false) {
+    if (m_woke && now < m_last + (quiet ? m_quiet_every : m_every)) {
       m_owed = true;
+      m_owed_soon = m_owed_soon || !quiet;
       return false;
     }
     m_last = now;
     m_woke = true;
     m_owed = false;
+    m_owed_soon = false;
     return true;
   }
 
@@ -44,7 +53,7 @@ public:
     if (!m_owed) {
       return std::nullopt;
     }
-    return m_last + m_every;
+    return m_last + (m_owed_soon ? m_every : m_quiet_every);
   }
   bool owed() const { return m_owed; }
 
@@ -54,13 +63,16 @@ public:
     m_last = now;
     m_woke = true;
     m_owed = false;
+    m_owed_soon = false;
   }
 
 private:
   Clock::duration m_every;
+  Clock::duration m_quiet_every;
   Clock::time_point m_last{}; // the last wake-up sent, if m_woke
   bool m_woke = false;
   bool m_owed = false;
+  bool m_owed_soon = false; // a commit owed is not quiet
 };
 
 } // namespace taskq::core

@@ -85,6 +85,7 @@ public:
   // `unless_taken` found the key taken); returns their ids, in order, as
   // the database assigned them.
   const std::vector<int64_t>& insert(const std::string* payloads) {
+    m_db->wake_soon(); // work for a waiting worker
     for (int i = 0; i < m_rows; ++i) {
       m_st.bind_borrowed(k_first_payload + i, payloads[i]);
     }

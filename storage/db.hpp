@@ -193,6 +193,12 @@ public:
     return std::nullopt;
   }
   virtual void wake_owed() {}
+  // The open write transaction's changes concern only those watching (see
+  // core::k_quiet_wake_every), unless wake_soon() says otherwise: a change
+  // that may give a waiting worker work (a task added, made ready, due
+  // again, or whose dependency ended). Both end with the transaction.
+  virtual void wake_later() {}
+  virtual void wake_soon() {}
 
   // The id of the last row this connection inserted, where the database
   // keeps it (SQLite); std::nullopt elsewhere: ask with RETURNING.

@@ -202,6 +202,7 @@ void settle_finished(Db& db, int64_t id, const core::Labels& labels,
   }
   for (const auto& [dependent, dep_state] : waiting) {
     if (state == TaskState::completed) {
+      db.wake_soon(); // the dependent may be ready now
       Statement(db, "UPDATE tasks SET blockers = blockers - 1, "
                     "rev = rev + 1, updated_at = ?2 WHERE id = ?1")
           .bind(1, dependent)

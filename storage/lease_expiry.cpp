@@ -40,6 +40,7 @@ void reclaim_expired(Db& db, const std::string& queue, Time now) {
     if (clear.changes() == 0) {
       continue;
     }
+    db.wake_soon(); // leasable again
     bump_queue_counter(db, queue, QueueCounter::leases_expired);
     log_event(db, id, now, "expire", TaskState::runnable, TaskState::runnable,
               k_system_actor, "lease of " + worker + " expired");

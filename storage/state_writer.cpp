@@ -109,11 +109,25 @@ void Assignments::bind(Statement& st) const {
 // One task
 // ---------------------------------------------------------------------------
 
+namespace {
+
+// A task moved to runnable or sleeping may be work for a waiting worker
+// now or at its run_at: the commit wakes the workers soon
+// (Db::wake_soon).
+void wake_if_ready(Db& db, TaskState to) {
+  if (to == TaskState::runnable || to == TaskState::sleeping) {
+    db.wake_soon();
+  }
+}
+
+} // namespace
+
 TaskState move_task(Db& db, const StateChange& change, Time now) {
   const auto to = next_state(change.from, change.cause);
   if (!to) {
     refuse(change.id, change.from, change.cause);
   }
+  wake_if_ready(db, *to);
   Statement st(db, "UPDATE tasks SET state = ?2, rev = rev + 1, updated_at = "
                    "?3" + change.also.sql()
                        + " WHERE id = ?1");
@@ -142,6 +156,7 @@ TaskState record_move(Db& db, const StateChange& change, Time now) {
   if (!to) {
     refuse(change.id, change.from, change.cause);
   }
+  wake_if_ready(db, *to);
   log_event(db, change.id, now, event_message(change.cause), change.from, *to,
             change.actor, change.detail);
   return *to;

@@ -331,6 +331,10 @@ BatchResult TaskStore::apply_outcomes(const std::vector<Outcome>& outcomes,
   return retrying([&]() -> BatchResult {
     Transaction tx(*m_db);
     now = locked_now(now);
+    // A worker's outcomes and its next lease concern those watching; what
+    // gives a waiting worker work (a retry, a release, a dependent ready,
+    // a lease reclaimed, a task added) says so itself.
+    m_db->wake_later();
     BatchResult out;
     out.outcomes.reserve(outcomes.size());
     for (const Outcome& o : outcomes) {
@@ -360,10 +364,12 @@ BatchResult TaskStore::apply_outcomes(const std::vector<Outcome>& outcomes,
           r.task->result = o.result;
         }
         break;
-      case Outcome::Kind::fail:
+      case Outcome::Kind::fail: // retried, moved, or failed for good
+        m_db->wake_soon();
         r.task = fail_held(*m_db, *held, o.token, o.fail, now);
         break;
       case Outcome::Kind::release:
+        m_db->wake_soon();
         r.task = release_held(*m_db, *held, o.token, o.delay, now);
         break;
       }

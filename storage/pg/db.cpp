@@ -398,6 +398,7 @@ public:
       server_time_seen(*m_lock_time);
     }
     m_changed = false;
+    m_wake_later = m_wake_soon = false;
     m_behind.drop();
   }
 
@@ -410,7 +411,8 @@ public:
     // The events rows not yet written go first, in the same round trip;
     // their INSERT failing stops the rest.
     const std::string sql = m_behind.take_sql(m_conn.get())
-                            + m_behind.commit_sql(m_write && m_changed);
+                            + m_behind.commit_sql(m_write && m_changed,
+                                                  m_wake_later && !m_wake_soon);
     // The commit's result first (the INSERT's before it), then the
     // NOTIFY's transaction, whose results are read and dropped (a wake-up
     // lost is no error).
@@ -448,6 +450,8 @@ public:
     return m_behind.wake_due();
   }
   void wake_owed() override { m_behind.wake_owed(m_conn.get()); }
+  void wake_later() override { m_wake_later = true; }
+  void wake_soon() override { m_wake_soon = true; }
   ~PgDb() override {
     if (!m_lost) {
       m_behind.wake_owed(m_conn.get(), true);
@@ -550,8 +554,10 @@ private:
     core::Time server;                          // the server's clock read
     std::chrono::steady_clock::time_point here; // when the reply came
   };
-  std::optional<Seen> m_seen;  // the latest reading: see server_now()
-  bool m_changed = false;      // since begin(): a statement changed rows
+  std::optional<Seen> m_seen; // the latest reading: see server_now()
+  bool m_changed = false;     // since begin(): a statement changed rows
+  bool m_wake_later = false;  // since begin(): see Db::wake_later()
+  bool m_wake_soon = false;
   pg::WriteBehind m_behind;    // events rows and wake-ups: see defer_event()
   mutable bool m_lost = false; // the connection broke: see reconnect()
 };

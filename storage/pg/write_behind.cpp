@@ -41,8 +41,8 @@ std::string WriteBehind::take_sql(PGconn* conn) {
   return sql;
 }
 
-const char* WriteBehind::commit_sql(bool changed) {
-  return changed && m_wakes.commit(std::chrono::steady_clock::now())
+const char* WriteBehind::commit_sql(bool changed, bool quiet) {
+  return changed && m_wakes.commit(std::chrono::steady_clock::now(), quiet)
              ? k_commit_write
              : "COMMIT";
 }

@@ -32,8 +32,9 @@ public:
   // --- wake-ups ---
   // What ends the open write transaction after take_sql(): a COMMIT, and
   // the NOTIFY of its own transaction (k_commit_write) when the write
-  // changed rows and no wake-up went out within k_wake_every.
-  const char* commit_sql(bool changed);
+  // changed rows and no wake-up went out within core::k_wake_every (a
+  // quiet write's: core::k_quiet_wake_every).
+  const char* commit_sql(bool changed, bool quiet);
   std::optional<std::chrono::steady_clock::time_point> wake_due() const {
     return m_wakes.due();
   }

@@ -29,6 +29,24 @@ TEST_CASE("a commit after a quiet spell wakes at once; one within the spell "
   CHECK_FALSE(w.owed());
 }
 
+TEST_CASE("quiet commits wake the others once per longer spell, unless a "
+          "commit that is not quiet comes") {
+  WakeThrottle w(20ms, 100ms);
+  const WakeThrottle::Clock::time_point t0{1s};
+  CHECK(w.commit(t0, true));
+  CHECK_FALSE(w.commit(t0 + 30ms, true)); // within 100 ms
+  CHECK(w.due() == t0 + 100ms);
+  // One not quiet: the wake-up owed is due at the short spell's end.
+  CHECK_FALSE(w.commit(t0 + 10ms));
+  CHECK(w.due() == t0 + 20ms);
+  w.sent(t0 + 20ms);
+  // Past the short spell, a commit not quiet wakes at once even within
+  // the long one.
+  CHECK_FALSE(w.commit(t0 + 50ms, true));
+  CHECK(w.commit(t0 + 60ms));
+  CHECK_FALSE(w.owed());
+}
+
 TEST_CASE("a busy writer wakes the others once per spell") {
   WakeThrottle w(20ms);
   const WakeThrottle::Clock::time_point t0{1s};
