@@ -89,7 +89,16 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
         const auto in = std::max(core::Millis{0}, *due - ctx.live_now());
         wait = wait ? std::min(*wait, in) : in;
       }
+      // A wake-up this command's own commits owe (a lease reclaimed) goes
+      // out when due, not when it next looks.
+      if (const auto owed = store.wake_due()) {
+        const auto in =
+            std::max(core::Millis{0},
+                     std::chrono::ceil<core::Millis>(*owed - Clock::now()));
+        wait = wait ? std::min(*wait, in) : in;
+      }
       feed.wait(wait);
+      store.wake_owed();
       return std::nullopt;
     };
     if (auto tasks = worker::retrying(rc, look)) {

@@ -66,6 +66,16 @@ public:
     m_owed_soon = false;
   }
 
+  // The owed wake-up could not go out at `now` (the connection is down):
+  // still owed, due a spell later (so that a loop waiting for it does not
+  // spin), and sent once the connection is back.
+  void postpone(Clock::time_point now) {
+    if (m_owed) {
+      m_last = now;
+      m_woke = true;
+    }
+  }
+
 private:
   Clock::duration m_every;
   Clock::duration m_quiet_every;

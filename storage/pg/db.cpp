@@ -394,7 +394,7 @@ public:
               "cannot start a transaction");
     m_lock_time.reset();
     if (m_write) {
-      m_lock_time = parse_ms(pq().PQgetvalue(r.get(), 0, 0));
+      m_lock_time = pg::parse_clock(pq().PQgetvalue(r.get(), 0, 0));
       server_time_seen(*m_lock_time);
     }
     m_changed = false;
@@ -402,11 +402,6 @@ public:
     m_behind.drop();
   }
 
-  static core::Time parse_ms(std::string_view s) {
-    int64_t ms = 0;
-    std::from_chars(s.data(), s.data() + s.size(), ms);
-    return core::Time(core::Millis(ms));
-  }
   void commit() override {
     // The events rows not yet written go first, in the same round trip;
     // their INSERT failing stops the rest.
@@ -415,7 +410,15 @@ public:
                                                   m_wake_later && !m_wake_soon);
     // The commit's result first (the INSERT's before it), then the
     // NOTIFY's transaction, whose results are read and dropped (a wake-up
-    // lost is no error).
+    // lost is no error). A commit that fails leaves owed what was owed.
+    try {
+      send_commit(sql);
+    } catch (...) {
+      m_behind.commit_failed();
+      throw;
+    }
+  }
+  void send_commit(const std::string& sql) {
     if (pq().PQsendQuery(m_conn.get(), sql.c_str()) == 0) {
       fail(nullptr, "cannot commit");
     }
@@ -523,7 +526,7 @@ public:
     if (!m_seen) {
       const Result r = check(pq().PQexec(m_conn.get(), k_clock_query),
                              "cannot read the server's clock");
-      server_time_seen(parse_ms(pq().PQgetvalue(r.get(), 0, 0)));
+      server_time_seen(pg::parse_clock(pq().PQgetvalue(r.get(), 0, 0)));
     }
     return m_seen->server
            + std::chrono::floor<core::Millis>(std::chrono::steady_clock::now()

@@ -3,6 +3,12 @@
 // commits and wakes the waiting processes.
 #pragma once
 
+#include "core/time.hpp"
+
+#include <charconv>
+#include <cstdint>
+#include <string_view>
+
 namespace taskq::storage::pg {
 
 // Every write transaction holds this transaction-scoped advisory lock (an
@@ -21,6 +27,12 @@ constexpr const char* k_begin_write =
 constexpr const char* k_clock_query =
     "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
     "BIGINT)";
+// What either query's clock reads, as a time.
+inline core::Time parse_clock(std::string_view s) {
+  int64_t ms = 0;
+  std::from_chars(s.data(), s.data() + s.size(), ms);
+  return core::Time(core::Millis(ms));
+}
 // Readers see one snapshot (export, list) and take no locks.
 constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
 // A committed write that changed rows wakes the waiting processes

@@ -42,6 +42,7 @@ std::string WriteBehind::take_sql(PGconn* conn) {
 }
 
 const char* WriteBehind::commit_sql(bool changed, bool quiet) {
+  m_before = m_wakes;
   return changed && m_wakes.commit(std::chrono::steady_clock::now(), quiet)
              ? k_commit_write
              : "COMMIT";
@@ -55,12 +56,14 @@ void WriteBehind::wake_owed(PGconn* conn, bool closing) {
       || status == PQTRANS_INERROR || status == PQTRANS_ACTIVE) {
     return;
   }
+  if (status != PQTRANS_IDLE || pq().PQstatus(conn) != CONNECTION_OK) {
+    m_wakes.postpone(now); // sent once the connection is back
+    return;
+  }
   m_wakes.sent(now);
-  if (status == PQTRANS_IDLE && pq().PQstatus(conn) == CONNECTION_OK) {
-    pq().PQclear(pq().PQexec(conn, k_wake));
-    if (pq().PQtransactionStatus(conn) == PQTRANS_INERROR) {
-      pq().PQclear(pq().PQexec(conn, "ROLLBACK"));
-    }
+  pq().PQclear(pq().PQexec(conn, k_wake));
+  if (pq().PQtransactionStatus(conn) == PQTRANS_INERROR) {
+    pq().PQclear(pq().PQexec(conn, "ROLLBACK"));
   }
 }
 

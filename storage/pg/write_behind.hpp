@@ -35,6 +35,9 @@ public:
   // changed rows and no wake-up went out within core::k_wake_every (a
   // quiet write's: core::k_quiet_wake_every).
   const char* commit_sql(bool changed, bool quiet);
+  // The commit that commit_sql() ended did not come back committed: what
+  // was owed before it is owed still.
+  void commit_failed() { m_wakes = m_before; }
   std::optional<std::chrono::steady_clock::time_point> wake_due() const {
     return m_wakes.due();
   }
@@ -47,6 +50,7 @@ public:
 private:
   std::vector<Db::EventRow> m_events;
   core::WakeThrottle m_wakes;
+  core::WakeThrottle m_before; // m_wakes before the last commit_sql()
 };
 
 } // namespace taskq::storage::pg

@@ -47,6 +47,21 @@ TEST_CASE("quiet commits wake the others once per longer spell, unless a "
   CHECK_FALSE(w.owed());
 }
 
+TEST_CASE("a wake-up that cannot go out stays owed, due a spell later") {
+  WakeThrottle w(20ms, 100ms);
+  const WakeThrottle::Clock::time_point t0{1s};
+  CHECK(w.commit(t0));
+  CHECK_FALSE(w.commit(t0 + 5ms));
+  w.postpone(t0 + 20ms); // the connection was down when it was due
+  CHECK(w.owed());
+  CHECK(w.due() == t0 + 40ms);
+  w.sent(t0 + 40ms);
+  CHECK_FALSE(w.owed());
+  w.postpone(t0 + 50ms); // nothing owed: nothing changes
+  CHECK_FALSE(w.owed());
+  CHECK(w.commit(t0 + 60ms));
+}
+
 TEST_CASE("a busy writer wakes the others once per spell") {
   WakeThrottle w(20ms);
   const WakeThrottle::Clock::time_point t0{1s};
