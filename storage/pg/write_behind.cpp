@@ -60,8 +60,12 @@ void WriteBehind::wake_owed(PGconn* conn, bool closing) {
     m_wakes.postpone(now); // sent once the connection is back
     return;
   }
-  m_wakes.sent(now);
   pq().PQclear(pq().PQexec(conn, k_wake));
+  if (pq().PQstatus(conn) != CONNECTION_OK) {
+    m_wakes.postpone(now); // broke meanwhile
+    return;
+  }
+  m_wakes.sent(now);
   if (pq().PQtransactionStatus(conn) == PQTRANS_INERROR) {
     pq().PQclear(pq().PQexec(conn, "ROLLBACK"));
   }

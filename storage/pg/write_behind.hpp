@@ -42,9 +42,10 @@ public:
     return m_wakes.due();
   }
   // Sends the owed wake-up once due, on an idle `conn` (inside a
-  // transaction its commit sends it); one lost with the connection is no
-  // error: the waiters look again when they connect again. `closing`: the
-  // connection is about to close, send what is owed now.
+  // transaction its commit sends it); on a broken connection it stays
+  // owed (core::WakeThrottle::postpone) and goes once the connection is
+  // back. `closing`: the connection is about to close, send what is owed
+  // now.
   void wake_owed(PGconn* conn, bool closing = false);
 
 private:
