@@ -576,12 +576,13 @@ bg_run pickup run pickup --max-tasks 1 -- "$H" ok
 runpid=$bg
 check "run waits" wait_until 10 eval '[[ $(ps -o stat= -p "$runpid") == S* ]]'
 id=$(add_task pickup)
-added=$(now_ms)
+# With nothing due, the run waits without a time limit: a wake-up lost
+# leaves it waiting, and bg_finish fails after 20 s. How soon it woke is
+# not bounded here (a loaded machine stretched 40 ms to 2.7 s in CI);
+# bench/pg (d) and bench/wakeup measure the wake-up latency.
 bg_finish "$runpid" pickup
 expect_eq "$rc" 0 "exit status of run"
 summary_is 1 1 0 0 0 0
-check "it started and finished within 2 s of the add (took $(($(now_ms) - added)) ms)" \
-  test $(($(now_ms) - added)) -lt 2000
 expect_eq "$(state "$id")" completed
 
 section "a waiting run wakes for each of 200 tasks added one at a time"
