@@ -173,9 +173,14 @@ bool ChangeFeed::wait(std::optional<core::Millis> timeout) {
       }
       wait_ms = static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
     }
+    const bool look_anyway =
+        m_pg && (wait_ms < 0 || wait_ms > k_listen_poll.count());
+    if (look_anyway) {
+      wait_ms = static_cast<int>(k_listen_poll.count());
+    }
     pollfd p{m_fd, POLLIN, 0};
     const int rc = ::poll(&p, 1, wait_ms);
-    if (rc < 0 && errno == EINTR) {
+    if ((rc < 0 && errno == EINTR) || (rc == 0 && look_anyway)) {
       return true;
     }
   }

@@ -61,6 +61,13 @@ public:
   static constexpr core::Millis k_fallback_poll{250};
   // Through a pooler in transaction mode without a direct listener.
   static constexpr core::Millis k_pool_poll{1000};
+  // A LISTENing wait also ends every k_listen_poll with nothing heard, as
+  // a change: a wake-up owed by a writer killed before it was due (see
+  // core/wake_throttle.hpp) is never sent, and a waiter would otherwise
+  // sleep until the next commit. Workers' poll loops (worker/wait.hpp)
+  // read the descriptor themselves and do not: a wake-up only owed comes
+  // from a commit that gives no worker work.
+  static constexpr core::Millis k_listen_poll{1000};
 
   // `own_pid`: see PgListener (PostgreSQL only; 0 reports every commit).
   explicit ChangeFeed(const std::string& db_path, int own_pid = 0);
@@ -85,7 +92,8 @@ public:
 
   // Blocks until the database may have changed (true) or `timeout` passes
   // (false); std::nullopt waits without a limit. Interrupted by a signal,
-  // returns true so that the caller looks again.
+  // or on PostgreSQL after k_listen_poll, returns true so that the caller
+  // looks again.
   bool wait(std::optional<core::Millis> timeout);
 
 private:

@@ -1,13 +1,16 @@
 // The change feed (storage/change_feed.cpp): it wakes on another
 // connection's commit, not on a look that writes nothing, survives being
-// moved, and on PostgreSQL leaves out the store's own commits.
+// moved, and on PostgreSQL leaves out the store's own commits and looks
+// again when a wake-up owed is never sent.
 #include "storage/change_feed.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <sys/wait.h>
 #include <thread>
+#include <unistd.h>
 
 #include "store_helpers.hpp"
 #include "temp_db.hpp"
@@ -110,4 +113,87 @@ TEST_CASE("on PostgreSQL a store's feed leaves out the store's own commits") {
   TaskStore other(db.path(), OpenMode::write);
   add_task(other, "q");
   CHECK(own.wait(10s));
+}
+
+namespace {
+
+int64_t runnable(TaskStore& store) {
+  const auto stats = store.stats("q", t0);
+  return stats.empty() ? 0 : count_of(stats.front(), "runnable");
+}
+
+// A writer in a child process: once its opening's wake-ups are out, it
+// reports on `told` and waits for a byte on `go`; then it commits two
+// tasks, one right after the other (the first wakes the waiters at once,
+// the second owes its wake-up: within core::k_wake_every), and is gone
+// like a SIGKILLed worker: _exit, so nothing sends what it owes. Exits 0
+// when the second's wake-up was owed, 3 when it went out.
+[[noreturn]] void write_and_vanish(const std::string& db, int told, int go) {
+  try {
+    TaskStore store(db, OpenMode::write);
+    if (const auto due = store.wake_due()) {
+      std::this_thread::sleep_until(*due);
+      store.wake_owed();
+    }
+    char c = 'a';
+    if (::write(told, &c, 1) == 1 && ::read(go, &c, 1) == 1) {
+      add_task(store, "q");
+      add_task(store, "q");
+      ::_exit(store.wake_due() ? 0 : 3); // before the store closes
+    }
+  } catch (...) {
+  }
+  ::_exit(4);
+}
+
+} // namespace
+
+TEST_CASE("on PostgreSQL a waiter looks again when a writer dies owing its "
+          "wake-up") {
+  TempDb db;
+  if (!on_postgresql()) {
+    return;
+  }
+  TaskStore reader(db.path(), OpenMode::write); // makes the schema
+  storage::ChangeFeed feed = reader.changes(); // as `taskq wait` waits
+  // The case to make: the waiter hears the first commit and looks before
+  // the second, whose wake-up is owed and never sent. Tried again when
+  // the look came after the second commit, or the second was not owed.
+  bool made = false;
+  int64_t before = 0;
+  for (int attempt = 0; attempt < 50 && !made; ++attempt) {
+    int told[2];
+    int go[2];
+    REQUIRE(::pipe(told) == 0);
+    REQUIRE(::pipe(go) == 0);
+    const pid_t child = ::fork();
+    REQUIRE(child >= 0);
+    if (child == 0) {
+      write_and_vanish(db.path(), told[1], go[0]);
+    }
+    ::close(told[1]);
+    ::close(go[0]);
+    char c = 0;
+    REQUIRE(::read(told[0], &c, 1) == 1);
+    while (feed.wait(200ms)) { // what the opening and earlier tries sent
+      feed.drain();
+    }
+    before = runnable(reader);
+    REQUIRE(::write(go[1], &c, 1) == 1);
+    REQUIRE(feed.wait(10s));
+    feed.drain();
+    const int64_t looked = runnable(reader);
+    int status = 0;
+    REQUIRE(::waitpid(child, &status, 0) == child);
+    ::close(told[0]);
+    ::close(go[1]);
+    REQUIRE(WIFEXITED(status));
+    REQUIRE((WEXITSTATUS(status) == 0 || WEXITSTATUS(status) == 3));
+    made = WEXITSTATUS(status) == 0 && looked == before + 1;
+  }
+  REQUIRE(made);
+  // Back to waiting after its look, the waiter still looks again (within
+  // k_listen_poll) and finds the second task.
+  CHECK(feed.wait(5s));
+  CHECK(runnable(reader) == before + 2);
 }
