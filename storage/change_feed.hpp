@@ -64,9 +64,8 @@ public:
   // A LISTENing wait also ends every k_listen_poll with nothing heard, as
   // a change: a wake-up owed by a writer killed before it was due (see
   // core/wake_throttle.hpp) is never sent, and a waiter would otherwise
-  // sleep until the next commit. Workers' poll loops (worker/wait.hpp)
-  // read the descriptor themselves and do not: a wake-up only owed comes
-  // from a commit that gives no worker work.
+  // sleep until the next commit. Workers' loops, which poll the
+  // descriptor themselves, do the same (worker/wait.hpp).
   static constexpr core::Millis k_listen_poll{1000};
 
   // `own_pid`: see PgListener (PostgreSQL only; 0 reports every commit).
@@ -82,6 +81,8 @@ public:
   // timeout of at most k_fallback_poll and treat each timeout as a change).
   int fd() const { return m_fd; }
   bool polling() const { return m_fd < 0; }
+  // Whether it LISTENs on PostgreSQL (see k_listen_poll).
+  bool listens() const { return m_pg != nullptr && m_fd >= 0; }
   // Whether a wake-up always means another process committed: true where
   // our own commits are left out (PostgreSQL, own_pid given).
   bool skips_own() const { return m_pg && m_pg->skips_own(); }

@@ -39,6 +39,9 @@ void Wait::until(const std::optional<Instant>& t) {
 void Wait::feed_fallback() {
   if (m_feed.polling()) {
     until(Clock::now() + storage::ChangeFeed::k_fallback_poll);
+  } else if (m_feed.listens()) {
+    m_look_at = Clock::now() + storage::ChangeFeed::k_listen_poll;
+    until(m_look_at);
   }
 }
 
@@ -52,7 +55,8 @@ void Wait::poll() {
 }
 
 bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
-  bool changed = feed.polling() ? (m_until && now >= *m_until) : false;
+  bool changed = feed.polling() ? (m_until && now >= *m_until)
+                                : (m_look_at && now >= *m_look_at);
   // A listener whose server went away may report only a hang-up.
   if (m_watch_db && (revents(1) & (POLLIN | POLLHUP | POLLERR)) != 0) {
     changed = feed.drain();

@@ -24,7 +24,8 @@ public:
   // The wait ends by `t` at the latest (nothing when none).
   void until(const std::optional<Instant>& t);
   // A feed that cannot wake the wait is looked at after its fallback
-  // period (storage::ChangeFeed::k_fallback_poll).
+  // period (storage::ChangeFeed::k_fallback_poll); one that LISTENs, after
+  // k_listen_poll (a wake-up owed by a writer killed first is never sent).
   void feed_fallback();
 
   // Waits. Throws Error(internal) when poll fails other than by a signal.
@@ -34,7 +35,7 @@ public:
   // Signals arrived.
   bool signalled() const { return (revents(0) & POLLIN) != 0; }
   // Whether the database may have changed: the feed woke the wait (it is
-  // drained), or, for a feed that polls, its period ended by `now`.
+  // drained), or its fallback period (feed_fallback()) ended by `now`.
   bool db_changed(storage::ChangeFeed& feed, Instant now) const;
 
 private:
@@ -42,6 +43,7 @@ private:
   bool m_watch_db = false;
   std::vector<pollfd> m_fds;
   std::optional<Instant> m_until;
+  std::optional<Instant> m_look_at; // a LISTENing feed's fallback
   int m_rc = 0;
 };
 
