@@ -1,7 +1,10 @@
 // The change feed (storage/change_feed.cpp): it wakes on another
 // connection's commit, not on a look that writes nothing, survives being
-// moved, and on PostgreSQL leaves out the store's own commits and looks
-// again when a wake-up owed is never sent.
+// moved, and on PostgreSQL leaves out the store's own commits, looks
+// again when a wake-up owed is never sent, and delays the wake-up of a
+// commit that concerns only those watching, not of one that may give a
+// waiting worker work.
+#include "core/wake_throttle.hpp"
 #include "storage/change_feed.hpp"
 #include "storage/task_store.hpp"
 
@@ -196,4 +199,84 @@ TEST_CASE("on PostgreSQL a waiter looks again when a writer dies owing its "
   // k_listen_poll) and finds the second task.
   CHECK(feed.wait(5s));
   CHECK(runnable(reader) == before + 2);
+}
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Runs `write` right after a wake-up of `store`'s (an add of its own, and
+// what it owes sent): the wake-up `write`'s commit owes is due
+// core::k_wake_every after that one for a commit that may give a waiting
+// worker work, core::k_quiet_wake_every for one that concerns only those
+// watching. Returns when it is due (std::nullopt: none owed, as when the
+// machine took longer than the spell between the two) and the time span
+// in which that wake-up went out.
+struct Owed {
+  std::optional<Clock::time_point> due;
+  Clock::time_point woke_from, woke_by;
+};
+template <typename F> Owed owed_after_wake(TaskStore& store, F&& write) {
+  Owed o;
+  o.woke_from = Clock::now();
+  add_task(store, "other");
+  send_owed_wake(store);
+  o.woke_by = Clock::now();
+  write();
+  o.due = store.wake_due();
+  send_owed_wake(store);
+  return o;
+}
+
+} // namespace
+
+TEST_CASE("on PostgreSQL a worker's completion wakes the others later than "
+          "what may give a waiting worker work") {
+  TempDb db;
+  if (!on_postgresql()) {
+    return;
+  }
+  TaskStore store(db.path(), OpenMode::write);
+  const auto lease = [&store] {
+    const auto t = lease_one(store, "q", t0);
+    REQUIRE(t);
+    return *t;
+  };
+  const auto quiet = [](const Owed& o) {
+    REQUIRE(o.due);
+    CHECK(*o.due >= o.woke_from + core::k_quiet_wake_every);
+  };
+  const auto soon = [](const Owed& o) {
+    CHECK((!o.due || *o.due <= o.woke_by + core::k_wake_every));
+  };
+
+  // A completion with nothing waiting for it: quiet.
+  add_task(store, "q");
+  auto t = lease();
+  quiet(owed_after_wake(
+      store, [&] { store.apply_outcomes({done(t, "1")}, std::nullopt, t0); }));
+  // A worker's next lease alone: quiet too.
+  add_task(store, "q");
+  quiet(owed_after_wake(
+      store, [&] { store.apply_outcomes({}, lease_request("q"), t0); }));
+  // A completion its dependent waited for: the dependent may be ready.
+  const int64_t first = add_task(store, "q");
+  add_after(store, "q2", {first});
+  t = lease();
+  REQUIRE(t.id == first);
+  soon(owed_after_wake(
+      store, [&] { store.apply_outcomes({done(t, "1")}, std::nullopt, t0); }));
+  // A failure and a release: the task may run again.
+  add_task(store, "q");
+  t = lease();
+  soon(owed_after_wake(store, [&] {
+    store.apply_outcomes({failed(t, "boom")}, std::nullopt, t0);
+  }));
+  add_task(store, "q");
+  t = lease();
+  soon(owed_after_wake(store, [&] {
+    store.apply_outcomes({released(t)}, std::nullopt, t0);
+  }));
+  // A task added.
+  soon(owed_after_wake(store, [&] { add_task(store, "q"); }));
 }
