@@ -158,7 +158,7 @@ TEST_CASE("on PostgreSQL a waiter looks again when a writer dies owing its "
     return;
   }
   TaskStore reader(db.path(), OpenMode::write); // makes the schema
-  storage::ChangeFeed feed = reader.changes(); // as `taskq wait` waits
+  storage::ChangeFeed feed = reader.changes();  // as `taskq wait` waits
   // The case to make: the waiter hears the first commit and looks before
   // the second, whose wake-up is owed and never sent. Tried again when
   // the look came after the second commit, or the second was not owed.
@@ -274,9 +274,8 @@ TEST_CASE("on PostgreSQL a worker's completion wakes the others later than "
   }));
   add_task(store, "q");
   t = lease();
-  soon(owed_after_wake(store, [&] {
-    store.apply_outcomes({released(t)}, std::nullopt, t0);
-  }));
+  soon(owed_after_wake(
+      store, [&] { store.apply_outcomes({released(t)}, std::nullopt, t0); }));
   // A task added.
   soon(owed_after_wake(store, [&] { add_task(store, "q"); }));
 }
