@@ -1,5 +1,7 @@
 #include "core/json_text.hpp"
 
+#include "core/text.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <charconv>
@@ -330,46 +332,24 @@ private:
 
   // The well-formed UTF-8 sequence at m_i (its lead byte 0x80 or more).
   bool utf8() {
-    const auto lead = static_cast<unsigned char>(m_text[m_i]);
-    size_t length = 0;
-    uint32_t min = 0;
-    uint32_t cp = 0;
-    if ((lead & 0xe0) == 0xc0) {
-      length = 2;
-      min = 0x80;
-      cp = lead & 0x1fU;
-    } else if ((lead & 0xf0) == 0xe0) {
-      length = 3;
-      min = 0x800;
-      cp = lead & 0x0fU;
-    } else if ((lead & 0xf8) == 0xf0) {
-      length = 4;
-      min = 0x10000;
-      cp = lead & 0x07U;
-    } else {
+    using Problem = Utf8Sequence::Problem;
+    const Utf8Sequence seq = utf8_sequence(m_text, m_i);
+    switch (seq.problem) {
+    case Problem::none:
+      m_i += seq.length;
+      return true;
+    case Problem::invalid:
       return fails("invalid UTF-8 in a string", true);
-    }
-    if (m_text.size() - m_i < length) {
+    case Problem::cut_short:
       return fails("invalid UTF-8 (cut short) in a string", true);
-    }
-    for (size_t k = 1; k < length; ++k) {
-      const auto next = static_cast<unsigned char>(m_text[m_i + k]);
-      if ((next & 0xc0) != 0x80) {
-        return fails("invalid UTF-8 in a string", true);
-      }
-      cp = (cp << 6) | (next & 0x3fU);
-    }
-    if (cp < min) {
+    case Problem::overlong:
       return fails("overlong UTF-8 in a string", true);
-    }
-    if (cp >= 0xd800 && cp <= 0xdfff) {
+    case Problem::surrogate:
       return fails("a UTF-8 encoded surrogate in a string", true);
-    }
-    if (cp > 0x10ffff) {
+    case Problem::beyond_max:
       return fails("UTF-8 beyond U+10FFFF in a string", true);
     }
-    m_i += length;
-    return true;
+    return fails("invalid UTF-8 in a string", true);
   }
 
   // The string that opens at m_i (a quote).

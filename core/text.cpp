@@ -3,14 +3,11 @@
 #include <algorithm>
 
 namespace taskq::core {
-namespace {
-
-// The length of the well-formed UTF-8 sequence at text[i], or 0 when the
-// bytes there are not one.
-size_t sequence_length(std::string_view text, size_t i) {
+Utf8Sequence utf8_sequence(std::string_view text, size_t i) {
+  using Problem = Utf8Sequence::Problem;
   const auto lead = static_cast<unsigned char>(text[i]);
   if (lead < 0x80) {
-    return 1;
+    return {1, Problem::none};
   }
   size_t length = 0;
   char32_t min = 0;
@@ -28,29 +25,33 @@ size_t sequence_length(std::string_view text, size_t i) {
     min = 0x10000;
     cp = lead & 0x07U;
   } else {
-    return 0; // a continuation byte, or 0xf8..0xff
+    return {0, Problem::invalid}; // a continuation byte, or 0xf8..0xff
   }
-  if (i + length > text.size()) {
-    return 0;
+  if (text.size() - i < length) {
+    return {0, Problem::cut_short};
   }
   for (size_t k = 1; k < length; ++k) {
     const auto next = static_cast<unsigned char>(text[i + k]);
     if ((next & 0xc0) != 0x80) {
-      return 0;
+      return {0, Problem::invalid};
     }
     cp = (cp << 6) | (next & 0x3fU);
   }
-  if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) {
-    return 0;
+  if (cp < min) {
+    return {0, Problem::overlong};
   }
-  return length;
+  if (cp >= 0xd800 && cp <= 0xdfff) {
+    return {0, Problem::surrogate};
+  }
+  if (cp > 0x10ffff) {
+    return {0, Problem::beyond_max};
+  }
+  return {length, Problem::none};
 }
-
-} // namespace
 
 bool is_valid_utf8(std::string_view text) {
   for (size_t i = 0; i < text.size();) {
-    const size_t length = sequence_length(text, i);
+    const size_t length = utf8_sequence(text, i).length;
     if (length == 0) {
       return false;
     }
@@ -71,7 +72,7 @@ std::string to_valid_utf8(std::string_view text) {
   std::string out;
   out.reserve(text.size());
   for (size_t i = 0; i < text.size();) {
-    const size_t length = sequence_length(text, i);
+    const size_t length = utf8_sequence(text, i).length;
     if (length == 0) {
       out += "\xef\xbf\xbd"; // U+FFFD REPLACEMENT CHARACTER
       ++i;

@@ -5,6 +5,22 @@
 
 namespace taskq::core {
 
+// The UTF-8 sequence at text[i]: its length, or what is wrong with it.
+struct Utf8Sequence {
+  enum class Problem {
+    none,
+    invalid,    // a continuation byte first, 0xf8..0xff, a bad follower
+    cut_short,  // the text ends inside it
+    overlong,   // a longer form than its code point needs
+    surrogate,  // U+D800..U+DFFF
+    beyond_max, // above U+10FFFF
+  };
+  size_t length = 0; // 0 unless problem is none
+  Problem problem = Problem::none;
+};
+// `i` < text.size().
+Utf8Sequence utf8_sequence(std::string_view text, size_t i);
+
 // True when `text` is well-formed UTF-8: no stray continuation bytes, no
 // truncated or overlong sequences, no surrogates, nothing above U+10FFFF.
 // Everything taskq stores as JSON text must be.

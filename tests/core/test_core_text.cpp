@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <string>
+#include <string_view>
 
 using taskq::core::is_plain_text;
 using taskq::core::is_valid_utf8;
@@ -24,6 +25,34 @@ TEST_CASE("malformed UTF-8 is invalid") {
   CHECK_FALSE(is_valid_utf8("\xed\xa0\x80"));         // surrogate U+D800
   CHECK_FALSE(is_valid_utf8("\xf4\x90\x80\x80"));     // above U+10FFFF
   CHECK_FALSE(is_valid_utf8("\xf8\x88\x80\x80\x80")); // 5-byte form
+}
+
+TEST_CASE("a UTF-8 sequence says its length, or what is wrong with it") {
+  using taskq::core::utf8_sequence;
+  using Problem = taskq::core::Utf8Sequence::Problem;
+  const auto length = [](std::string_view t) {
+    const auto s = utf8_sequence(t, 0);
+    CHECK(s.problem == Problem::none);
+    return s.length;
+  };
+  CHECK(length("a") == 1);
+  CHECK(length("\xc3\xa9x") == 2);        // é, then more
+  CHECK(length("\xe6\x97\xa5") == 3);     // 日
+  CHECK(length("\xf0\x9f\x8e\x89") == 4); // 🎉
+  const auto problem = [](std::string_view t) {
+    const auto s = utf8_sequence(t, 0);
+    CHECK(s.length == 0);
+    return s.problem;
+  };
+  CHECK(problem("\x80") == Problem::invalid);
+  CHECK(problem("\xff") == Problem::invalid);
+  CHECK(problem("\xc3x") == Problem::invalid);
+  CHECK(problem("\xe6\x97") == Problem::cut_short);
+  CHECK(problem("\xc0\xaf") == Problem::overlong);
+  CHECK(problem("\xed\xa0\x80") == Problem::surrogate);
+  CHECK(problem("\xf4\x90\x80\x80") == Problem::beyond_max);
+  // At an offset, as the scanners call it.
+  CHECK(utf8_sequence("ab\xc3\xa9", 2).length == 2);
 }
 
 TEST_CASE("to_valid_utf8 keeps well-formed text and replaces the rest") {
