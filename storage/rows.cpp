@@ -282,46 +282,33 @@ void count_added_task(Db& db, int64_t id) {
 void log_event(Db& db, int64_t task_id, Time now, std::string_view message,
                std::optional<TaskState> from, std::optional<TaskState> to,
                std::string_view actor, std::string_view detail) {
-  {
-    Db::EventRow row;
-    row.task_id = task_id;
-    row.time = to_unix_ms(now);
-    row.message = message;
-    if (from) {
-      row.from = std::string(core::to_string(*from));
-    }
-    if (to) {
-      row.to = std::string(core::to_string(*to));
-    }
-    row.actor = actor;
-    if (!detail.empty()) {
-      row.detail = std::string(detail);
-    }
-    if (db.defer_event(row)) {
-      return;
-    }
-  }
-  Statement st(db, "INSERT INTO events (task_id, time, message, from_state, "
-                   "to_state, actor, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                   "?7)");
-  st.bind(1, task_id).bind(2, to_unix_ms(now)).bind(3, message);
+  Db::EventRow row;
+  row.task_id = task_id;
+  row.time = to_unix_ms(now);
+  row.message = message;
   if (from) {
-    st.bind(4, core::to_string(*from));
-  } else {
-    st.bind_null(4);
+    row.from = std::string(core::to_string(*from));
   }
   if (to) {
-    st.bind(5, core::to_string(*to));
-  } else {
-    st.bind_null(5);
+    row.to = std::string(core::to_string(*to));
   }
-  st.bind(6, actor);
-  if (detail.empty()) {
-    st.bind_null(7);
-  } else {
-    st.bind(7, detail);
+  row.actor = actor;
+  if (!detail.empty()) {
+    row.detail = std::string(detail);
   }
-  st.run();
+  if (db.defer_event(row)) {
+    return;
+  }
+  Statement(db, "INSERT INTO events (task_id, time, message, from_state, "
+                "to_state, actor, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7)")
+      .bind(1, row.task_id)
+      .bind(2, row.time)
+      .bind(3, row.message)
+      .bind(4, row.from)
+      .bind(5, row.to)
+      .bind(6, row.actor)
+      .bind(7, row.detail)
+      .run();
 }
 
 void append_error(Db& db, int64_t task_id, Time now, std::string_view message,
