@@ -297,8 +297,9 @@ void StreamRunner::dispatch() {
 void StreamRunner::drop_revoked_ahead() {
   m_queue_waited = false;
   const core::Time now = m_host.live_now();
-  const bool others = changed_by_others(m_store, m_version);
   const Instant now_i = Clock::now();
+  // Asked once, and only for a lease that is not fresh (below).
+  std::optional<bool> others;
   // A database that does not answer: a lease lost meanwhile is found by
   // check_leases, and its handler told. So is one lost within
   // k_lease_check_every of its taking: a lease that fresh is not read
@@ -306,7 +307,10 @@ void StreamRunner::drop_revoked_ahead() {
   // task already sent.
   m_queue.drop_if([&](const LeaseAhead::Entry& e) {
     const bool fresh = now_i < e.leased + k_lease_check_every;
-    if (LeaseAhead::still_ours(m_store, e.task, now, others && !fresh)) {
+    if (!fresh && !others) {
+      others = changed_by_others(m_store, m_version);
+    }
+    if (LeaseAhead::still_ours(m_store, e.task, now, !fresh && *others)) {
       return false;
     }
     ++m_summary.revoked;
