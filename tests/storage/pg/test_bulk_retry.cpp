@@ -74,15 +74,50 @@ void await_waiting(Db& watch, int64_t pid) {
   }
 }
 
+// The other writer of a deadlock with the store, on connections of its
+// own to `path`'s database (made before the store's: quick_deadlocks).
+// writer() starts a thread that, once start() is called (from inside the
+// store's transaction), takes `locks` and runs `then` in a transaction
+// that finds deadlocks only after 10 s, then commits; start() returns once
+// that transaction waits for a lock (the store's).
+class Opponent {
+public:
+  explicit Opponent(const std::string& path)
+      : m_other(connect_postgres(path)), m_watch(connect_postgres(path)) {
+    quick_deadlocks(*m_other);
+    m_pid = backend_pid(*m_other);
+  }
+  template <typename F>
+  std::future<int64_t> writer(const std::string& locks, F then) {
+    return std::async(std::launch::async, [this, locks, then] {
+      m_go.get_future().wait();
+      Transaction tx(*m_other);
+      m_other->exec(("SET LOCAL deadlock_timeout = '10s'; " + locks).c_str(),
+                    "cannot take the locks");
+      const int64_t out = then(*m_other);
+      tx.commit();
+      return out;
+    });
+  }
+  void start() {
+    m_go.set_value();
+    await_waiting(*m_watch, m_pid);
+  }
+  Db& watch() { return *m_watch; }
+
+private:
+  std::unique_ptr<Db> m_other, m_watch;
+  int64_t m_pid = 0;
+  std::promise<void> m_go;
+};
+
 } // namespace
 
 TEST_CASE("a bulk add ended by a deadlock runs again, reading its input once "
           "and reporting each id once"
           * doctest::skip(!on_postgresql())) {
   TempDb temp;
-  const std::unique_ptr<Db> other = connect_postgres(temp.path());
-  const std::unique_ptr<Db> watch = connect_postgres(temp.path());
-  quick_deadlocks(*other);
+  Opponent opponent(temp.path());
   std::atomic<int> clock_reads{0};
   TaskStore store(temp.path(), OpenMode::write, [&] {
     ++clock_reads;
@@ -99,22 +134,16 @@ TEST_CASE("a bulk add ended by a deadlock runs again, reading its input once "
   calm_reads = clock_reads - calm_reads;
   REQUIRE(calm_reads > 0);
 
-  const int64_t other_pid = backend_pid(*other);
   // The other writer, once the add holds the dependency's row (shared,
   // until it commits): it takes the tasks table in SHARE mode, which the
   // add's inserts wait for, then waits for the dependency's row itself.
-  std::promise<void> go;
-  auto other_writer = std::async(std::launch::async, [&] {
-    go.get_future().wait();
-    Transaction tx(*other);
-    other->exec("SET LOCAL deadlock_timeout = '10s'; LOCK TABLE tasks IN "
-                "SHARE MODE",
-                "cannot lock the tasks");
-    Statement(*other, "SELECT 1 FROM tasks WHERE id = ?1 FOR UPDATE")
-        .bind(1, dep_id)
-        .run();
-    tx.commit();
-  });
+  auto other_writer =
+      opponent.writer("LOCK TABLE tasks IN SHARE MODE", [dep_id](Db& other) {
+        Statement(other, "SELECT 1 FROM tasks WHERE id = ?1 FOR UPDATE")
+            .bind(1, dep_id)
+            .run();
+        return int64_t{0};
+      });
 
   int reads = 0;
   std::vector<int64_t> ids;
@@ -123,8 +152,7 @@ TEST_CASE("a bulk add ended by a deadlock runs again, reading its input once "
       proto,
       [&](std::string& payload) {
         if (reads == 0) {
-          go.set_value();
-          await_waiting(*watch, other_pid);
+          opponent.start();
         }
         if (reads == k_payloads) {
           ++reads;
@@ -149,13 +177,14 @@ TEST_CASE("a bulk add ended by a deadlock runs again, reading its input once "
     CHECK(task->payload == std::to_string(i));
     CHECK(task->queue == "bulk");
   }
-  Statement tasks(*watch,
+  Statement tasks(opponent.watch(),
                   "SELECT count(*), min(id) FROM tasks WHERE queue = 'bulk'");
   REQUIRE(tasks.step());
   CHECK(tasks.get_int(0) == k_payloads); // none left by the first try
   CHECK(tasks.get_int(1) == ids.front());
   // Each waits for the dependency, whose row the other writer locked.
-  Statement deps(*watch, "SELECT count(*) FROM task_deps WHERE dep_id = ?1");
+  Statement deps(opponent.watch(),
+                 "SELECT count(*) FROM task_deps WHERE dep_id = ?1");
   deps.bind(1, dep_id);
   REQUIRE(deps.step());
   CHECK(deps.get_int(0) == k_payloads);
@@ -179,35 +208,25 @@ TEST_CASE("an import ended by a deadlock runs again, reading its input once"
   REQUIRE(!images[1].events.empty());
 
   TempDb temp;
-  const std::unique_ptr<Db> other = connect_postgres(temp.path());
-  const std::unique_ptr<Db> watch = connect_postgres(temp.path());
-  quick_deadlocks(*other);
+  Opponent opponent(temp.path());
   TaskStore store(temp.path(), OpenMode::write);
-  const int64_t other_pid = backend_pid(*other);
   // The other writer, once the import has written the first task (and so
   // holds the tasks table, ROW EXCLUSIVE): it takes the events table,
   // which the second task's events wait for, then waits for the tasks
   // table. Once it has it, the import's first try has ended: the task it
   // wrote is not there.
-  std::promise<void> go;
-  auto other_writer = std::async(std::launch::async, [&] {
-    go.get_future().wait();
-    Transaction tx(*other);
-    other->exec("SET LOCAL deadlock_timeout = '10s'; LOCK TABLE events IN "
-                "SHARE MODE; LOCK TABLE tasks IN SHARE MODE",
-                "cannot lock the tables");
-    Statement count(*other, "SELECT count(*) FROM tasks");
-    REQUIRE(count.step());
-    const int64_t seen = count.get_int(0);
-    tx.commit();
-    return seen;
-  });
+  auto other_writer = opponent.writer(
+      "LOCK TABLE events IN SHARE MODE; LOCK TABLE tasks IN SHARE MODE",
+      [](Db& other) {
+        Statement count(other, "SELECT count(*) FROM tasks");
+        REQUIRE(count.step());
+        return count.get_int(0);
+      });
 
   size_t reads = 0;
   const int64_t imported = store.import_tasks([&](TaskImage& image) {
     if (reads == 1) {
-      go.set_value();
-      await_waiting(*watch, other_pid);
+      opponent.start();
     }
     if (reads == images.size()) {
       ++reads;
