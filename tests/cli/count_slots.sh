@@ -4,28 +4,7 @@
 # (slots) that writers update without waiting for each other; the sum is
 # what is read, and `db check` compares it with the tasks counted again.
 
-cs_n=16
-cs_timeout=120
-
-# together TAG CMD...: runs $cs_n copies of CMD at once; copy I's exit
-# status goes to TAG.I.rc, its stderr to TAG.I.err. In CMD, @I is I.
-together() {
-  local tag=$1 i
-  shift
-  local pids=()
-  for ((i = 1; i <= cs_n; i++)); do
-    local args=("${@//@I/$i}")
-    (
-      timeout -k 5 "$cs_timeout" "${args[@]}" >/dev/null \
-        2>"$scratch/$tag.$i.err" 3>&-
-      echo $? >"$scratch/$tag.$i.rc"
-    ) &
-    pids+=($!)
-  done
-  wait "${pids[@]}"
-}
-rcs() { cat "$scratch/$1".*.rc | sort | uniq -c | awk '{print $1 " " $2}' | paste -sd, -; }
-errs() { cat "$scratch/$1".*.err | sort | uniq -c | head -5; }
+cs_n=16 # copies at once (hammer, tests/cli/run)
 
 # counts_match Q: `stats` for queue Q against `list` counted by state.
 counts_match() {
@@ -43,7 +22,7 @@ fresh_db cs
 seq 1 20 >"$scratch/twenty"
 
 section "16 bulk adds to one queue at once: every task counted"
-together add "$TASKQ" add c --lines "$scratch/twenty" --max-errors 1
+hammer add $cs_n "$TASKQ" add c --lines "$scratch/twenty" --max-errors 1
 expect_eq "$(rcs add)" "$cs_n 0" "every add exits 0 ($(errs add))"
 expect_exit 0 "$TASKQ" stats --queue c -o json
 expect_jq "$out" '.runnable == 320' "stats: 320 runnable"
@@ -53,7 +32,7 @@ counts_match c "after the adds"
 section "16 workers of one queue at once: every done and fail counted"
 # A task whose id is a multiple of 4 fails (one error: failed); the
 # others complete. Every state change of the queue moves its counts.
-together run "$TASKQ" run c --until-empty -q -- \
+hammer run $cs_n "$TASKQ" run c --until-empty -q -- \
   sh -c 'test $((TASKQ_ID % 4)) -ne 0'
 # Exit 6: a task the worker ran failed; anything else is wrong.
 expect_eq "$(cat "$scratch"/run.*.rc | grep -cvx '[06]')" 0 \
@@ -70,7 +49,7 @@ expect_exit 0 "$TASKQ" metrics
 expect_contains "$out" 'taskq_errors_total{queue="c"} 80' "metrics: 80 errors in queue c"
 
 section "16 workers streaming at once, then purged: counts back to none"
-together add2 "$TASKQ" add s --lines "$scratch/twenty"
+hammer add2 $cs_n "$TASKQ" add s --lines "$scratch/twenty"
 expect_eq "$(rcs add2)" "$cs_n 0" "every add exits 0 ($(errs add2))"
 cat >"$scratch/answer" <<'PL'
 #!/usr/bin/perl
@@ -78,7 +57,7 @@ $| = 1;
 while (<STDIN>) { print "{\"id\":$1,\"done\":null}\n" if /^\{"task":\{"id":(\d+)/; }
 PL
 chmod +x "$scratch/answer"
-together stream "$TASKQ" run s --stream --until-empty -q -- "$scratch/answer"
+hammer stream $cs_n "$TASKQ" run s --stream --until-empty -q -- "$scratch/answer"
 expect_eq "$(rcs stream)" "$cs_n 0" "every streaming worker exits 0 ($(errs stream))"
 expect_exit 0 "$TASKQ" stats --queue s -o json
 expect_jq "$out" '(.counts // .states // .) | .completed == 320' "stats: 320 completed"

@@ -5,38 +5,11 @@
 # lock of its own shows (doc/architecture.md, "How each rule holds on
 # PostgreSQL"). It runs on SQLite too: the same invariants hold there.
 #
-# The writers are background processes; the only synchronisation is `wait`
-# on their pids. Each writes its exit status and output to files of its
-# own, and the checks run in this shell afterwards.
+# The writers are background processes (hammer, tests/cli/run). Each
+# writes its exit status and output to files of its own, and the checks
+# run in this shell afterwards.
 
 pc_n=16
-# A hung invocation must not hang the suite.
-pc_timeout=120
-
-# hammer TAG N CMD...: runs N copies of CMD at once; copy I's stdout goes to
-# TAG.I.out, its stderr to TAG.I.err, its exit status to TAG.I.rc. In CMD,
-# the word @I is replaced by I.
-hammer() {
-  local tag=$1 n=$2 i
-  shift 2
-  local pids=()
-  for ((i = 1; i <= n; i++)); do
-    local args=("${@//@I/$i}")
-    (
-      timeout -k 5 "$pc_timeout" "${args[@]}" >"$scratch/$tag.$i.out" \
-        2>"$scratch/$tag.$i.err" 3>&-
-      echo $? >"$scratch/$tag.$i.rc"
-    ) &
-    pids+=($!)
-  done
-  wait "${pids[@]}"
-}
-
-# rcs TAG: the exit statuses of TAG's copies, sorted and counted ("16 0").
-rcs() { cat "$scratch/$1".*.rc | sort | uniq -c | awk '{print $1 " " $2}' | paste -sd, -; }
-
-# errs TAG: the stderr of every copy of TAG, for failure messages.
-errs() { cat "$scratch/$1".*.err | sort | uniq -c | head -5; }
 
 fresh_db pc
 set_now 2026-11-21T08:00:00Z
