@@ -22,6 +22,7 @@
 #include <algorithm>
 #include <charconv>
 #include <map>
+#include <optional>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -115,6 +116,20 @@ const std::string* cell(const ImageRow& row, std::string_view column) {
     }
   }
   return nullptr;
+}
+
+// The id in `row`'s "id" column: 1 or more; std::nullopt when it is
+// missing or not one.
+std::optional<int64_t> id_cell(const ImageRow& row) {
+  const std::string* text = cell(row, "id");
+  int64_t id = 0;
+  if (text == nullptr
+      || std::from_chars(text->data(), text->data() + text->size(), id).ec
+             != std::errc()
+      || id < 1) {
+    return std::nullopt;
+  }
+  return id;
 }
 
 // Inserts one image row into `table` (with task_id = `task_id` when the
@@ -274,15 +289,11 @@ private:
 int64_t import_one(const TaskImage& image, Statement& exists, RowWriter& tasks,
                    RowWriter& errors, RowWriter& events, RowWriter& deps,
                    RowWriter& deliveries, RowWriter& output) {
-  const std::string* id_text = cell(image.task, "id");
-  int64_t id = 0;
-  if (id_text == nullptr
-      || std::from_chars(id_text->data(), id_text->data() + id_text->size(), id)
-                 .ec
-             != std::errc()
-      || id < 1) {
+  const auto given_id = id_cell(image.task);
+  if (!given_id) {
     throw Error(ErrorKind::usage, "'id' must be a task id (1 or more)");
   }
+  const int64_t id = *given_id;
   // A lease is its token, holder and expiry together (read_task reads all
   // three when the token is there).
   int given = 0;
@@ -354,15 +365,11 @@ struct FlowWriters {
 // atoms' rows must be its compiled document's nodes, in order; the links
 // between its atoms and their tasks are checked once every line is in.
 int64_t import_flow(const TaskImage::Flow& image, FlowWriters& w) {
-  const std::string* id_text = cell(image.flow, "id");
-  int64_t id = 0;
-  if (id_text == nullptr
-      || std::from_chars(id_text->data(), id_text->data() + id_text->size(), id)
-                 .ec
-             != std::errc()
-      || id < 1) {
+  const auto given_id = id_cell(image.flow);
+  if (!given_id) {
     throw Error(ErrorKind::usage, "flow: 'id' must be a flow id (1 or more)");
   }
+  const int64_t id = *given_id;
   w.exists.bind(1, id);
   const bool taken = w.exists.step();
   w.exists.reset();
