@@ -706,7 +706,10 @@ chmod +x conc.sh
 seq 200 | tq add serial --jsonl - >/dev/null
 : >serial.ids
 start=$(now_ms)
-CONC_IDS=$scratch/serial.ids CONC_LOG=$scratch/serial.log expect_exit 0 "$TASKQ" run serial --until-empty -- ./conc.sh
+# 200 handlers in a row: at least 10 s, and 30 s did not suffice in a CI
+# run (131 done) while the suites and a sanitizer build shared two cores.
+CONC_IDS=$scratch/serial.ids CONC_LOG=$scratch/serial.log cmd_timeout=180 \
+  expect_exit 0 "$TASKQ" run serial --until-empty -- ./conc.sh
 serial=$(($(now_ms) - start))
 summary_is 200 200 0 0 0 0
 check "one at a time takes at least the 10 s of sleep (took ${serial} ms)" \
@@ -714,7 +717,8 @@ check "one at a time takes at least the 10 s of sleep (took ${serial} ms)" \
 seq 200 | tq add conc --jsonl - >/dev/null
 : >conc.ids
 start=$(now_ms)
-CONC_IDS=$scratch/conc.ids CONC_LOG=$scratch/conc.log expect_exit 0 "$TASKQ" run conc --concurrency 4 --until-empty -- ./conc.sh
+CONC_IDS=$scratch/conc.ids CONC_LOG=$scratch/conc.log cmd_timeout=180 \
+  expect_exit 0 "$TASKQ" run conc --concurrency 4 --until-empty -- ./conc.sh
 took=$(($(now_ms) - start))
 summary_is 200 200 0 0 0 0
 # most_at_once LOG: the largest number of handlers running at once.
