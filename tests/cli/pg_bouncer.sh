@@ -170,7 +170,7 @@ check "named prepared statements without pool=" test "$(named)" -gt 0
 psql_p "ALTER SYSTEM RESET log_statement" >/dev/null
 psql_p "SELECT pg_reload_conf()" >/dev/null
 
-section "lease --wait wakes within a second or two without LISTEN"
+section "lease --wait wakes within a second or so without LISTEN"
 "$TASKQ" lease w --wait 30s -o id >lease.out 2>lease.err 3>&- &
 leasepid=$!
 check "lease --wait is a client of the pooler" wait_until 10 test "$(clients)" -ge 1
@@ -183,7 +183,9 @@ took=$(($(now_ms) - added))
 wait "$leasepid"
 expect_eq "$?" 0 "lease --wait's exit status"
 expect_eq "$(<lease.out)" "$id" "the task lease --wait leased"
-check "it woke within 2 s of the add (took ${took} ms)" test "$took" -le 2000
+# The pool's timer looks each second; without it, lease --wait would sleep
+# out its 30 s. 5 s leaves a loaded machine its slack.
+check "it woke within seconds of the add (took ${took} ms)" test "$took" -lt 5000
 
 section "with ?listen= the waiting process LISTENs on the server itself"
 TASKQ_DB=$listened "$TASKQ" lease l --wait 30s -o id >lease.out 2>lease.err 3>&- &
@@ -196,7 +198,10 @@ took=$(($(now_ms) - added))
 wait "$leasepid"
 expect_eq "$?" 0 "lease --wait's exit status"
 expect_eq "$(<lease.out)" "$id" "the task lease --wait leased"
-check "it woke at once (took ${took} ms)" test "$took" -le 500
+# Without the notification it would have looked after a second (the pool's
+# timer, or the listener's own look: storage/change_feed.hpp).
+check "it woke on the notification, before a second (took ${took} ms)" \
+  test "$took" -lt 1000
 expect_exit 5 env TASKQ_DB="$pooled&listen=127.0.0.1:1" "$TASKQ" lease l --wait 1s
 expect_err_contains "listen= address 127.0.0.1:1"
 
