@@ -110,6 +110,13 @@ check "it gave up after about 1 s (took ${took} ms)" \
   test "$took" -ge 950 -a "$took" -lt 4000
 expect_eq "$(state "$p")" runnable "the waited-for task, untouched"
 
+# A waiter woken by the commit returns in milliseconds (bench/wakeup); one
+# that was not would sleep out its --timeout or --wait (5 s to 30 s here).
+# The bound between leaves a loaded machine its slack: one stretched such
+# a wake-up to 2.7 s in CI. That the wake-up itself arrives is checked in
+# tests/storage/test_change_feed.cpp.
+soon_ms=3000
+
 section "a wait started before the task finishes returns as soon as it does"
 bg w1 wait "$p" --timeout 30s
 waiter=$bg
@@ -120,8 +127,8 @@ done_at=$(now_ms)
 bg_finish "$waiter" w1
 expect_eq "$rc" 0 "exit status of the waiting wait"
 expect_match "$out" "$p +completed +\"ok\"" "its output"
-check "it returned within 1 s of the done (took $((ended - done_at)) ms)" \
-  test $((ended - done_at)) -lt 1000
+check "it returned soon after the done (took $((ended - done_at)) ms)" \
+  test $((ended - done_at)) -lt "$soon_ms"
 
 section "a wait on several tasks returns when the last finishes"
 x=$(add_task multi)
@@ -141,8 +148,8 @@ bg_finish "$waiter" w2
 expect_eq "$rc" 6 "exit status when the last was killed"
 expect_match "$out" "$x +completed" "wait's row for $x"
 expect_match "$out" "$y +killed" "wait's row for $y"
-check "it returned within 1 s of the kill (took $((ended - done_at)) ms)" \
-  test $((ended - done_at)) -lt 1000
+check "it returned soon after the kill (took $((ended - done_at)) ms)" \
+  test $((ended - done_at)) -lt "$soon_ms"
 
 # --- lease --wait ------------------------------------------------------------------
 
@@ -176,8 +183,8 @@ expect_eq "$rc" 0 "exit status of lease --wait"
 expect_json "$out" .id "$id"
 expect_json "$out" .payload '{"k":"v"}'
 expect_json "$out" .lease.worker waiter
-check "it got the task within 1 s of the add (took $((ended - added_at)) ms)" \
-  test $((ended - added_at)) -lt 1000
+check "it got the task soon after the add (took $((ended - added_at)) ms)" \
+  test $((ended - added_at)) -lt "$soon_ms"
 expect_jq "$(snapshot "$id")" '.attempts == 1 and .lease.worker == "waiter"' \
   "task leased by the waiter"
 
@@ -216,7 +223,8 @@ done_at=$(now_ms)
 bg_finish "$waiter" lw3
 expect_eq "$rc" 0 "exit status of lease --wait"
 expect_out "$id"
-check "within 1 s (took $((ended - done_at)) ms)" test $((ended - done_at)) -lt 1000
+check "soon after (took $((ended - done_at)) ms)" \
+  test $((ended - done_at)) -lt "$soon_ms"
 
 # --- progress ----------------------------------------------------------------------
 
