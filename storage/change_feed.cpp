@@ -78,7 +78,8 @@ ChangeFeed::~ChangeFeed() {
 
 ChangeFeed::ChangeFeed(ChangeFeed&& other) noexcept
     : m_fd(std::exchange(other.m_fd, -1)), m_pg(std::move(other.m_pg)),
-      m_timer(std::exchange(other.m_timer, false)) {
+      m_timer(std::exchange(other.m_timer, false)),
+      m_next_look(other.m_next_look) {
   for (int i = 0; i < 3; ++i) {
     m_names[i] = std::move(other.m_names[i]);
   }
@@ -92,6 +93,7 @@ ChangeFeed& ChangeFeed::operator=(ChangeFeed&& other) noexcept {
     m_fd = std::exchange(other.m_fd, -1);
     m_pg = std::move(other.m_pg);
     m_timer = std::exchange(other.m_timer, false);
+    m_next_look = other.m_next_look;
     for (int i = 0; i < 3; ++i) {
       m_names[i] = std::move(other.m_names[i]);
     }

@@ -2,6 +2,7 @@
 
 #include "core/time.hpp"
 
+#include <chrono>
 #include <memory>
 #include <optional>
 #include <string>
@@ -83,6 +84,16 @@ public:
   bool polling() const { return m_fd < 0; }
   // Whether it LISTENs on PostgreSQL (see k_listen_poll).
   bool listens() const { return m_pg != nullptr && m_fd >= 0; }
+  // A LISTENing feed's next look with nothing heard: k_listen_poll after
+  // the last change its owner took from it (looked()), across the turns
+  // of a loop that waits many times (worker/wait.hpp); std::nullopt when
+  // it does not LISTEN.
+  std::optional<std::chrono::steady_clock::time_point> next_look() const {
+    return listens() ? std::optional(m_next_look) : std::nullopt;
+  }
+  void looked(std::chrono::steady_clock::time_point now) {
+    m_next_look = now + k_listen_poll;
+  }
   // Whether a wake-up always means another process committed: true where
   // our own commits are left out (PostgreSQL, own_pid given).
   bool skips_own() const { return m_pg && m_pg->skips_own(); }
@@ -102,6 +113,8 @@ private:
   std::string m_names[3]; // the database file, its -wal and its -journal
   std::unique_ptr<PgListener> m_pg; // PostgreSQL: m_fd is its socket
   bool m_timer = false;             // m_fd is a timer's (k_pool_poll)
+  std::chrono::steady_clock::time_point m_next_look =
+      std::chrono::steady_clock::now() + k_listen_poll;
 };
 
 } // namespace taskq::storage

@@ -39,9 +39,9 @@ void Wait::until(const std::optional<Instant>& t) {
 void Wait::feed_fallback() {
   if (m_feed.polling()) {
     until(Clock::now() + storage::ChangeFeed::k_fallback_poll);
-  } else if (m_feed.listens()) {
-    m_look_at = Clock::now() + storage::ChangeFeed::k_listen_poll;
-    until(m_look_at);
+  } else if (const auto at = m_feed.next_look()) {
+    m_look_at = at;
+    until(at);
   }
 }
 
@@ -59,7 +59,10 @@ bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
                                 : (m_look_at && now >= *m_look_at);
   // A listener whose server went away may report only a hang-up.
   if (m_watch_db && (revents(1) & (POLLIN | POLLHUP | POLLERR)) != 0) {
-    changed = feed.drain();
+    changed = feed.drain() || changed; // drained either way
+  }
+  if (changed && feed.listens()) {
+    feed.looked(now); // the next look with nothing heard: a second on
   }
   return changed;
 }

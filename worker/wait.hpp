@@ -24,8 +24,10 @@ public:
   // The wait ends by `t` at the latest (nothing when none).
   void until(const std::optional<Instant>& t);
   // A feed that cannot wake the wait is looked at after its fallback
-  // period (storage::ChangeFeed::k_fallback_poll); one that LISTENs, after
-  // k_listen_poll (a wake-up owed by a writer killed first is never sent).
+  // period (storage::ChangeFeed::k_fallback_poll); one that LISTENs, at its
+  // next_look(), k_listen_poll after the last change it reported, however
+  // many turns came between (a wake-up owed by a writer killed first is
+  // never sent).
   void feed_fallback();
 
   // Waits. Throws Error(internal) when poll fails other than by a signal.
