@@ -197,14 +197,14 @@ std::vector<std::string> names_registered(Register add) {
   return names;
 }
 
-// taskq __commands (hidden): the commands of the tree CLI11 was given, one
+// taskq __command-table (hidden): the commands of the tree CLI11 was given, one
 // a line, `NAME<TAB>SUMMARY` in the order of `taskq --help`: what the
 // completion scripts offer. Checks first that the table is the tree:
 // every command has a row, every row a command, and each row's function
 // registers its command alone (else start-up would build the whole tree
 // for it); an internal error naming the first difference otherwise.
 void add_commands_listing(CLI::App& app) {
-  CLI::App* cmd = add_command(app, "__commands",
+  CLI::App* cmd = add_command(app, "__command-table",
                               "Print the commands shell completion offers", "");
   cmd->group("");
   cmd->callback([&app] {

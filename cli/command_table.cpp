@@ -81,7 +81,7 @@ constexpr CommandRow k_commands[] = {
     {"help", "Shell", "print a command's help: taskq help COMMAND", nullptr},
     {"__ids", "", "the task ids completion offers after a command",
      register_completion},
-    {"__commands", "", "the commands completion offers, with summaries",
+    {"__command-table", "", "the commands completion offers, with summaries",
      nullptr},
 };
 

@@ -11,7 +11,7 @@ namespace taskq::cli {
 
 // One row per top-level command: the one list of them. `taskq --help`
 // lists the rows with a heading, in this order, under their heading;
-// `taskq __commands` prints them for the completion scripts (completions/
+// `taskq __command-table` prints them for the completion scripts (completions/
 // ask the binary, so they hold no list of their own); run() registers only
 // `add`'s group of commands when argv names one (start-up). taskq(1) is
 // checked against it by tests/cli/help.sh.
@@ -23,7 +23,7 @@ struct CommandRow {
   // Its line in `taskq --help` and in zsh's and fish's completion menus.
   std::string_view summary;
   // Registers the command (and the other commands of its cli/cmd_*.cpp);
-  // nullptr for those run_tree() adds itself (help, __commands), which
+  // nullptr for those run_tree() adds itself (help, __command-table), which
   // need the whole tree.
   void (*add)(CLI::App& app, Context& ctx);
 };

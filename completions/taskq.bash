@@ -187,11 +187,11 @@ _taskq() {
         else
             case $cmd/$sub/$npos in
             //0)
-                # The commands from taskq itself (`taskq __commands`: NAME
+                # The commands from taskq itself (`taskq __command-table`: NAME
                 # TAB SUMMARY, one a line), so this script lists none.
                 while IFS=$'\t' read -r w _; do
                     words+=" $w"
-                done < <(_taskq_ask __commands)
+                done < <(_taskq_ask __command-table)
                 ;;
             queue//0) words="list show set pause resume redrive" ;;
             db//0) words="check path migrate backup vacuum" ;;

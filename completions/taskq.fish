@@ -135,10 +135,10 @@ complete -c taskq -n '__taskq_at flow; and not __taskq_at flow 0; and not __task
 complete -c taskq -n $global -l help -d 'Show help'
 complete -c taskq -n '__taskq_at 0' -l version -d 'Show the version'
 
-# Commands, with their summaries, from taskq itself (`taskq __commands`:
+# Commands, with their summaries, from taskq itself (`taskq __command-table`:
 # NAME TAB SUMMARY, one a line, as fish shows a candidate and its
 # description), so this script lists none.
-complete -c taskq -n '__taskq_at 0' -a '(__taskq_ask __commands)'
+complete -c taskq -n '__taskq_at 0' -a '(__taskq_ask __command-table)'
 
 # Arguments.
 set -l queues '(__taskq_ask queue list -o id)'

@@ -44,11 +44,11 @@ fi
 EOF
 
 # offered_commands: the words of the "offered: ..." line in $out, sorted,
-# on one line; $commands: the commands of `taskq __commands`, the same way.
+# on one line; $commands: the commands of `taskq __command-table`, the same way.
 offered_commands() {
     sed -n 's/^offered: //p' <<<"$out" | tr ' ' '\n' | grep . | sort | tr '\n' ' '
 }
-commands=$("$TASKQ" __commands | cut -f1 | sort | tr '\n' ' ')
+commands=$("$TASKQ" __command-table | cut -f1 | sort | tr '\n' ' ')
 
 section "syntax"
 expect_exit 0 bash -n "$completions/taskq.bash"
@@ -84,7 +84,7 @@ expect_exit 0 bash complete.bash '' "$TASKQ" send 1 pause ''
 expect_exit 0 bash complete.bash '' "$TASKQ" add q --priority ''
 
 # Every command of taskq (cli/command_table.cpp, printed by taskq
-# __commands), and nothing else: the scripts ask the binary for them.
+# __command-table), and nothing else: the scripts ask the binary for them.
 section "bash: the commands are taskq's"
 expect_exit 0 bash complete.bash freeze "$TASKQ" ''
 expect_eq "$(offered_commands)" "$commands" "the commands bash offers"

@@ -57,15 +57,15 @@ expect_contains "$(tr -s ' \n' '  ' <<<"$out")" \
   "run --help: --keep-output's description is whole"
 
 # One list of the commands (cli/command_table.cpp): the binary's command
-# tree, as CLI11 has it, is the truth; `taskq __commands` checks the table
+# tree, as CLI11 has it, is the truth; `taskq __command-table` checks the table
 # against it (every command a row, every row a command, each registered
 # alone by its row's function, for the quick start-up) and prints it. The
 # help overview, taskq(1) and the completion scripts (which ask
-# `taskq __commands`: tests/cli/completions.sh) list exactly those.
+# `taskq __command-table`: tests/cli/completions.sh) list exactly those.
 section "one command table: help, taskq(1), the tree"
-expect_exit 0 "$TASKQ" __commands
+expect_exit 0 "$TASKQ" __command-table
 table=$(cut -f1 <<<"$out" | tr '\n' ' ')
-check "taskq __commands lists the commands (${table:0:40}...)" \
+check "taskq __command-table lists the commands (${table:0:40}...)" \
   test "$(wc -w <<<"$table")" -gt 30
 expect_eq "$(help_commands | tr '\n' ' ')" "$table" \
   "the commands of taskq help, in order, are the table's"
