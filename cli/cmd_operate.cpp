@@ -207,8 +207,9 @@ void register_operate(CLI::App& app, Context& ctx) {
   operator_command(
       app, ctx, Message::run, "resume",
       "Make paused or sleeping tasks runnable: each runs again from the "
-      "start, as a new attempt (a paused task's attempts restart at 0). A "
-      "frozen command is continued by continue, not resume",
+      "start, as its next attempt (a paused task's attempt limit counts "
+      "afresh; logs keeps each attempt's output). A frozen command is "
+      "continued by continue, not resume",
       "taskq resume 42");
   operator_command(app, ctx, Message::sleep, "sleep",
                    "Put tasks to sleep until a time. A running command is "

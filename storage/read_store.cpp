@@ -409,7 +409,8 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
                       + std::to_string(*q.max_running) + ")");
   }
   const auto limit = t.max_attempts ? t.max_attempts : q.max_attempts;
-  if (limit && t.attempts >= *limit && t.state != TaskState::paused) {
+  if (limit && t.state != TaskState::paused
+      && attempts_counted(*m_db, id) >= *limit) {
     reasons.push_back("it has used its " + std::to_string(*limit)
                       + " attempts: the next lease pauses it");
   }

@@ -196,12 +196,15 @@ Task fail_held(Db& db, const Held& held, const std::string& token,
 
   if (req.mode == FailMode::move_to) {
     // The dead-letter move (MassTasker DeleteOrMove): a fresh start in
-    // another queue, its error history kept.
+    // another queue (its attempt limit counts afresh; its runs keep their
+    // numbers), its error history kept.
     // Its --unique key goes along unless an unfinished task of the other
     // queue holds it already (one holder per queue and key): then it is
     // dropped, as an upgrade drops a duplicate's.
-    Statement(db, "UPDATE tasks SET queue = ?2, attempts = 0, run_at = ?3, "
-                  "rev = rev + 1, updated_at = ?3, unique_key = "
+    Statement(db, "UPDATE tasks SET queue = ?2, "
+                      + std::string(k_restart_attempt_count)
+                      + ", run_at = ?3, rev = rev + 1, updated_at = ?3, "
+                        "unique_key = "
                       + unique_key_moved_to(2) + " WHERE id = ?1")
         .bind(1, id)
         .bind(2, req.move_to)

@@ -87,12 +87,14 @@ expect_exit 0 "$TASKQ" heartbeat "$id" --lease "$tok"
 expect_out checkpoint
 expect_exit 0 "$TASKQ" done "$id" --lease "$tok"
 
-section "resume of a paused task resets its attempts"
+section "resume of a paused task keeps its attempts: the next run is the next one"
 leased attempts
 tq pause "$id" >/dev/null
 expect_eq "$(field "$id" .attempts)" 1 "attempts while paused"
 expect_exit 0 "$TASKQ" resume "$id"
-expect_jq "$(snapshot "$id")" '.state == "runnable" and .attempts == 0'
+expect_jq "$(snapshot "$id")" '.state == "runnable" and .attempts == 1 and .errors == []'
+expect_exit 0 "$TASKQ" lease attempts
+expect_json "$out" .attempts 2 "the run after resume"
 
 section "operator commands with ids are all or nothing"
 a=$(add_task all)
