@@ -149,3 +149,29 @@ expect_exit 0 "$TASKQ" logs "$id" --attempt 2 --stderr
 expect_out "err of attempt 2"
 expect_exit 0 "$TASKQ" show "$id" -o json
 expect_json "$out" '[.output[].attempt] | unique' '[1,2]' "show: output kept for both attempts"
+
+section "a handler's exit 75 that printed keeps its output: the next run is the next attempt, the limit unaffected"
+rm -f got/busy
+cat >busy.sh <<'SH'
+#!/bin/sh
+if [ ! -e "$GOT/busy" ]; then
+  : >"$GOT/busy"
+  echo "busy, later"
+  exit 75
+fi
+echo "done at attempt $TASKQ_ATTEMPT"
+SH
+chmod +x busy.sh
+id=$(add_task busy --max-attempts 1)
+expect_exit 0 "$TASKQ" run busy --until-empty --release-delay 0s -- ./busy.sh
+expect_eq "$(state "$id") $(field "$id" .attempts)" "completed 2" \
+  "released once (not counted by --max-attempts 1), done at attempt 2"
+expect_exit 0 "$TASKQ" logs "$id" --attempt 1
+expect_out "busy, later"
+expect_exit 0 "$TASKQ" logs "$id"
+expect_out "done at attempt 2"
+# A lease given back with nothing kept gives its number back too.
+quiet=$(add_task quietq --max-attempts 1)
+tok=$(tq lease quietq | jq -r .lease.token)
+expect_exit 0 "$TASKQ" release "$quiet" --lease "$tok"
+expect_eq "$(field "$quiet" .attempts)" 0 "attempts after a release with no output"
