@@ -207,8 +207,9 @@ void register_operate(CLI::App& app, Context& ctx) {
   operator_command(
       app, ctx, Message::run, "resume",
       "Make paused or sleeping tasks runnable: each runs again from the "
-      "start, as a new attempt (a paused task's attempts restart at 0). A "
-      "frozen command is continued by continue, not resume",
+      "start, as its next attempt (a paused task's attempt limit counts "
+      "afresh; logs keeps each attempt's output). A frozen command is "
+      "continued by continue, not resume",
       "taskq resume 42");
   operator_command(app, ctx, Message::sleep, "sleep",
                    "Put tasks to sleep until a time. A running command is "
@@ -245,15 +246,17 @@ void register_operate(CLI::App& app, Context& ctx) {
     cmd->add_option("id", *ids, "task ids")->required()->type_name("ID...");
     cmd->callback([ids, frozen, &ctx] {
       const auto parsed = parse_ids(*ids);
+      // As the messages to tasks: nothing on success (the ids were
+      // named), the tasks with -o json, their ids with -o id.
       const Format format =
-          ctx.format(Format::id, {Format::table, Format::json, Format::id});
+          ctx.format(Format::table, {Format::table, Format::json, Format::id});
       const core::Time now = ctx.now();
       const auto done = ctx.store(storage::OpenMode::update)
                             .freeze(parsed, frozen, ctx.actor(), now);
       for (const auto& t : done) {
         if (format == Format::json) {
           print_task_json(t, now);
-        } else {
+        } else if (format == Format::id) {
           std::printf("%lld\n", static_cast<long long>(t.id));
         }
       }

@@ -232,8 +232,8 @@ void register_queue(CLI::App& app, Context& ctx) {
   CLI::App* redrive = add_command(
       *queue, "redrive",
       "Move the runnable and sleeping tasks of FROM (a dead-letter queue) to "
-      "TO, due now with their attempts reset and their errors kept; prints "
-      "how many",
+      "TO, due now with their attempt limit counting afresh and their errors "
+      "kept; prints how many",
       "taskq queue redrive thumbs.dead thumbs");
   redrive->add_option("from", *from, "queue to empty")->required();
   redrive->add_option("to", *to, "queue to fill")->required();

@@ -15,10 +15,28 @@ bool is_continuation(char c) {
   return (static_cast<unsigned char>(c) & 0xc0) == 0x80;
 }
 
+// `what: tail`, at most k_max_error_bytes: what the bound leaves no room
+// for goes from the tail's front (its oldest output), on a character and
+// without leaving a blank first line, as OutputTail::text() cuts.
 std::string with_tail(std::string what, std::string_view tail) {
-  if (!tail.empty()) {
+  if (tail.empty()) {
+    return what;
+  }
+  const std::string valid = to_valid_utf8(tail);
+  std::string_view rest(valid);
+  const size_t room = what.size() + 2 < k_max_error_bytes
+                          ? k_max_error_bytes - what.size() - 2
+                          : 0;
+  if (rest.size() > room) {
+    rest.remove_prefix(rest.size() - room);
+    while (!rest.empty()
+           && (is_continuation(rest.front()) || rest.front() == '\n')) {
+      rest.remove_prefix(1);
+    }
+  }
+  if (!rest.empty()) {
     what += ": ";
-    what += tail;
+    what += rest;
   }
   return what;
 }

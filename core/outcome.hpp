@@ -34,12 +34,17 @@ struct Outcome {
   std::string error; // with Verdict::fail
 };
 
+// The most bytes a handler's error (`exit status 3: ` and its stderr tail,
+// doc/reference/commands.md#run) takes when stored.
+inline constexpr size_t k_max_error_bytes = 2000;
+
 // A handler's end (doc/reference/commands.md#run): exit 0 completes, 75
 // releases, any other exit or a signal fails with the status and the tail of
-// its stderr. A handler stopped at --timeout fails with `timed out after DUR`;
-// one stopped by a shutdown of `run` is released unless it still exited 0;
-// one whose lease an operator revoked gets nothing written, since the task is
-// already in the state the operator asked for.
+// its stderr, the whole at most k_max_error_bytes of valid UTF-8 (the tail
+// cut at its front, on a character). A handler stopped at --timeout fails with
+// `timed out after DUR`; one stopped by a shutdown of `run` is released unless
+// it still exited 0; one whose lease an operator revoked gets nothing written,
+// since the task is already in the state the operator asked for.
 Outcome judge(const ChildExit& exit, StopCause cause,
               std::optional<Millis> timeout, std::string_view stderr_tail);
 
@@ -54,7 +59,7 @@ std::optional<int> parse_signal(std::string_view text);
 class OutputTail {
 public:
   static constexpr size_t k_max_lines = 5;
-  static constexpr size_t k_max_bytes = 2000;
+  static constexpr size_t k_max_bytes = k_max_error_bytes;
 
   void append(std::string_view data);
   // The last k_max_lines non-blank lines, joined by '\n', trailing

@@ -118,11 +118,12 @@ int64_t bulk_send(Db& db, const Selector& sel, Message msg,
   } else if (msg == Message::sleep) {
     set += ", run_at = ?" + std::to_string(++param);
   } else if (msg == Message::run) {
-    // Resuming starts afresh: attempts reset (rescue's Cycles), and a
-    // sleeper is due at once.
-    set += ", reason = NULL, attempts = CASE WHEN state = 'paused' THEN 0 "
-           "ELSE attempts END, run_at = CASE WHEN state = 'sleeping' THEN "
-           "min(run_at, ?2) ELSE run_at END";
+    // Resuming a paused task starts its attempt limit's count afresh
+    // (rescue's Cycles) while its runs keep their numbers, and a sleeper
+    // is due at once.
+    set += ", reason = NULL, attempts_base = CASE WHEN state = 'paused' THEN "
+           "attempts ELSE attempts_base END, run_at = CASE WHEN state = "
+           "'sleeping' THEN min(run_at, ?2) ELSE run_at END";
   } else if (msg == Message::checkpoint) {
     set += ", checkpoint_req = 1";
   }
@@ -290,11 +291,12 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
         change.also.set("run_at", to_unix_ms(*until));
         break;
       case Message::run:
-        // Resuming starts afresh: attempts reset (rescue's Cycles), and a
+        // Resuming a paused task starts its attempt limit's count afresh
+        // (rescue's Cycles) while its runs keep their numbers, and a
         // sleeper is due at once.
         change.also.set_null("reason");
         if (task.state == TaskState::paused) {
-          change.also.add("attempts = 0");
+          change.also.add(std::string(k_restart_attempt_count));
         }
         if (task.state == TaskState::sleeping) {
           change.also.add("run_at = min(run_at, ?3)");

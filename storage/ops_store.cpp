@@ -231,8 +231,9 @@ int64_t TaskStore::redrive(const std::string& from, const std::string& to,
     BulkMove move(
         *m_db, {TaskState::runnable, TaskState::sleeping},
         core::SystemMove::redrive,
-        ", queue = ?3, attempts = 0, run_at = ?2, lease_token = NULL, "
-        "lease_worker = NULL, lease_expires = NULL, unique_key = "
+        ", queue = ?3, " + std::string(k_restart_attempt_count)
+            + ", run_at = ?2, lease_token = NULL, "
+              "lease_worker = NULL, lease_expires = NULL, unique_key = "
             + unique_key_moved_to(3));
     const std::string detail = "from " + from + " to " + to;
     int64_t moved = 0;
@@ -432,6 +433,13 @@ std::vector<QueueStats> read_stats(Db& db, const std::optional<std::string>& q,
     out.push_back(std::move(s));
   }
   return out;
+}
+
+int64_t attempts_counted(Db& db, int64_t id) {
+  Statement st(db, "SELECT max(attempts - attempts_base, 0) FROM tasks "
+                   "WHERE id = ?1");
+  st.bind(1, id);
+  return st.step() ? st.get_int(0) : 0;
 }
 
 } // namespace detail

@@ -382,8 +382,22 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
     reasons.push_back("it is not due until " + core::format_time(t.run_at));
   }
   if (t.leased(now)) {
-    reasons.push_back("it is leased by " + t.lease->worker + " until "
-                      + core::format_time(t.lease->expires_at));
+    // Frozen (as frozen_now tells): its command is stopped where it is
+    // until an operator continues it; the worker keeps the lease meanwhile.
+    Statement st(*m_db, "SELECT message, actor FROM events WHERE task_id = ?1 "
+                        "AND message IN ('lease', 'freeze', 'continue') "
+                        "ORDER BY id DESC LIMIT 1");
+    st.bind(1, id);
+    const std::string leased = "leased by " + t.lease->worker + " until "
+                               + core::format_time(t.lease->expires_at);
+    if (st.step() && st.get_text(0) == "freeze") {
+      reasons.push_back("it is frozen: frozen by "
+                        + st.get_opt_text(1).value_or("?")
+                        + ", its command stopped where it is, " + leased
+                        + " (taskq continue " + std::to_string(id) + ")");
+    } else {
+      reasons.push_back("it is " + leased);
+    }
   }
   const QueueRow q = load_queue(*m_db, t.queue);
   if (q.paused) {
@@ -395,7 +409,8 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
                       + std::to_string(*q.max_running) + ")");
   }
   const auto limit = t.max_attempts ? t.max_attempts : q.max_attempts;
-  if (limit && t.attempts >= *limit && t.state != TaskState::paused) {
+  if (limit && t.state != TaskState::paused
+      && attempts_counted(*m_db, id) >= *limit) {
     reasons.push_back("it has used its " + std::to_string(*limit)
                       + " attempts: the next lease pauses it");
   }

@@ -111,6 +111,7 @@ Domain domain_of(std::string_view table, std::string_view column) {
       {"state", Domain::state},
       {"labels", Domain::labels},
       {"attempts", Domain::count},
+      {"attempts_base", Domain::count},
       {"max_attempts", Domain::max_attempts},
       {"lease_for_ms", Domain::duration},
       {"checkpoint_req", Domain::flag},

@@ -196,12 +196,15 @@ Task fail_held(Db& db, const Held& held, const std::string& token,
 
   if (req.mode == FailMode::move_to) {
     // The dead-letter move (MassTasker DeleteOrMove): a fresh start in
-    // another queue, its error history kept.
+    // another queue (its attempt limit counts afresh; its runs keep their
+    // numbers), its error history kept.
     // Its --unique key goes along unless an unfinished task of the other
     // queue holds it already (one holder per queue and key): then it is
     // dropped, as an upgrade drops a duplicate's.
-    Statement(db, "UPDATE tasks SET queue = ?2, attempts = 0, run_at = ?3, "
-                  "rev = rev + 1, updated_at = ?3, unique_key = "
+    Statement(db, "UPDATE tasks SET queue = ?2, "
+                      + std::string(k_restart_attempt_count)
+                      + ", run_at = ?3, rev = rev + 1, updated_at = ?3, "
+                        "unique_key = "
                       + unique_key_moved_to(2) + " WHERE id = ?1")
         .bind(1, id)
         .bind(2, req.move_to)
@@ -247,10 +250,20 @@ Task release_held(Db& db, const Held& held, const std::string& token,
   const Task& task = held.task;
   const int64_t id = task.id;
   clear_lease(db, task, std::nullopt);
-  // Untouched: the attempt this lease used is given back.
-  Statement(db, "UPDATE tasks SET attempts = max(attempts - 1, 0), "
-                "run_at = coalesce(?2, run_at), rev = rev + 1, "
-                "updated_at = ?3 WHERE id = ?1")
+  const std::string kept_output =
+      "EXISTS (SELECT 1 FROM task_output o WHERE o.task_id = tasks.id AND "
+      "o.attempt = tasks.attempts)";
+  // Untouched: the attempt this lease used is given back to the attempt
+  // limit. Its number too, unless its run left output (a handler's exit
+  // 75 that printed): a number under which output is kept is never used
+  // again, so the next run's output does not mix with it.
+  Statement(db, "UPDATE tasks SET attempts = CASE WHEN " + kept_output
+                    + " THEN attempts ELSE max(attempts - 1, 0) END, "
+                      "attempts_base = CASE WHEN "
+                    + kept_output
+                    + " THEN min(attempts_base + 1, attempts) ELSE "
+                      "attempts_base END, run_at = coalesce(?2, run_at), "
+                      "rev = rev + 1, updated_at = ?3 WHERE id = ?1")
       .bind(1, id)
       .bind(2, delay ? std::optional(to_unix_ms(now + *delay)) : std::nullopt)
       .bind(3, to_unix_ms(now))

@@ -122,7 +122,7 @@ fail_once work "$id" "poison" --move-to dead
 task=$(snapshot "$id")
 expect_json "$task" .queue dead
 expect_json "$task" .state runnable
-expect_json "$task" .attempts 0
+expect_json "$task" .attempts 1 "attempts: its runs keep their numbers"
 expect_json "$task" .lease null
 expect_json "$task" .payload '{"n":1}'
 expect_json "$task" '[.errors[].error] | index("poison") != null' true \
@@ -130,7 +130,14 @@ expect_json "$task" '[.errors[].error] | index("poison") != null' true \
 expect_exit 75 "$TASKQ" lease work
 expect_exit 0 "$TASKQ" lease dead
 expect_json "$out" .id "$id"
-expect_json "$out" .attempts 1
+expect_json "$out" .attempts 2 "its run in dead is attempt 2"
+
+section "fail --move-to: the attempt limit counts afresh in the other queue"
+id=$(add_task capwork --max-attempts 1)
+fail_once capwork "$id" "poison" --move-to capdead
+expect_exit 0 "$TASKQ" lease capdead
+expect_json "$out" .id "$id" "leased, though it has had its 1 attempt"
+expect_json "$out" .attempts 2
 
 section "fail needs the lease: a stale token changes nothing"
 id=$(add_task failstale)

@@ -66,7 +66,7 @@ worker=$bg
 wait_until 10 file_has "got/pid.$id" || _ko "the command started" "no pid file"
 pid=$(<"got/pid.$id")
 expect_exit 0 "$TASKQ" freeze "$id"
-expect_out "$id"
+expect_out_empty # as pause and kill: nothing on success (the ids were named)
 check "its process is stopped (SIGSTOP)" wait_until 10 stopped "$pid"
 expect_exit 0 "$TASKQ" show "$id"
 expect_contains "$out" "state:       frozen" "show's state"
@@ -84,7 +84,7 @@ check "and again (the 1s lease is renewed, not lost)" \
   wait_until 10 expiry_past "$id" "$expires"
 expect_eq "$(state "$id") $(proc_state "$pid")" "runnable T" "still leased, still stopped"
 expect_exit 0 "$TASKQ" continue "$id"
-expect_out "$id"
+expect_out_empty
 check "its process runs again (SIGCONT)" wait_until 10 not_stopped "$pid"
 expect_exit 0 "$TASKQ" show "$id" -o json
 expect_json "$out" .lease.frozen false "continued: not frozen"
@@ -134,15 +134,16 @@ wait_until 10 file_has "got/pid.$id" || _ko "the command started" "no pid file"
 pid=$(<"got/pid.$id")
 refused_live 4 "continue of a running, unfrozen task" "$id" "$TASKQ" continue "$id"
 expect_eq "$err" "taskq: task $id is not frozen" "the refusal"
-expect_exit 0 "$TASKQ" freeze "$id"
+expect_exit 0 "$TASKQ" freeze "$id" -o json
+expect_json "$out" '[.id, .lease.frozen]' "[$id,true]" "freeze -o json: the task, frozen"
 check "its process is stopped" wait_until 10 stopped "$pid"
 refused_live 4 "freeze of a frozen task" "$id" "$TASKQ" freeze "$id"
 expect_eq "$err" "taskq: task $id is already frozen (taskq continue $id continues it)" "the refusal"
 refused_live 4 "continue of a frozen and a runnable task (all or nothing)" \
   "$id" "$TASKQ" continue "$id" "$waiting"
 expect_eq "$(proc_state "$pid")" T "still stopped"
-expect_exit 0 "$TASKQ" continue "$id" "$id"
-expect_out "$id"
+expect_exit 0 "$TASKQ" continue "$id" "$id" -o id
+expect_out "$id" # -o id: each task changed, once
 check "its process runs again" wait_until 10 not_stopped "$pid"
 touch "got/go.$id"
 bg_finish "$worker" worker3

@@ -87,12 +87,14 @@ expect_exit 0 "$TASKQ" heartbeat "$id" --lease "$tok"
 expect_out checkpoint
 expect_exit 0 "$TASKQ" done "$id" --lease "$tok"
 
-section "resume of a paused task resets its attempts"
+section "resume of a paused task keeps its attempts: the next run is the next one"
 leased attempts
 tq pause "$id" >/dev/null
 expect_eq "$(field "$id" .attempts)" 1 "attempts while paused"
 expect_exit 0 "$TASKQ" resume "$id"
-expect_jq "$(snapshot "$id")" '.state == "runnable" and .attempts == 0'
+expect_jq "$(snapshot "$id")" '.state == "runnable" and .attempts == 1 and .errors == []'
+expect_exit 0 "$TASKQ" lease attempts
+expect_json "$out" .attempts 2 "the run after resume"
 
 section "operator commands with ids are all or nothing"
 a=$(add_task all)
@@ -154,3 +156,52 @@ expect_exit 4 "$TASKQ" heartbeat "$held" --lease "$tok"
 expect_out kill
 expect_exit 4 "$TASKQ" done "$held" --lease "$tok"
 expect_eq "$(state "$held")" killed
+
+section "every operator command prints the same on success: nothing, -o id the ids, -o json the tasks"
+# The rule (doc/reference/commands.md#messages-to-tasks): given ids,
+# nothing (the caller named the tasks); -o id, the id of each task
+# changed; -o json, each task as it is now; in bulk, the count (above).
+# freeze and continue as pause and kill.
+fresh_db words
+# says ARG...: `taskq ARG...`, with ID replaced by a task that $setup
+# made, exits 0 printing nothing; with -o id, that id; with -o json, that
+# task.
+says() {
+  local id
+  id=$($setup)
+  expect_exit 0 "$TASKQ" "${@//ID/$id}"
+  expect_out_empty
+  id=$($setup)
+  expect_exit 0 "$TASKQ" "${@//ID/$id}" -o id
+  expect_out "$id"
+  id=$($setup)
+  expect_exit 0 "$TASKQ" "${@//ID/$id}" -o json
+  expect_json "$out" .id "$id" "$1 -o json: the task"
+}
+runnable() { add_task words; }
+paused() {
+  local id
+  id=$(add_task words) && tq pause "$id" >/dev/null && echo "$id"
+}
+# A task leased alone from a queue of its own.
+running() {
+  local q=run$RANDOM$RANDOM
+  add_task "$q" >/dev/null && tq lease "$q" | jq -r .id
+}
+frozen() {
+  local id
+  id=$(running) && tq freeze "$id" >/dev/null && echo "$id"
+}
+setup=runnable
+says pause ID
+says kill ID
+says sleep ID --for 1h
+says send ID pause
+setup=paused
+says resume ID
+setup=running
+says checkpoint ID
+says release ID
+says freeze ID
+setup=frozen
+says continue ID

@@ -49,7 +49,7 @@ expect_exit 0 "$TASKQ" queue redrive work.dead work
 expect_out 1
 expect_eq "$(field "$t" .queue)" work "the dead letter is back in work"
 expect_eq "$(field "$held" .queue)" work.dead "a leased task stays"
-expect_eq "$(field "$t" .attempts)" 0 "its attempts are reset"
+expect_eq "$(field "$t" .attempts)" 1 "its attempts kept (the limit counts afresh)"
 expect_eq "$(state "$t")" runnable "it is runnable"
 expect_eq "$(field "$t" '.events[-1].message')" redrive "the event logged"
 expect_eq "$(field "$other" .queue)" elsewhere "other queues are untouched"

@@ -72,6 +72,14 @@ l4=$(add_task lw)
 tq lease lw --worker w9 --for 10m >/dev/null
 why_is "$l4" "leased by w9 until 2026-11-21T08:10:00(\\.0+)?Z"
 
+section "frozen, by whom, and how to continue it"
+fz=$(add_task fw)
+tq lease fw --worker w9 --for 10m >/dev/null
+expect_exit 0 "$TASKQ" freeze "$fz" --worker alice
+why_is "$fz" "^it is frozen: frozen by alice, its command stopped where it is, leased by w9 until 2026-11-21T08:10:00(\\.0+)?Z \\(taskq continue $fz\\)\$"
+expect_exit 0 "$TASKQ" continue "$fz" --worker alice
+why_is "$fz" "^it is leased by w9 until 2026-11-21T08:10:00(\\.0+)?Z\$"
+
 section "waiting for tasks N and M"
 fresh_db
 d1=$(add_task dq)

@@ -43,6 +43,43 @@ TEST_CASE("the tail of stderr follows the status in the error") {
   CHECK(judge(exited(75), StopCause::none, {}, "busy").error.empty());
 }
 
+TEST_CASE("the whole error, status and tail, stays within the bound") {
+  // A full tail (as OutputTail gives it) leaves no room for the status:
+  // the tail gives up its front, so the stored error is at most the bound.
+  core::OutputTail full;
+  full.append(std::string(5000, 'x') + "END");
+  REQUIRE(full.text().size() == core::k_max_error_bytes);
+  for (const auto& o :
+       {judge(exited(3), StopCause::none, {}, full.text()),
+        judge(exited(255), StopCause::none, {}, full.text()),
+        judge(killed_by(SIGSEGV), StopCause::none, {}, full.text()),
+        judge(exited(0), StopCause::timeout, 90s, full.text())}) {
+    CHECK(o.error.size() <= core::k_max_error_bytes);
+    CHECK(o.error.size() >= core::k_max_error_bytes - 3);
+    CHECK(o.error.substr(o.error.size() - 3) == "END");
+  }
+  CHECK(judge(exited(3), StopCause::none, {}, full.text())
+            .error.rfind("exit status 3: x", 0)
+        == 0);
+  // A cut inside a multi-byte character moves past it: valid UTF-8, and
+  // that whatever byte the cut falls on.
+  for (const std::string_view status : {"exit status 3", "exit status 25"}) {
+    std::string wide;
+    while (wide.size() < core::k_max_error_bytes) {
+      wide += "\xe2\x82\xac"; // the euro sign, three bytes
+    }
+    const auto o = judge(exited(status == "exit status 3" ? 3 : 25),
+                         StopCause::none, {}, wide);
+    CHECK(o.error.size() <= core::k_max_error_bytes);
+    CHECK(core::to_valid_utf8(o.error) == o.error);
+    CHECK(o.error.rfind(std::string(status) + ": \xe2\x82\xac", 0) == 0);
+  }
+  // A tail within the room left is kept whole.
+  const std::string fits(core::k_max_error_bytes - 15, 'y');
+  CHECK(judge(exited(3), StopCause::none, {}, fits).error
+        == "exit status 3: " + fits);
+}
+
 TEST_CASE("a signal fails the task, naming the signal") {
   const auto o = judge(killed_by(SIGKILL), StopCause::none, {}, "");
   CHECK(o.verdict == Verdict::fail);
@@ -153,10 +190,13 @@ TEST_CASE("the output tail's bound holds after UTF-8 repair") {
   CHECK(text.size() > core::OutputTail::k_max_bytes - 3);
   CHECK(core::is_valid_utf8(text));
   CHECK(text.substr(0, 3) == "\xef\xbf\xbd");
-  // The error judge() builds from it: the status, then that tail.
+  // The error judge() builds from it: the status, then as much of that
+  // tail's end as the same bound leaves room for, on a character.
   const auto o = judge(exited(1), StopCause::none, {}, text);
-  CHECK(o.error.size() == std::string("exit status 1: ").size() + text.size());
-  CHECK(o.error.size() < 6015);
+  CHECK(o.error.size() <= core::k_max_error_bytes);
+  CHECK(o.error.size() > core::k_max_error_bytes - 3);
+  CHECK(core::is_valid_utf8(o.error));
+  CHECK(o.error.rfind("exit status 1: \xef\xbf\xbd", 0) == 0);
 
   // A cut inside the repaired text keeps the end and whole lines after it,
   // and leaves no blank first line.

@@ -1,5 +1,5 @@
 // The stderr tail a failed handler's error keeps (core::OutputTail, and the
-// error core::judge builds from it): within OutputTail::k_max_bytes, valid
+// error core::judge builds from it): within core::k_max_error_bytes, valid
 // UTF-8, at most k_max_lines non-blank lines without trailing white space,
 // the same however the output arrived in pieces, and equal to a reference
 // for short valid text.
@@ -87,12 +87,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     FUZZ_REQUIRE(tail == reference(text));
   }
 
-  // The stored error: the status, then the tail, within the bound plus the
-  // status's few words.
+  // The stored error: the status, then the tail, the whole within the
+  // bound.
   const core::ChildExit exit{(code & 0x80) != 0, code & 0x7f};
   const auto outcome = core::judge(exit, core::StopCause::none, {}, tail);
   if (outcome.verdict == core::Verdict::fail) {
-    FUZZ_REQUIRE(outcome.error.size() <= core::OutputTail::k_max_bytes + 40);
+    FUZZ_REQUIRE(outcome.error.size() <= core::k_max_error_bytes);
     FUZZ_REQUIRE(core::is_valid_utf8(outcome.error));
   }
   return 0;

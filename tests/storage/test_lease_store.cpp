@@ -197,7 +197,7 @@ TEST_CASE("an expired lease makes the task leasable again and the old token "
 }
 
 TEST_CASE("a task over max_attempts is paused with a reason instead of "
-          "leased, and resume resets its attempts") {
+          "leased, and resume starts the limit's count afresh") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
   storage::NewTask spec = new_task("q");
@@ -217,15 +217,23 @@ TEST_CASE("a task over max_attempts is paused with a reason instead of "
   CHECK(contains(paused->reason, "reached max attempts (2)"));
   CHECK_FALSE(lease_one(store, "q", t0 + 1h));
 
-  // resume (the run message) resets the attempts.
+  // resume (the run message) starts the limit's count afresh; the
+  // attempts go on numbering the runs.
   send_one(store, id, Message::run, t0 + 1h);
   const auto resumed = store.find(id);
   REQUIRE(resumed);
   CHECK(resumed->state == TaskState::runnable);
-  CHECK(resumed->attempts == 0);
-  const auto leased = lease_one(store, "q", t0 + 1h);
+  CHECK(resumed->attempts == 2);
+  const auto leased = lease_one(store, "q", t0 + 1h, 1min);
   REQUIRE(leased);
-  CHECK(leased->attempts == 1);
+  CHECK(leased->attempts == 3);
+  const auto again = lease_one(store, "q", t0 + 1h + 2min, 1min);
+  REQUIRE(again);
+  CHECK(again->attempts == 4);
+  // Two since resume: the third is refused again.
+  CHECK_FALSE(lease_one(store, "q", t0 + 1h + 4min, 1min));
+  CHECK(store.find(id)->state == TaskState::paused);
+  CHECK(store.find(id)->attempts == 4);
 }
 
 TEST_CASE("a task over its attempt limit does not keep the next task from "

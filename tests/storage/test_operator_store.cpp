@@ -425,7 +425,7 @@ TEST_CASE("bulk send: the same end as one message per task") {
   CHECK(shown.events.back().to == "killed");
   check_counts(store, {"q", "other"}, now);
 
-  // Resume in bulk: a paused task's attempts restart, a sleeper is due.
+  // Resume in bulk: a paused task's limit counts afresh, a sleeper is due.
   const int64_t p2 = add_task(store, "r");
   const int64_t s2 = add_task(store, "r");
   send_one(store, p2, Message::pause, now);

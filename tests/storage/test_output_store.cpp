@@ -124,3 +124,24 @@ TEST_CASE("output of a task that is gone is dropped, and purge deletes it") {
   CHECK(store.output_sizes(id).empty());
   CHECK(store.check().ok);
 }
+
+TEST_CASE("a run paused and resumed keeps its output: the next run is the "
+          "next attempt") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const int64_t id = add_task(store, "q");
+  const auto first = lease_one(store, "q", t0);
+  REQUIRE(first);
+  REQUIRE(first->attempts == 1);
+  store.append_output({chunk(id, "stdout", 0, "first run\n", 1)}, 1 << 20);
+  send_one(store, id, Message::pause, t0 + 1s);
+  send_one(store, id, Message::run, t0 + 2s);
+  const auto second = lease_one(store, "q", t0 + 3s);
+  REQUIRE(second);
+  CHECK(second->attempts == 2);
+  store.append_output({chunk(id, "stdout", 0, "second\n", second->attempts)},
+                      1 << 20);
+  CHECK(kept(store, id, "stdout", 1) == "first run\n");
+  CHECK(kept(store, id, "stdout", 2) == "second\n");
+  CHECK(store.show(id).task.errors.empty()); // a pause is no error
+}
