@@ -514,16 +514,17 @@ void print_fitted(std::vector<Column> columns, size_t width) {
   }
   fixed -= 2;
   if (width > 0) {
-    // Cut the others that may be cut, down to their least, if needed.
-    size_t flex_least = 0;
+    // Cut the others that may be cut (QUEUE, WORKER), down to their least,
+    // as far as the flexible ones need for all of their text.
+    size_t flex_want = 0;
     for (const Column& c : columns) {
-      flex_least += c.flex ? std::min(natural_width(c), c.least) : 0;
+      flex_want += c.flex ? natural_width(c) : 0;
     }
     for (size_t i = 0; i < columns.size(); ++i) {
-      if (!columns[i].flex && columns[i].least > 0 && fixed + flex_least > width
+      if (!columns[i].flex && columns[i].least > 0 && fixed + flex_want > width
           && widths[i] > columns[i].least) {
         const size_t cut =
-            std::min(widths[i] - columns[i].least, fixed + flex_least - width);
+            std::min(widths[i] - columns[i].least, fixed + flex_want - width);
         widths[i] -= cut;
         fixed -= cut;
       }
@@ -531,7 +532,8 @@ void print_fitted(std::vector<Column> columns, size_t width) {
     spare = width > fixed ? width - fixed : 0;
     // The last flexible column (the error, when shown) keeps what it
     // needs; each before it takes what the later ones leave, and at least
-    // its least; the last then takes the rest.
+    // its least; the last then takes the rest (8 at least: when even the
+    // leasts do not fit, the row is as narrow as it can be).
     std::vector<size_t> flex;
     size_t want = 0;
     for (size_t i = 0; i < columns.size(); ++i) {
@@ -550,7 +552,7 @@ void print_fitted(std::vector<Column> columns, size_t width) {
               std::min(widths[i], std::max(columns[i].least,
                                            left > want ? left - want : 0));
         } else {
-          widths[i] = std::max(left, std::min(columns[i].least, widths[i]));
+          widths[i] = std::max(left, std::min<size_t>(8, widths[i]));
         }
         left = left > widths[i] ? left - widths[i] : 0;
       }
