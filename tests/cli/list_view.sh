@@ -97,3 +97,24 @@ expect_exit 0 "$TASKQ" show "$fz"
 expect_match "$out" $'elapsed: +3m \\(frozen\\)\n' "frozen again: stopped at 3m"
 expect_exit 0 "$TASKQ" list --state running -o json
 expect_json "$out" .lease.started_at 2026-11-21T09:00:00Z "-o json: the start, unchanged"
+
+section "top shows a --sh task by its line too"
+if command -v tmux >/dev/null; then
+  # A tmux server of the suite's own, killed when the suite ends.
+  tmx() { tmux -f /dev/null -S "$scratch/tmux.sock" "$@" 3>&-; }
+  trap 'tmx kill-server >/dev/null 2>&1; _finish' EXIT
+  unset TASKQ_NOW
+  fresh_db
+  top_sh=$(add_task topq --sh 'make && make test')
+  top_env=(-e "TASKQ_DB=$TASKQ_DB")
+  for v in PGHOST PGPORT PGUSER PGDATABASE PGPASSWORD; do
+    [[ -n ${!v:-} ]] && top_env+=(-e "$v=${!v}")
+  done
+  tmx new-session -d -s top -x 120 -y 40 "${top_env[@]}" "$(printf '%q' "$TASKQ") top"
+  shown() { tmx capture-pane -p -t top 2>/dev/null | grep -Eq "^ *$top_sh topq .* sh: make && make test *$"; }
+  check "top's task row reads 'sh: make && make test'" wait_until 30 shown
+  expect_not_contains "$(tmx capture-pane -p -t top)" "/bin/sh" "not the shell that runs it"
+  tmx kill-server >/dev/null 2>&1
+else
+  _ko "tmux is required for this suite (scripts/setup test installs it)"
+fi
