@@ -275,8 +275,7 @@ bool last_attempt_failed(const core::Task& t, core::Time now) {
       || t.leased(now)) {
     return false;
   }
-  return t.state == core::TaskState::failed || !t.lease_started
-         || t.errors.back().time >= *t.lease_started;
+  return !t.lease_started || t.errors.back().time >= *t.lease_started;
 }
 
 std::string last_error_text(const core::Task& t, size_t width) {
@@ -591,7 +590,7 @@ void print_task_table(const std::vector<core::Task>& tasks, core::Time now,
     running = running || t.leased(now);
     all_running = all_running && t.leased(now);
     const bool erred = last_attempt_failed(t, now);
-    failed = failed || erred;
+    failed = failed || erred || t.state == core::TaskState::failed;
     ran = ran
           || ((core::is_terminal(t.state) || erred) && !t.command.empty()
               && t.attempts > 0);
@@ -663,7 +662,8 @@ void print_task_table(const std::vector<core::Task>& tasks, core::Time now,
     }
     put(one_line(what_it_runs(t)));
     if (failed) {
-      put(erred ? last_error_text(t, 0) : "-");
+      put(erred || t.state == core::TaskState::failed ? last_error_text(t, 0)
+                                                      : "-");
       const std::string verdict = t.state == core::TaskState::failed
                                       ? failure_words(t).verdict
                                       : std::string();

@@ -89,10 +89,10 @@ std::string display_state(const core::Task& task, core::Time now);
 // after "sh: " (and " < PAYLOAD" when it has one, the handler's stdin).
 std::string what_it_runs(const core::Task& task);
 
-// Whether the task's last attempt failed, whatever its state now: it is
-// failed, or has an error no older than its latest lease (lease_started,
-// which list loads) and is neither completed nor leased now. `list
-// --state erred` selects the same tasks.
+// Whether the task's last attempt failed, whatever its state now: it has
+// an error no older than its latest lease (lease_started, which list
+// loads for tasks with errors) and is neither completed nor leased now.
+// `list --state erred` selects the same tasks.
 bool last_attempt_failed(const core::Task& task, core::Time now);
 // The error of a task whose last attempt failed: failure_text for a
 // failed one, else its latest error; shortened to `width` (0: no limit).

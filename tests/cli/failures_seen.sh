@@ -204,6 +204,9 @@ expect_exit 0 "$TASKQ" run e2 --until-empty
 expect_eq "$(state "$again")" completed "the task that failed once, then completed"
 expect_exit 0 "$TASKQ" list --queue e2 --state erred -o id
 expect_out "$gave_up"$'\n'"$paused"$'\n'"$killed"$'\n'"$p2"
+expect_exit 0 "$TASKQ" list --queue e2 --wide
+expect_eq "$(awk 'NR > 1 && $NF != "-" {print $1}' <<<"$out")" "$gave_up"$'\n'"$paused"$'\n'"$killed"$'\n'"$p2" \
+  "list shows an error for the same tasks as --state erred selects"
 expect_exit 0 "$TASKQ" list --queue e2 --state erred
 expect_match "$(grep "^$p2 " <<<"$out")" "^$p2 +e2 +sleeping .*no such file$" \
   "a task failed by hand: its error (no EXIT: it has no command)"
