@@ -115,7 +115,8 @@ FailureWords failure_words(const core::Task& task);
 std::string failure_text(const core::Task& task, size_t width = 0);
 
 // A finished task's exit ("0", "3", "SIGSEGV", "timeout"; "-" when not
-// known) and how long its last attempt ran ("-" when not known: it needs
+// known), or that of the failed attempt of a task whose last attempt
+// failed, and how long its last attempt ran ("-" when not known: it needs
 // the task's lease_started).
 std::pair<std::string, std::string> exit_and_took(const core::Task& t);
 
