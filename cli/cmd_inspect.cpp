@@ -139,6 +139,7 @@ void note_erred(storage::TaskStore& store, const ListOptions& o,
   for (const auto& m : o.match) {
     argv.insert(argv.end(), {"--match", m});
   }
+  std::fflush(stdout); // after the table, in a log of both
   std::fprintf(stderr,
                "taskq: no task has failed for good; %lld failed %s last "
                "attempt and %s to be retried: %s\n",

@@ -248,6 +248,8 @@ expect_exit 0 "$TASKQ" list --state failed
 expect_eq "$(wc -l <<<"$out")" 1 "no failed task: only the header"
 expect_eq "$err" "taskq: no task has failed for good; 2 failed their last attempt and wait to be retried: taskq list --state erred" \
   "the note"
+expect_match "$("$TASKQ" list --state failed 2>&1 3>&-)" $'^ID [^\n]*\ntaskq: no task has failed for good' \
+  "in a log of both, the note comes after the table"
 expect_exit 0 "$TASKQ" list --state failed,killed --queue e3 --match 'team=night shift'
 hint=${err##*: }
 expect_eq "$hint" "taskq list --state erred --queue e3 --match 'team=night shift'" \
