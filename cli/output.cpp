@@ -602,20 +602,21 @@ void print_task_table(const std::vector<core::Task>& tasks, core::Time now,
     cols.push_back({std::move(header), {}, drop, least, flex, {}});
     cols.back().cells.reserve(tasks.size());
   };
-  // Dropped first when too wide: STARTED (ELAPSED says it), TOOK, RUN_AT,
-  // WORKER, ATT, PRI; PRI at once when no task has a priority.
+  // Dropped first when too wide: STARTED (ELAPSED says it), TOOK, ATT,
+  // RUN_AT (a retry's time), WORKER, PRI; PRI at once when no task has a
+  // priority.
   add("ID", 0);
   add("QUEUE", 0, 12);
   add("STATE", 0);
   if (priority || opts.wide) {
     add("PRI", 1);
   }
-  add("ATT", 2);
+  add("ATT", 4);
   // A running task's due time is past: when all shown run, RUN_AT goes
   // before STARTED.
-  add("RUN_AT", all_running ? 8 : 4);
+  add("RUN_AT", all_running ? 8 : 3);
   if (running) {
-    add("WORKER", 3, 12);
+    add("WORKER", 2, 12);
     add("STARTED", 7);
     add("ELAPSED", 0);
   }

@@ -39,7 +39,7 @@ for how in "COLUMNS unset, not a terminal" "COLUMNS=80"; do
 done
 unset COLUMNS
 expect_match "$(head -1 <<<"$out")" "^ID +QUEUE +STATE +.*ELAPSED +EXIT +PAYLOAD +LAST_ERROR$" \
-  "the header keeps what a row needs; STARTED, TOOK and RUN_AT go first"
+  "the header keeps what a row needs; STARTED, TOOK, ATT and RUN_AT go first"
 expect_exit 0 env COLUMNS=120 "$TASKQ" list
 check "COLUMNS=120: no line is wider than 120 (widest $(widest "$out"))" \
   test "$(widest "$out")" -le 120
