@@ -441,9 +441,10 @@ namespace {
 struct Column {
   std::string header;
   std::vector<std::string> cells;
-  int drop = 0;      // when too wide, dropped highest first (0: never)
-  size_t least = 0;  // a shortened column keeps this much (0: never cut)
-  bool flex = false; // PAYLOAD, LAST_ERROR: they take the spare width
+  int drop = 0;        // when too wide, dropped highest first (0: never)
+  size_t least = 0;    // a shortened column keeps this much (0: never cut)
+  bool flex = false;   // PAYLOAD, LAST_ERROR: they take the spare width
+  bool greedy = false; // LAST_ERROR: others are cut for all of its text
   // When given, each cell's end that a cut keeps (LAST_ERROR's verdict):
   // a cut shortens the rest of the cell.
   std::vector<std::string> tails;
@@ -469,11 +470,10 @@ size_t natural_width(const Column& c) {
 }
 
 // Prints `columns` within `width` characters a row (0: all of them, as
-// wide as they are): columns that say nothing go (every cell "-"), then
-// while the
-// narrowest the rest can be is too wide, the most droppable; the flexible
-// columns share what is left, the last taking the spare; others with a
-// `least` are cut only when that is not enough.
+// wide as they are): columns that say nothing go (every cell "-"), then,
+// while the narrowest the rest can be is too wide, the most droppable;
+// QUEUE and WORKER are cut towards their least as far as the error needs;
+// the flexible columns share what is left, the last taking the rest.
 void print_fitted(std::vector<Column> columns, size_t width) {
   columns.erase(std::remove_if(columns.begin(), columns.end(),
                                [width](const Column& c) {
@@ -514,10 +514,14 @@ void print_fitted(std::vector<Column> columns, size_t width) {
   fixed -= 2;
   if (width > 0) {
     // Cut the others that may be cut (QUEUE, WORKER), down to their least,
-    // as far as the flexible ones need for all of their text.
+    // as far as the flexible ones need: the greedy one all of its text,
+    // the others their least.
     size_t flex_want = 0;
     for (const Column& c : columns) {
-      flex_want += c.flex ? natural_width(c) : 0;
+      if (c.flex) {
+        flex_want +=
+            c.greedy ? natural_width(c) : std::min(natural_width(c), c.least);
+      }
     }
     for (size_t i = 0; i < columns.size(); ++i) {
       if (!columns[i].flex && columns[i].least > 0 && fixed + flex_want > width
@@ -551,7 +555,8 @@ void print_fitted(std::vector<Column> columns, size_t width) {
               std::min(widths[i], std::max(columns[i].least,
                                            left > want ? left - want : 0));
         } else {
-          widths[i] = std::max(left, std::min<size_t>(8, widths[i]));
+          widths[i] = std::min(widths[i],
+                               std::max(left, std::min<size_t>(8, widths[i])));
         }
         left = left > widths[i] ? left - widths[i] : 0;
       }
@@ -599,7 +604,7 @@ void print_task_table(const std::vector<core::Task>& tasks, core::Time now,
   std::vector<Column> cols;
   const auto add = [&](std::string header, int drop, size_t least = 0,
                        bool flex = false) {
-    cols.push_back({std::move(header), {}, drop, least, flex, {}});
+    cols.push_back({std::move(header), {}, drop, least, flex, false, {}});
     cols.back().cells.reserve(tasks.size());
   };
   // Dropped first when too wide: STARTED (ELAPSED says it), TOOK, ATT,
@@ -627,6 +632,7 @@ void print_task_table(const std::vector<core::Task>& tasks, core::Time now,
   add("PAYLOAD", 0, 12, true);
   if (failed) {
     add("LAST_ERROR", 0, 40, true);
+    cols.back().greedy = true;
   }
   for (const auto& t : tasks) {
     size_t c = 0;
