@@ -5,6 +5,7 @@
 #include "core/duration.hpp"
 #include "core/error.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -113,7 +114,38 @@ struct ListOptions {
   std::vector<std::string> match;
   std::optional<int64_t> limit;
   bool newest = false;
+  bool wide = false;
 };
+
+// When `list --state failed` finds none but tasks failed their last
+// attempt and wait to be retried, says so on stderr with the command that
+// lists them (its words shell-quoted as needed).
+void note_erred(storage::TaskStore& store, const ListOptions& o,
+                const storage::Selector& sel, core::Time now) {
+  storage::Selector erred = sel;
+  erred.states = {"erred"};
+  erred.limit.reset();
+  int64_t waiting = 0;
+  for (const auto& t : store.list(erred, now)) {
+    waiting += core::is_terminal(t.state) ? 0 : 1;
+  }
+  if (waiting == 0) {
+    return;
+  }
+  std::vector<std::string> argv = {"taskq", "list", "--state", "erred"};
+  if (o.queue) {
+    argv.insert(argv.end(), {"--queue", *o.queue});
+  }
+  for (const auto& m : o.match) {
+    argv.insert(argv.end(), {"--match", m});
+  }
+  std::fflush(stdout); // after the table, in a log of both
+  std::fprintf(stderr,
+               "taskq: no task has failed for good; %lld failed %s last "
+               "attempt and %s to be retried: %s\n",
+               static_cast<long long>(waiting), waiting == 1 ? "its" : "their",
+               waiting == 1 ? "waits" : "wait", command_line(argv).c_str());
+}
 
 void run_list(const ListOptions& o, Context& ctx) {
   const Format format =
@@ -139,7 +171,12 @@ void run_list(const ListOptions& o, Context& ctx) {
   }
   const auto tasks = store.list(sel, now);
   if (format == Format::table) {
-    print_task_table(tasks, now);
+    print_task_table(tasks, now, {o.wide});
+    if (tasks.empty()
+        && std::find(sel.states.begin(), sel.states.end(), "failed")
+               != sel.states.end()) {
+      note_erred(store, o, sel, now);
+    }
     return;
   }
   for (const auto& t : tasks) {
@@ -284,14 +321,17 @@ void register_inspect(CLI::App& app, Context& ctx) {
   list->add_option("--queue", lo->queue, "only QUEUE")->type_name("QUEUE");
   list->add_option("--state", lo->state,
                    "only these states, comma-separated: runnable, sleeping, "
-                   "paused, completed, failed, killed, running (leased) or "
-                   "ready (eligible)")
+                   "paused, completed, failed, killed, running (leased), "
+                   "ready (eligible) or erred (last attempt failed)")
       ->type_name("S,...");
   list->add_option("--match", lo->match,
                    "only tasks with labels matching K=V (repeatable)")
       ->type_name("K=V");
   list->add_option("--limit", lo->limit, "at most N tasks")->type_name("N");
   list->add_flag("--newest", lo->newest, "newest first (default: oldest)");
+  list->add_flag("--wide", lo->wide,
+                 "every column, nothing cut (default: fit $COLUMNS, the "
+                 "terminal or 80 columns)");
   list->callback([lo, &ctx] { run_list(*lo, ctx); });
 
   auto sq = std::make_shared<std::optional<std::string>>();

@@ -111,11 +111,12 @@ std::vector<std::string> parse_states(const std::string& text) {
                   "invalid --state '" + text
                       + "': expected state names separated by commas");
     }
-    if (!core::parse_state(name) && name != "running" && name != "ready") {
+    if (!core::parse_state(name) && name != "running" && name != "ready"
+        && name != "erred") {
       throw Error(ErrorKind::usage,
                   "unknown state '" + name
                       + "': expected runnable, sleeping, paused, completed, "
-                        "failed, killed, running or ready");
+                        "failed, killed, running, ready or erred");
     }
     out.push_back(std::move(name));
     if (comma == std::string::npos) {

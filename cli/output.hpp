@@ -85,9 +85,21 @@ std::optional<std::string> flow_line(const std::optional<core::Task>& task);
 std::string display_state(const core::Task& task, core::Time now);
 
 // What a table shows of what a task runs: its payload, or for a command
-// task its command, shell-quoted after "$ " (and " < PAYLOAD" when it has
-// one, the handler's stdin).
+// task its command, shell-quoted after "$ ", or for a `--sh` one its line
+// after "sh: " (and " < PAYLOAD" when it has one, the handler's stdin).
 std::string what_it_runs(const core::Task& task);
+
+// Whether the task's last attempt failed, whatever its state now: it has
+// an error no older than its latest lease (lease_started, which list
+// loads for tasks with errors) and is neither completed nor leased now.
+// `list --state erred` selects the same tasks.
+bool last_attempt_failed(const core::Task& task, core::Time now);
+// The error of a task whose last attempt failed: failure_text for a
+// failed one, else its latest error; shortened to `width` (0: no limit).
+std::string last_error_text(const core::Task& task, size_t width = 0);
+// How long the current lease's command has run: since its lease was
+// taken, less the time it was frozen (a frozen one's time stops).
+core::Millis running_time(const core::Task& task, core::Time now);
 
 // Why a failed task failed: the error that did it ("exit status 3: oops",
 // "killed by SIGSEGV"), never the policy's own "exceeded error rate", and
@@ -103,7 +115,8 @@ FailureWords failure_words(const core::Task& task);
 std::string failure_text(const core::Task& task, size_t width = 0);
 
 // A finished task's exit ("0", "3", "SIGSEGV", "timeout"; "-" when not
-// known) and how long its last attempt ran ("-" when not known: it needs
+// known), or that of the failed attempt of a task whose last attempt
+// failed, and how long its last attempt ran ("-" when not known: it needs
 // the task's lease_started).
 std::pair<std::string, std::string> exit_and_took(const core::Task& t);
 
@@ -123,7 +136,18 @@ TableTimes table_times(core::Time now);
 void print_table(const std::vector<std::string>& header,
                  const std::vector<std::vector<std::string>>& rows);
 
-void print_task_table(const std::vector<core::Task>& tasks, core::Time now);
+// The width a table fits (doc/reference/commands.md#list): $COLUMNS when
+// it is a positive number, else the terminal's when stdout is one, else 80.
+size_t table_width();
+
+// How print_task_table lays out: fitted to table_width() (columns that say
+// nothing dropped, then the least needed while too wide, the payload and
+// error cut to share the rest), or `wide`: every column, nothing cut.
+struct TableOptions {
+  bool wide = false;
+};
+void print_task_table(const std::vector<core::Task>& tasks, core::Time now,
+                      const TableOptions& opts = {});
 void print_task_detail(const storage::TaskDetail& detail, core::Time now);
 
 // The summary line `run` prints: "leased 4: 2 completed, 1 failed for good

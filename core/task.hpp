@@ -56,6 +56,11 @@ struct Task {
   // kept) and has not continued it since this lease was taken; loaded
   // with lease_started, and meant only while the lease is live.
   bool frozen = false;
+  // Loaded with it: when the freeze in force began, and how long the
+  // command was frozen before that since the lease was taken (freezes
+  // continued since), so that its running time leaves them out.
+  std::optional<Time> frozen_since;
+  Millis frozen_for{0};
   std::vector<ErrorEntry> errors;        // oldest first
   std::optional<std::string> checkpoint; // JSON text
   std::optional<std::string> result;     // JSON text

@@ -94,6 +94,17 @@ std::vector<SelectPart> select_sqls(const Selector& sel,
     part(std::string(" FROM tasks INDEXED BY tasks_waiting WHERE blockers > 0")
              + runnable,
          false);
+  } else if (state == "erred") {
+    // Tasks whose latest error is no older than their latest lease: their
+    // last attempt failed, whatever their state (a sleeping one the error
+    // policy will retry, a failed one, one killed since); not one that
+    // completed or is running again. Read from the tasks with errors.
+    part(" FROM tasks WHERE id IN (SELECT task_id FROM task_errors) AND "
+         "state <> 'completed' AND (lease_token IS NULL OR lease_expires <= "
+         "?2) AND NOT EXISTS (SELECT 1 FROM events v WHERE v.task_id = "
+         "tasks.id AND v.message = 'lease' AND v.time > (SELECT MAX(e.time) "
+         "FROM task_errors e WHERE e.task_id = tasks.id))",
+         false);
   } else if (!state.empty()) {
     // The literal term lets the planner use the partial tasks_settled.
     part(" FROM tasks WHERE state = ?3 AND state <> 'runnable' AND ?2 IS NOT "
@@ -107,46 +118,67 @@ std::vector<SelectPart> select_sqls(const Selector& sel,
 
 namespace {
 
-// When each lease among `tasks` was taken: its latest `lease` event, and
-// whether an operator froze its command since (two lookups in events_task
-// per leased task).
+// When each lease among `tasks` was taken (its latest `lease` event), and
+// its freezes since: whether an operator froze its command, since when,
+// and for how long it was frozen before (one walk back through the task's
+// lease, freeze and continue events in events_task per leased task).
 void load_lease_starts(Db& db, std::vector<Task>& tasks) {
   std::optional<Statement> st;
-  std::optional<Statement> frozen;
   for (Task& t : tasks) {
     if (!t.lease) {
       continue;
     }
     if (!st) {
-      st.emplace(db, "SELECT time FROM events WHERE task_id = ?1 AND "
-                     "message = 'lease' ORDER BY id DESC LIMIT 1");
-      frozen.emplace(db, std::string(k_frozen_sql));
+      st.emplace(db, "SELECT message, time FROM events WHERE task_id = ?1 "
+                     "AND message IN ('lease', 'freeze', 'continue') ORDER "
+                     "BY id DESC");
     }
     st->bind(1, t.id);
-    if (st->step()) {
-      t.lease_started = core::from_unix_ms(st->get_int(0));
+    // The continue after the freeze read next, if any (0: none).
+    int64_t continued = 0;
+    for (bool latest = true; st->step(); latest = false) {
+      const std::string message = st->get_text(0);
+      const int64_t time = st->get_int(1);
+      if (message == "lease") {
+        t.lease_started = core::from_unix_ms(time);
+        break;
+      }
+      if (message == "continue") {
+        continued = time;
+      } else if (latest) {
+        t.frozen = true; // as k_frozen_sql says
+        t.frozen_since = core::from_unix_ms(time);
+      } else if (continued != 0) {
+        t.frozen_for += core::Millis(continued - time);
+        continued = 0;
+      }
     }
     st->reset();
-    frozen->bind(1, t.id);
-    t.frozen = frozen->step() && frozen->get_int(0) != 0;
-    frozen->reset();
   }
 }
 
 } // namespace
 
-void check_states(const std::vector<std::string>& states) {
+void check_states(const std::vector<std::string>& states, bool erred_ok) {
   for (const auto& state : states) {
-    if (!core::parse_state(state) && state != "running" && state != "ready") {
+    if (state == "erred" && !erred_ok) {
+      throw Error(ErrorKind::usage,
+                  "--state erred is for list only: name the tasks' states "
+                  "(taskq list --state erred shows which they are)");
+    }
+    if (!core::parse_state(state) && state != "running" && state != "ready"
+        && state != "erred") {
       throw Error(ErrorKind::usage,
                   "unknown state '" + state
                       + "': expected runnable, sleeping, paused, completed, "
-                        "failed, killed, running or ready");
+                        "failed, killed, running, ready"
+                      + (erred_ok ? ", erred" : ""));
     }
   }
 }
 
-std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
+std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now,
+                               bool erred_ok) {
   std::vector<Task> out;
   if (!sel.ids.empty()) {
     std::vector<int64_t> seen;
@@ -158,7 +190,7 @@ std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now) {
     }
     return out;
   }
-  check_states(sel.states);
+  check_states(sel.states, erred_ok);
   // One query per state, each in id order through its own index and cut at
   // the limit, then merged: an OR of states would cost the planner its
   // indexes.
@@ -252,12 +284,15 @@ TaskDetail TaskStore::show(int64_t id) {
 
 std::vector<Task> TaskStore::list(const Selector& sel, Time now) {
   Transaction tx(*m_db, Transaction::Kind::read);
-  std::vector<Task> tasks = select_tasks(*m_db, sel, now);
-  // A finished command's last attempt: when it began (its latest lease),
-  // for how long it ran.
+  std::vector<Task> tasks = select_tasks(*m_db, sel, now, true);
+  // A finished command's last attempt, and that of a task with errors:
+  // when it began (its latest lease), for how long it ran, and whether
+  // it failed (an error since).
   std::optional<Statement> st;
   for (Task& t : tasks) {
-    if (!core::is_terminal(t.state) || t.command.empty() || t.attempts == 0) {
+    const bool ended =
+        core::is_terminal(t.state) && !t.command.empty() && t.attempts > 0;
+    if (t.lease_started || (!ended && t.errors.empty())) {
       continue;
     }
     if (!st) {

@@ -20,9 +20,10 @@
 namespace taskq::storage::detail {
 
 // The tasks a selector names: ids (each must exist, not_found otherwise),
-// or filters (read_store.cpp). Usage error for an unknown state.
+// or filters (read_store.cpp). Usage error for an unknown state, and for
+// `erred` (last attempt failed, `list` only) unless `erred_ok`.
 std::vector<core::Task> select_tasks(Db& db, const Selector& sel,
-                                     core::Time now);
+                                     core::Time now, bool erred_ok = false);
 
 // One query of a selector's state (read_store.cpp): `?1` the queue,
 // `?2` now, `?3` the state when `binds_state`, `?4` the limit.
@@ -34,7 +35,9 @@ struct SelectPart {
 std::vector<SelectPart> select_sqls(const Selector& sel,
                                     const std::string& state, bool limited);
 
-// Usage error for a name in `states` that is not a task state.
-void check_states(const std::vector<std::string>& states);
+// Usage error for a name in `states` that is not a task state, `running`,
+// `ready` or (when `erred_ok`: list's own) `erred`.
+void check_states(const std::vector<std::string>& states,
+                  bool erred_ok = false);
 
 } // namespace taskq::storage::detail

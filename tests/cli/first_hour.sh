@@ -47,7 +47,7 @@ check "a summary names the tasks that will retry" \
   grep -q "will retry.*(task" w1.out w2.out
 
 section "list says what happened, in the user's words"
-expect_exit 0 "$TASKQ" list --queue jobs
+expect_exit 0 "$TASKQ" list --queue jobs --wide # every column: PRI, RUN_AT
 for id in "${ok_ids[@]}" "${sh_ids[@]}"; do
   expect_match "$(grep "^$id " <<<"$out")" "^$id +jobs +completed" "task $id completed"
 done
