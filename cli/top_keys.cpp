@@ -77,7 +77,8 @@ const Key k_key_table[] = {
    "j Down PgDn Space", "scroll down", "j/k scroll"},
   {Screen::help, Action::up, {'k', KEY_UP, KEY_PPAGE}, "k Up PgUp",
    "scroll up", nullptr},
-  {Screen::help, Action::back, {}, "q (any other key)", "back", "q back"},
+  {Screen::help, Action::back, {'q', 'Q', 27}, "q Esc",
+   "back (so does any other key)", "q back"},
 };
 // clang-format on
 
@@ -86,13 +87,9 @@ const Key k_key_table[] = {
 const std::span<const Key> k_keys(k_key_table);
 
 const Key* find_key(Screen screen, int ch) {
-  const Key* fallback = nullptr;
   for (const Key& k : k_keys) {
     if (k.screen != screen) {
       continue;
-    }
-    if (k.codes[0] == 0) {
-      fallback = &k; // any other key
     }
     for (const int code : k.codes) {
       if (code == 0) {
@@ -103,7 +100,7 @@ const Key* find_key(Screen screen, int ch) {
       }
     }
   }
-  return fallback;
+  return nullptr;
 }
 
 std::vector<std::string> key_bar(Screen screen) {
