@@ -293,6 +293,7 @@ w=$(add_task "$long_queue" --label kind=a-rather-long-label-value-for-width \
   --payload '{"file":"a-very-long-file-name-of-a-picture-taken-in-2026.png"}')
 c=$(add_task jobs --label owner=someone-with-a-long-name -- \
   ./render-thumbnails --size large --format webp --quality 85 input-folder)
+s=$(add_task jobs --sh 'cd /srv/app && make -j8 all && ./deploy.sh --env production')
 start_shell w80 || return
 tmx resize-window -t w80 -x 80 -y 24
 run_top w80 --db "$TASKQ_DB"
@@ -309,6 +310,9 @@ expect_contains "$(screen w80)" "$ ./render-thumbnails --size large --format" \
 expect_match "$(screen w80)" "ID +QUEUE +STATE +ATT +PAYLOAD" \
   "empty columns go: no WORKER, no TIME while nothing runs or waits"
 expect_contains "$(screen w80)" "thumbnails-for-" "a long queue name is cut"
+# A --sh task reads as list shows it (what_it_runs): its line after sh:.
+expect_match "$(screen w80)" " $s jobs +runnable +0 sh: cd /srv/app && make -j8 all" \
+  "a --sh task shows its line (sh: LINE), not /bin/sh -c"
 tmx send-keys -t w80 q
 expect_screen w80 "top exited 0" "q exits 0 (80 columns)"
 
@@ -316,8 +320,8 @@ section "p on a running task asks first; f and c freeze and continue it"
 # Leased by hand: it runs (as list says) until its lease ends, in 5m.
 expect_exit 0 "$TASKQ" lease jobs --worker w-keys -o env
 unset TASKQ_ID TASKQ_LEASE
-leased() { "$TASKQ" list -o json | jq -e "select(.id == $1) | .lease != null" >/dev/null; }
-frozen() { "$TASKQ" list -o json | jq -r "select(.id == $1) | .lease.frozen"; }
+leased() { "$TASKQ" list -o json | jq -se "any(.[]; .id == $1 and .lease != null)" >/dev/null; }
+frozen() { "$TASKQ" list -o json | jq -sr ".[] | select(.id == $1) | .lease.frozen"; }
 run_top w80 --db "$TASKQ_DB"
 # Running first: task c is the first row of the tasks pane.
 if wait_until "$setup_wait" eval 'screen w80 | grep -Eq "^ *$c jobs +running +w-keys "'; then
