@@ -1,8 +1,9 @@
 // taskq top: a full-screen view of the queues, the unfinished tasks and the
 // recent failures that follows the database as it changes, with keys to
-// pause, resume and kill the selected task or queue and to read a task's
-// history. Drawn with ncurses; the rules stay in storage (the same calls
-// as the pause, resume, kill and queue commands).
+// pause, resume, freeze, continue and kill the selected task or queue and
+// to read a task's history. Drawn with ncurses; the rules stay in storage
+// (the same calls as the pause, resume, freeze, continue, kill and queue
+// commands).
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
 #include "cli/top_view.hpp"
@@ -98,13 +99,19 @@ void run_top(const std::string& reconnect_for, Context& ctx) {
 } // namespace
 
 void register_top(CLI::App& app, Context& ctx) {
+  // The keys as the key bar shows them (cli/top_keys.cpp, k_keys).
+  std::string keys;
+  for (const std::string& k : top::key_bar(top::Screen::panes)) {
+    keys += (keys.empty() ? "" : ", ") + k;
+  }
   CLI::App* top = add_command(
       app, "top",
       "A live full-screen view: queues with their counts and completions, "
       "running tasks with worker and elapsed time, recent failures with "
-      "their error. Keys: Tab pane, j/k select, p pause, r resume, K kill "
-      "(asks y/n), l output (the latest attempt's), e events and errors, q "
-      "quit. Colour on a terminal, never with NO_COLOR",
+      "their error, fitted to the terminal's width. Keys: "
+          + keys
+          + " (p on a running task and K ask y/n first). Colour on a "
+            "terminal, never with NO_COLOR",
       "taskq top --db jobs.db");
   auto reconnect = std::make_shared<std::string>("5m");
   top->add_option("--reconnect-for", *reconnect,

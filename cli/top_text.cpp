@@ -28,12 +28,43 @@ TextFit::TextFit() {
   m_utf8 = codeset != nullptr && std::strcmp(codeset, "UTF-8") == 0;
 }
 
-std::string TextFit::fit(std::string_view text, int width, bool right) const {
-  std::string out;
+int TextFit::columns(std::string_view text, int limit) const {
   int used = 0;
+  bool cut = false;
+  take(text, limit, used, cut);
+  return cut ? limit : used;
+}
+
+std::string TextFit::fit(std::string_view text, int width, bool right) const {
+  int used = 0;
+  bool cut = false;
+  std::string out = take(text, width, used, cut);
+  if (cut && width > 0) {
+    // Make room for the mark: drop whole characters from the end.
+    while (used > width - 1 && !out.empty()) {
+      size_t start = out.size() - 1;
+      while (start > 0
+             && (static_cast<unsigned char>(out[start]) & 0xc0) == 0x80) {
+        --start;
+      }
+      const std::string last = out.substr(start);
+      out.resize(start);
+      used -= width_of(last);
+    }
+    out += m_utf8 ? "\u2026" : "~";
+    ++used;
+  }
+  const std::string pad(static_cast<size_t>(std::max(width - used, 0)), ' ');
+  return right ? pad + out : out + pad;
+}
+
+std::string TextFit::take(std::string_view text, int width, int& used,
+                          bool& cut) const {
+  std::string out;
+  used = 0;
   std::mbstate_t state{};
   size_t i = 0;
-  bool cut = false;
+  cut = false;
   while (i < text.size()) {
     std::string piece;
     int w = 1;
@@ -68,23 +99,7 @@ std::string TextFit::fit(std::string_view text, int width, bool right) const {
     out += piece;
     used += w;
   }
-  if (cut && width > 0) {
-    // Make room for the mark: drop whole characters from the end.
-    while (used > width - 1 && !out.empty()) {
-      size_t start = out.size() - 1;
-      while (start > 0
-             && (static_cast<unsigned char>(out[start]) & 0xc0) == 0x80) {
-        --start;
-      }
-      const std::string last = out.substr(start);
-      out.resize(start);
-      used -= width_of(last);
-    }
-    out += m_utf8 ? "\u2026" : "~";
-    ++used;
-  }
-  const std::string pad(static_cast<size_t>(std::max(width - used, 0)), ' ');
-  return right ? pad + out : out + pad;
+  return out;
 }
 
 int TextFit::width_of(const std::string& piece) const {

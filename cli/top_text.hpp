@@ -22,7 +22,16 @@ public:
   // on the left when `right`.
   std::string fit(std::string_view text, int width, bool right) const;
 
+  // How many columns `text` takes as fit() writes it, counting at most
+  // `limit`.
+  int columns(std::string_view text, int limit) const;
+
 private:
+  // The longest head of `text` that fits `width` columns, as fit() writes
+  // it; `used`: its columns, `cut`: whether text was left over.
+  std::string take(std::string_view text, int width, int& used,
+                   bool& cut) const;
+
   int width_of(const std::string& piece) const;
 
   bool m_utf8 = false;

@@ -177,21 +177,23 @@ Top::Top(Context& ctx, storage::TaskStore& store,
     init_pair(pair_failed, COLOR_RED, -1);
     init_pair(pair_delayed, COLOR_BLUE, -1);
   }
-  m_panes[0].columns = {{"QUEUE", 20},         {"READY", 7, true},
-                        {"RUNNING", 7, true},  {"DELAYED", 7, true},
-                        {"SLEEPING", 8, true}, {"PAUSED", 6, true},
-                        {"FAILED", 6, true},   {"DONE/1M", 7, true},
-                        {"DONE/1H", 7, true},  {"", 0}};
-  m_panes[1].columns = {{"ID", 7, true},
-                        {"QUEUE", 16},
+  // Names shrink before numbers are left out; the last column takes the
+  // rest (lay_out).
+  m_panes[0].columns = {{"QUEUE", 24, false, true}, {"READY", 9, true},
+                        {"RUNNING", 9, true},       {"DELAYED", 9, true},
+                        {"SLEEPING", 9, true},      {"PAUSED", 9, true},
+                        {"FAILED", 9, true},        {"DONE/1M", 9, true},
+                        {"DONE/1H", 9, true},       {"", 0}};
+  m_panes[1].columns = {{"ID", 10, true},
+                        {"QUEUE", 16, false, true},
                         {"STATE", 8},
-                        {"WORKER", 18},
-                        {"TIME", 7, true},
-                        {"ATT", 3, true},
+                        {"WORKER", 18, false, true},
+                        {"TIME", 8, true},
+                        {"ATT", 4, true},
                         {"PAYLOAD / LAST ERROR", 0}};
-  m_panes[2].columns = {{"ID", 7, true},     {"QUEUE", 16},
-                        {"FAILED", 9, true}, {"ATT", 3, true},
-                        {"TOOK", 6, true},   {"ERROR", 0}};
+  m_panes[2].columns = {{"ID", 10, true},     {"QUEUE", 16, false, true},
+                        {"FAILED", 10, true}, {"ATT", 4, true},
+                        {"TOOK", 6, true},    {"ERROR", 0}};
 }
 
 Top::~Top() {

@@ -11,6 +11,7 @@
 #include <csignal>
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -54,11 +55,21 @@ constexpr short pair_delayed = 6;
 enum class Pane { queues, tasks, failures };
 constexpr Pane k_panes[] = {Pane::queues, Pane::tasks, Pane::failures};
 
+// A column of a pane. Its width follows what it holds: at most `width`
+// (0: the last column, which takes what the others leave), at least its
+// title; a `shrink` column is cut down to k_shrunk first when the line is
+// too narrow for all. A column every row leaves empty is not drawn.
 struct Column {
   const char* title;
-  int width; // 0: the rest of the line
+  int width;
   bool right = false;
+  bool shrink = false;
 };
+
+// The least a `shrink` column is cut down to, and the least the last
+// column keeps before columns to its left are left out, from the right.
+constexpr int k_shrunk = 6;
+constexpr int k_last_min = 28;
 
 // One line of a pane: what identifies it (a queue's name, a task's id),
 // its cells and the colour of its state.
@@ -76,11 +87,71 @@ struct PaneView {
   int offset = 0;       // the first row shown
 };
 
-// What a key asks for that needs an answer first.
+// What a key does. Each key of the view is a row of k_keys, which the key
+// bar, the help screen (`?`) and on_key all read, so they cannot disagree.
+enum class Action {
+  next_pane,
+  prev_pane,
+  down,
+  up,
+  page_down,
+  page_up,
+  first,
+  last,
+  pause,
+  resume,
+  freeze,
+  proceed, // `continue`
+  kill,
+  output,
+  events,
+  back,
+  redraw,
+  help,
+  quit,
+};
+
+// Where a key works: the three panes, a task's output or events, or the
+// list of keys (`?`).
+enum class Screen { panes, logs, help };
+
+struct Key {
+  Screen screen;
+  Action action;
+  int codes[5]; // what getch() returns for it; 0 ends the list
+  // How `?` and taskq(1) name it ("K x", "Tab"), and what it does.
+  const char* names;
+  const char* does;
+  // In the key bar: "p pause", or nullptr when the row before names it
+  // too ("j/k row" for j and k) or it is only an alias there.
+  const char* bar;
+};
+
+// Every key of top, in the order the key bar and `?` list them.
+extern const std::span<const Key> k_keys;
+
+// The row of k_keys that `ch` is on `screen`, nullptr if none.
+const Key* find_key(Screen screen, int ch);
+
+// The key bar of `screen`: each row's `bar`, two spaces apart.
+std::vector<std::string> key_bar(Screen screen);
+
+// The columns each of `columns` gets on a line `width` wide, showing
+// `rows`: -1 for a column left out (every row leaves it empty, or the line
+// is too narrow for it). Never more than `width` in all, separators
+// included; `measure` gives a text's width on the terminal.
+std::vector<int> lay_out(const std::vector<Column>& columns,
+                         const std::vector<Row>& rows, int width,
+                         const TextFit& measure);
+
+// What a key asks for that needs an answer first: `action` on the row
+// `key` of `pane` after a y; `no` is said after anything else.
 struct Confirm {
   std::string question;
+  Action action = Action::kill;
   Pane pane = Pane::tasks;
   std::string key;
+  std::string no;
 };
 
 // The full-screen view. Construction takes over the terminal (the
@@ -135,11 +206,19 @@ private:
 
   void on_log_key(int ch);
 
+  void on_help_key(int ch);
+
   int max_log_offset() const;
 
-  // Pause, resume or kill (K) the task or queue `key` of `p`, as the
-  // pause, resume and kill commands (or queue pause/resume) do.
-  void act(int what, Pane p, const std::string& key);
+  // Acts on the selected row of the pane: at once, or, when it would
+  // throw away a running command's work (a pause or a kill of a running
+  // task, a kill of a queue), after a y (m_confirm).
+  void ask_or_act(Action what);
+
+  // Pause, resume, freeze, continue or kill the task or queue `key` of
+  // `p`, as the pause, resume, freeze, continue and kill commands (or
+  // queue pause/resume) do.
+  void act(Action what, Pane p, const std::string& key);
 
   // Writes `text` at (y, x) fitted to `width` columns, in `attr`.
   void put(int y, int x, std::string_view text, int width, attr_t attr,
@@ -158,7 +237,14 @@ private:
 
   void draw_logs(int width, int height);
 
-  void draw_status(int width, int height);
+  void draw_help(int width, int height);
+
+  // The key bar (or the question, the message, the lost connection) on
+  // the last lines; returns how many lines it took.
+  int draw_status(int width, int height);
+
+  // How many lines the key bar takes at `width`.
+  int status_lines(int width) const;
 
   Context& m_ctx;
   storage::TaskStore& m_store;
@@ -183,6 +269,8 @@ private:
   Pane m_pane = Pane::tasks;
   int m_page = 1;
   std::optional<Confirm> m_confirm;
+  bool m_help = false; // the list of keys (`?`) is shown
+  int m_help_offset = 0;
   std::string m_message;
   Clock::time_point m_message_until;
   std::optional<int64_t> m_logs; // the task whose logs are shown

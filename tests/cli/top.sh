@@ -1,5 +1,5 @@
 # taskq top in a real terminal (doc/watching.md, "A live view: taskq top"). tmux
-# runs a shell in a detached 120x40 window; the suite types `taskq top` and
+# runs a shell in a detached 120x40 window (80x24 for the width checks); the suite types `taskq top` and
 # keys into it (send-keys) and reads the screen (capture-pane). Every wait is
 # for a condition on the screen or in the database, with a generous deadline
 # for the setup; the one measured figure is how soon a new task shows.
@@ -195,7 +195,7 @@ if wait_until "$setup_wait" eval 'screen main | grep -Eq "^ *$a thumbs .*convert
 else
   _ko "task $a shows in the failures with its verdict" "screen:" "$(screen main)"
 fi
-expect_screen main "l output  e events  q quit" "the status line labels l and e"
+expect_screen main "l output  e events" "the key bar labels l and e"
 expect_match "$(screen main)" "ATT +TOOK +ERROR" "the failures pane has a TOOK column"
 # Tab: queues -> tasks -> failures; l opens the selected task's output, e
 # its events and errors.
@@ -245,8 +245,8 @@ expect_screen colour "top exited 0" "q exits 0 (with colour)"
 
 section "resize"
 tmx resize-window -t main -x 80 -y 24
-if wait_until "$setup_wait" eval '[[ $(screen main | sed -n 24p) == "Tab pane"* ]]'; then
-  _ok "after a resize the status line is on the new last line"
+if wait_until "$setup_wait" eval '[[ $(screen main | sed -n 24p) == *"q quit" && $(screen main | sed -n 23p) == "Tab pane"* ]]'; then
+  _ok "after a resize the key bar is on the new last lines (two at 80 columns)"
 else
   _ko "the view follows a resize" "screen:" "$(screen main)"
 fi
@@ -281,3 +281,124 @@ if wait_until "$setup_wait" eval '! screen_has main "Recent failures"'; then
 fi
 expect_screen main "top exited 130" "Ctrl-C ends top as SIGINT does"
 expect_sane main
+
+# The keys, the list of keys and the width checks run on a database of
+# their own, in a window of their own, so that the rows above do not move.
+root=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+fresh_db top_keys
+
+section "80 columns: no line wraps, the last column takes the rest"
+long_queue=thumbnails-for-the-nightly-gallery-export-of-2026
+w=$(add_task "$long_queue" --label kind=a-rather-long-label-value-for-width \
+  --payload '{"file":"a-very-long-file-name-of-a-picture-taken-in-2026.png"}')
+c=$(add_task jobs --label owner=someone-with-a-long-name -- \
+  ./render-thumbnails --size large --format webp --quality 85 input-folder)
+s=$(add_task jobs --sh 'cd /srv/app && make -j8 all && ./deploy.sh --env production')
+start_shell w80 || return
+tmx resize-window -t w80 -x 80 -y 24
+run_top w80 --db "$TASKQ_DB"
+if wait_until "$setup_wait" row_shown w80 "$c" jobs; then
+  _ok "top at 80x24 shows the tasks"
+else
+  _ko "top at 80x24 shows task $c" "screen:" "$(screen w80)"
+fi
+check "at 80 columns no line is wider than 80" narrow w80 80
+expect_match "$(screen w80)" "DONE/1M +DONE/1H"$'\n' \
+  "every count of the queues pane fits, the last at the line's end"
+expect_contains "$(screen w80)" "$ ./render-thumbnails --size large --format" \
+  "the last column takes the spare width: a command shows its arguments"
+expect_match "$(screen w80)" "ID +QUEUE +STATE +ATT +PAYLOAD" \
+  "empty columns go: no WORKER, no TIME while nothing runs or waits"
+expect_contains "$(screen w80)" "thumbnails-for-" "a long queue name is cut"
+# A --sh task reads as list shows it (what_it_runs): its line after sh:.
+expect_match "$(screen w80)" " $s jobs +runnable +0 sh: cd /srv/app && make -j8 all" \
+  "a --sh task shows its line (sh: LINE), not /bin/sh -c"
+tmx send-keys -t w80 q
+expect_screen w80 "top exited 0" "q exits 0 (80 columns)"
+
+section "p on a running task asks first; f and c freeze and continue it"
+# Leased by hand: it runs (as list says) until its lease ends, in 5m.
+expect_exit 0 "$TASKQ" lease jobs --worker w-keys -o env
+unset TASKQ_ID TASKQ_LEASE
+leased() { "$TASKQ" list -o json | jq -se "any(.[]; .id == $1 and .lease != null)" >/dev/null; }
+frozen() { "$TASKQ" list -o json | jq -sr ".[] | select(.id == $1) | .lease.frozen"; }
+run_top w80 --db "$TASKQ_DB"
+# Running first: task c is the first row of the tasks pane.
+if wait_until "$setup_wait" eval 'screen w80 | grep -Eq "^ *$c jobs +running +w-keys "'; then
+  _ok "task $c shows as running"
+else
+  _ko "task $c shows as running" "screen:" "$(screen w80)"
+fi
+tmx send-keys -t w80 g p
+expect_screen w80 "pause task $c? (y/n)" "p on a running task asks first"
+check "while it asks, task $c still runs" leased "$c"
+tmx send-keys -t w80 n
+expect_screen w80 "not paused: task $c runs on" "n answers no"
+check "after p, n task $c still runs" leased "$c"
+expect_eq "$(state "$c")" runnable "task $c's state after p, n"
+tmx send-keys -t w80 f
+expect_screen w80 "froze task $c" "f freezes the running task"
+expect_eq "$(frozen "$c")" true "list -o json: task $c's lease is frozen after f"
+if wait_until "$setup_wait" eval 'screen w80 | grep -Eq "^ *$c jobs +frozen "'; then
+  _ok "the tasks pane says frozen"
+else
+  _ko "task $c shows as frozen" "screen:" "$(screen w80)"
+fi
+tmx send-keys -t w80 c
+expect_screen w80 "continued task $c" "c continues the frozen task"
+expect_eq "$(frozen "$c")" false "list -o json: task $c's lease is not frozen after c"
+tmx send-keys -t w80 f
+expect_screen w80 "froze task $c" "f again"
+tmx send-keys -t w80 p
+expect_screen w80 "pause task $c? (y/n)" "p on a frozen task asks too"
+tmx send-keys -t w80 y
+expect_screen w80 "paused task $c" "y pauses it"
+expect_eq "$(state "$c")" paused "list -o json: task $c after p, y"
+check "its lease is gone" eval '! leased "$c"'
+tmx send-keys -t w80 f
+expect_screen w80 "task $c is not running (it is paused)" \
+  "f on a task that does not run is refused"
+expect_eq "$(state "$c")" paused "and changes nothing"
+tmx send-keys -t w80 j p
+expect_screen w80 "paused task $w" "p on a task that does not run pauses at once"
+expect_eq "$(state "$w")" paused "list -o json: task $w after p"
+check "at 80 columns no line is wider than 80 (after the keys)" narrow w80 80
+tmx send-keys -t w80 q
+expect_screen w80 "top exited 0" "q exits 0 (keys)"
+
+section "? lists every key, and taskq(1) and watching.md name them"
+tmx resize-window -t w80 -x 120 -y 40
+run_top w80 --db "$TASKQ_DB"
+expect_screen w80 "? keys" "the key bar names ?"
+bar=$(screen w80 | tail -2)
+tmx send-keys -t w80 '?'
+expect_screen w80 "In a task's output or events:" "? shows the list of keys"
+help=$(screen w80)
+# Each row of the list: two spaces, the key names, the spaces to the
+# column of what they do (rows that go on are indented further).
+names=$(sed -nE 's/^  ([^ ]+( [^ ]+)*)  +[^ ].*/\1/p' <<<"$help" | tr ' ' '\n' | sort -u)
+for k in Tab Shift-Tab j k PgDn PgUp g G p r f c K x l Enter e Ctrl-L '?' q Esc; do
+  check "? lists the key $k" grep -qxF -- "$k" <<<"$names"
+done
+# The key bar's keys are in the list too (both are drawn from k_keys).
+for k in $(grep -oE '(^|  )[^ ]+ ' <<<"$bar" | tr -d ' ' | tr '/' '\n' | sort -u); do
+  check "the key bar's $k is in ?" grep -qxF -- "$k" <<<"$names"
+done
+man_top=$(sed -n '/^=item B<taskq top>/,/^=item B<taskq show>/p' "$root/doc/man/taskq.1.pod")
+doc_top=$(sed -n '/^## A live view: taskq top/,/^## /p' "$root/doc/watching.md" | grep '^|')
+n=0
+while IFS= read -r k; do
+  [[ -n $k ]] || continue
+  n=$((n + 1))
+  check "taskq(1)'s top names the key $k" grep -qF -- "B<$k>" <<<"$man_top"
+  if [[ " $doc_top " =~ [^A-Za-z-]"$k"[^A-Za-z-] ]]; then
+    _ok "watching.md's key table names $k"
+  else
+    _ko "watching.md's key table names $k"
+  fi
+done <<<"$names"
+check "the list has the keys of the panes, the logs and itself ($n)" test "$n" -ge 25
+tmx send-keys -t w80 q
+expect_screen w80 "Recent failures" "q leaves the list of keys"
+tmx send-keys -t w80 q
+expect_screen w80 "top exited 0" "q exits 0 (list of keys)"
