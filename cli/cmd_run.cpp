@@ -115,10 +115,11 @@ FailOn parse_fail_on(const std::string& text) {
 
 RunOptions check_run_args(const RunArgs& a, Context& ctx) {
   RunOptions o;
+  // A program's words are not queue names: said as a forgotten -- first.
+  check_not_a_program(a.queues, ctx);
   for (const auto& q : a.queues) {
     check_queue_name(q);
   }
-  check_not_a_program(a.queues, ctx);
   o.queues = a.queues;
   o.lease_for = parse_duration_arg(a.lease_for, "--for");
   if (o.lease_for.count() <= 0) {

@@ -340,8 +340,8 @@ cases <<'EOF'
 2 rm 1                                    #> did you mean 'kill' (stop tasks for good) or 'purge'
 2 delete 1                                #> did you mean 'kill'
 2 cancel 1                                #> did you mean 'kill'?
-2 restart 1                               #> did you mean 'retry'?
-2 tail 1                                  #> did you mean 'logs'?
+2 restart 1                               #> did you mean 'retry'
+2 tail 1                                  #> did you mean 'logs'
 2 log 1                                   #> did you mean 'logs'?
 2 output 1                                #> did you mean 'logs'?
 2 status                                  #> did you mean 'list'
