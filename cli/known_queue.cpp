@@ -48,10 +48,11 @@ void require_queue(storage::TaskStore& store, const std::string& queue) {
     return;
   }
   const std::string hint = did_you_mean(names, queue);
-  throw Error(
-      ErrorKind::not_found,
-      "no queue '" + queue + "': it has no tasks, settings or history"
-          + (hint.empty() ? " (taskq queue list shows the queues)" : hint));
+  throw Error(ErrorKind::not_found,
+              "no queue '" + queue + "': it has no tasks, settings or history"
+                  + (hint.empty() ? " (" + core::suggest({"queue", "list"})
+                                        + " shows the queues)"
+                                  : hint));
 }
 
 void note_unknown_queues(storage::TaskStore& store,

@@ -468,6 +468,9 @@ bool takes_duration(const CLI::App& app, std::string_view name) {
 // `--for 5 minutes`: an option that takes a duration, a number and a
 // duration's unit as words of their own, which the shell split; refused
 // with how to quote it, before the unit is taken for a task id or a queue.
+// The hint is an option and its value, not a command line (not a
+// suggestion, core/suggestion.hpp): its words are a number and a unit,
+// which need no quoting but the one shown.
 void check_split_durations(const CLI::App& app, int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     const std::string_view unit(argv[i]);
