@@ -30,9 +30,15 @@ bool looks_like_path(const std::string& word) {
          || word.rfind('/', 0) == 0;
 }
 
-// Whether queue `name` has tasks, settings or history in the database.
+// Whether queue `name` has tasks, settings or history in the database; no
+// when there is no database yet (nor can one be read: `run` itself then
+// says why, if the command line is right).
 bool known_queue(Context& ctx, const std::string& name) {
-  return known(ctx.store(storage::OpenMode::read).queue_names(), name);
+  try {
+    return known(ctx.store(storage::OpenMode::read).queue_names(), name);
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 void say(const std::string& line) {

@@ -113,3 +113,10 @@ expect_exit 0 "$TASKQ" run echo 7 --until-empty
 expect_eq "$(state 1)/$(state 2)" completed/completed "both queues ran"
 expect_exit 0 "$TASKQ" run jobs --until-empty -- echo hi
 expect_err_contains "note: queue 'jobs' has no tasks yet"
+
+section "before the first add, a program given to run is still refused"
+if sqlite_only; then
+  TASKQ_DB=$PWD/none.db cmd_timeout=10 expect_exit 2 "$TASKQ" run echo hi
+  expect_err_contains "did you mean: taskq run QUEUE -- echo hi?"
+  check "no database was made" test ! -e none.db
+fi
