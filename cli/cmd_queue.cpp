@@ -179,8 +179,8 @@ void register_queue(CLI::App& app, Context& ctx) {
       "taskq queue set thumbs --max-errors 3 --retry-delay 1m");
   set->add_option("queue", o->name, "queue name")->required();
   set->add_flag("--create", o->create,
-                "make the queue though its name is near an existing one's "
-                "(else refused as a typo, exit 3)");
+                "make the queue though its name is one slip from an existing "
+                "queue's (else refused as a typo, exit 3)");
   set->add_option("--max-running", o->max_running,
                   "at most N leased at once, across all workers")
       ->type_name("N");
@@ -218,14 +218,14 @@ void register_queue(CLI::App& app, Context& ctx) {
     cmd->add_option("queue", *name, "queue name")->required();
     if (pause) {
       cmd->add_flag("--create", *create,
-                    "make the queue though its name is near an existing "
-                    "one's (else refused as a typo, exit 3)");
+                    "make the queue though its name is one slip from an "
+                    "existing queue's (else refused as a typo, exit 3)");
     }
     cmd->callback([name, create, pause, &ctx] {
       check_queue_name(*name);
       // Pausing a queue before its first task is a setting worth keeping
-      // (it creates the database, and says so; a name near an existing
-      // queue's needs --create); resuming one needs it to exist.
+      // (it creates the database, and says so; a name one slip from an
+      // existing queue's needs --create); resuming one needs it to exist.
       auto& store = ctx.store(pause ? storage::OpenMode::write
                                     : storage::OpenMode::update);
       if (pause) {

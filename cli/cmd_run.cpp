@@ -455,7 +455,7 @@ void register_run(CLI::App& app, Context& ctx) {
       "words");
   run->add_flag("-q,--quiet", a->quiet,
                 "print nothing when no task was leased (for cron); a queue "
-                "name near another one (a typo) is still said");
+                "name one slip from a known one (a typo) is still said");
   run->add_option("--fail-on", a->fail_on,
                   "which outcomes make run exit 6: retry (a handler failed, "
                   "whether its task will retry or failed for good; the "
@@ -486,8 +486,8 @@ void register_run(CLI::App& app, Context& ctx) {
     a->keep_output_given = keep_output->count() > 0;
     const RunOptions o = check_run_args(*a, ctx);
     const StreamOptions so = check_stream_args(*a, o);
-    // -q: cron mails nothing when nothing ran; a queue name near another
-    // one (a typo) is still said: it is a mistake, not nothing to do.
+    // -q: cron mails nothing when nothing ran; a queue name one slip from
+    // a known one (a typo) is still said: it is a mistake, not nothing to do.
     ContextHost host(ctx, o.queues, o.reconnect_for,
                      a->quiet ? Notes::typos : Notes::all);
     const RunSummary s = a->stream ? worker::run_stream(o, so, host)

@@ -269,7 +269,7 @@ void register_lease(CLI::App& app, Context& ctx) {
   lease->add_flag("-q,--quiet", lo->quiet,
                   "say nothing when there is nothing to lease (still exit 75; "
                   "-o env still prints `(exit 75)` for eval); a queue name "
-                  "near another one (a typo) is still said");
+                  "one slip from a known one (a typo) is still said");
   lease->callback([lo, &ctx] { run_lease(*lo, ctx); });
 }
 

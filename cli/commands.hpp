@@ -43,18 +43,20 @@ void require_queue(storage::TaskStore& store, const std::string& queue);
 
 // The same for queues a worker waits on (run, lease), which may rightly
 // start before the first `add`: a one-line note on stderr per unknown
-// queue, then nothing. Notes::typos (-q) says only the notes that name a
-// near queue: a typo is a mistake on the command line, which -q does not
-// hide; a queue before its first task is normal.
+// queue, then nothing. Notes::typos (-q) says only the notes on a likely
+// typo (a name of 3 or more characters one slip from a known queue's: a
+// letter changed, added or left out, two swapped): a typo is a mistake on
+// the command line, which -q does not hide; a queue before its first task
+// is normal.
 enum class Notes { all, typos };
 void note_unknown_queues(storage::TaskStore& store,
                          const std::vector<std::string>& queues,
                          Notes notes = Notes::all);
 
 // `queue pause/set` of a queue that no task, setting, schedule, gate or
-// history names: when a queue there is lies near (a typo), not_found with
-// "did you mean", unless `create` (--create); else it is made, said on
-// stderr.
+// history names: when it is a likely typo of one that is (as for
+// Notes::typos), not_found with "did you mean", unless `create`
+// (--create); else it is made, said on stderr (with the nearest name).
 void check_new_queue(storage::TaskStore& store, const std::string& queue,
                      bool create);
 

@@ -25,6 +25,43 @@ std::string did_you_mean(const std::vector<std::string>& names,
   return best.empty() ? "" : "; did you mean '" + best + "'?";
 }
 
+// Whether `a` is one slip of the keyboard from `b`: one letter changed,
+// added or left out, or two neighbours swapped (jbos for jobs).
+bool one_slip(std::string_view a, std::string_view b) {
+  if (a.size() > b.size()) {
+    std::swap(a, b);
+  }
+  size_t i = 0;
+  while (i < a.size() && a[i] == b[i]) {
+    ++i;
+  }
+  if (i == a.size()) {
+    return b.size() - a.size() <= 1;
+  }
+  if (a.size() + 1 == b.size()) {
+    return a.substr(i) == b.substr(i + 1); // one left out
+  }
+  if (a.size() != b.size()) {
+    return false;
+  }
+  if (a.substr(i + 1) == b.substr(i + 1)) {
+    return true; // one changed
+  }
+  return i + 1 < a.size() && a[i] == b[i + 1] && a[i + 1] == b[i]
+         && a.substr(i + 2) == b.substr(i + 2); // neighbours swapped
+}
+
+// The known queue that `queue` is a likely typo of, "" when none: one slip
+// from it, and `queue` at least 3 characters long (q1, q2 and qs are all one
+// slip apart, and short names are often chosen so). -q still says a note
+// for such a name, and `queue pause/set` refuse it without --create.
+std::string typo_of(const std::vector<std::string>& names,
+                    const std::string& queue) {
+  const std::string best = nearest_name(queue, names);
+  return queue.size() >= 3 && !best.empty() && one_slip(queue, best) ? best
+                                                                     : "";
+}
+
 bool looks_like_path(const std::string& word) {
   return word.rfind("./", 0) == 0 || word.rfind("../", 0) == 0
          || word.rfind('/', 0) == 0;
@@ -68,9 +105,9 @@ void note_unknown_queues(storage::TaskStore& store,
     if (known(names, queue)) {
       continue;
     }
-    const std::string hint = did_you_mean(names, queue);
-    if (notes == Notes::all || !hint.empty()) {
-      say("note: queue '" + queue + "' has no tasks yet" + hint);
+    if (notes == Notes::all || !typo_of(names, queue).empty()) {
+      say("note: queue '" + queue + "' has no tasks yet"
+          + did_you_mean(names, queue));
     }
   }
 }
@@ -89,7 +126,7 @@ void check_new_queue(storage::TaskStore& store, const std::string& queue,
     return;
   }
   const std::string hint = did_you_mean(names, queue);
-  if (!hint.empty() && !create) {
+  if (!create && !typo_of(names, queue).empty()) {
     throw Error(ErrorKind::not_found,
                 "no queue '" + queue
                     + "': it has no tasks, settings, schedules or history"

@@ -79,6 +79,22 @@ expect_exit 0 "$TASKQ" queue list -o json
 expect_contains "$out" '"jbos"' "the paused queue was created"
 expect_contains "$out" '"jbos2"' "the set queue was created"
 
+section "a likely typo is one slip from a queue, in a name of 3 or more"
+fresh_db
+add_task jobs >/dev/null
+add_task q1 >/dev/null
+expect_exit 3 "$TASKQ" queue pause job
+expect_err_contains "did you mean 'jobs'?"
+expect_exit 3 "$TASKQ" queue pause jobsx
+expect_exit 3 "$TASKQ" queue set Jobs --max-running 1
+expect_exit 0 "$TASKQ" queue set qs --max-running 1
+expect_err_contains "new queue 'qs'" # q1 and qs: short names, often chosen so
+expect_exit 0 "$TASKQ" queue pause jo
+expect_exit 0 "$TASKQ" queue pause bojs
+expect_err_contains "new queue 'bojs'" # two slips from jobs
+expect_exit 0 "$TASKQ" run q2 --until-empty -q -- true
+expect_eq "$err" "" "run -q, a short name: no note"
+
 section "queue pause and set of a new queue near none say so"
 fresh_db
 add_task thumbs >/dev/null
