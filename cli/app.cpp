@@ -1,3 +1,4 @@
+#include "cli/command_table.hpp"
 #include "cli/commands.hpp"
 #include "cli/help.hpp"
 #include "core/error.hpp"
@@ -130,46 +131,13 @@ CLI::App* add_command(CLI::App& parent, const std::string& name,
 
 namespace {
 
-// The command groups, in the order `taskq --help` lists them, with the
-// top-level commands each registers (" name name ").
-struct Group {
-  void (*add)(CLI::App& app, Context& ctx);
-  std::string_view names;
-};
-constexpr Group k_groups[] = {
-    {register_produce, " add "},
-    {register_lease, " lease "},
-    {register_heartbeat, " heartbeat "},
-    {register_done, " done "},
-    {register_fail, " fail "},
-    {register_operate, " pause resume sleep kill release checkpoint send "
-                       "retry requeue purge "},
-    {register_inspect, " show list stats metrics workers why "},
-    {register_queue, " queue "},
-    {register_db, " db "},
-    {register_completion, " completion __ids "},
-    {register_run, " run wait progress "},
-    {register_schedule, " schedule gate tick "},
-    {register_events, " events "},
-    {register_tx, " tx "},
-    {register_transfer, " export import "},
-    {register_flow, " flow "},
-    {register_top, " top "},
-    {register_logs, " logs "},
-};
+using Register = void (*)(CLI::App& app, Context& ctx);
 
-const Group* group_of(std::string_view word) {
-  if (word.empty() || word.find(' ') != std::string_view::npos) {
-    return nullptr;
-  }
-  for (const Group& g : k_groups) {
-    const size_t at = g.names.find(word);
-    if (at != std::string_view::npos && g.names[at - 1] == ' '
-        && g.names[at + word.size()] == ' ') {
-      return &g;
-    }
-  }
-  return nullptr;
+// The function that registers command `word` alone (with the others of its
+// cli/cmd_*.cpp); nullptr when it needs the whole tree or is no command.
+Register register_of(std::string_view word) {
+  const CommandRow* row = command_row(word);
+  return row != nullptr ? row->add : nullptr;
 }
 
 // Whether `arg` may ask CLI11 for help or the version (-h in a cluster of
@@ -188,9 +156,9 @@ bool asks_help(std::string_view arg) {
 // another command's name anywhere: CLI11 may take it as a command);
 // nullptr for the whole tree. What the command then does and prints is the
 // same either way.
-const Group* lone_group(int argc, char** argv) {
+Register lone_group(int argc, char** argv) {
   const int sub = subcommand_index(argc, argv);
-  const Group* group = sub > 0 ? group_of(argv[sub]) : nullptr;
+  const Register group = sub > 0 ? register_of(argv[sub]) : nullptr;
   if (group == nullptr) {
     return nullptr;
   }
@@ -201,8 +169,7 @@ const Group* lone_group(int argc, char** argv) {
     if (i > sub && runs_command && arg == "--") {
       break; // CMD [ARG...]: never parsed
     }
-    if (asks_help(arg)
-        || (i != sub && (arg == "help" || group_of(arg) != nullptr))) {
+    if (asks_help(arg) || (i != sub && command_row(arg) != nullptr)) {
       return nullptr;
     }
   }
@@ -218,8 +185,66 @@ bool has_subcommand(CLI::App& app, std::string_view name) {
   return false;
 }
 
-// run() with the command tree of `only` (all groups when nullptr).
-int run_tree(int argc, char** argv, const Group* only) {
+// The names of the commands `add` registers, hidden ones too.
+std::vector<std::string> names_registered(Register add) {
+  CLI::App app;
+  Context ctx;
+  add(app, ctx);
+  std::vector<std::string> names;
+  for (const CLI::App* sub : app.get_subcommands({})) {
+    names.push_back(sub->get_name());
+  }
+  return names;
+}
+
+// taskq __command-table (hidden): the commands of the tree CLI11 was given, one
+// a line, `NAME<TAB>SUMMARY` in the order of `taskq --help`: what the
+// completion scripts offer. Checks first that the table is the tree:
+// every command has a row, every row a command, and each row's function
+// registers its command alone (else start-up would build the whole tree
+// for it); an internal error naming the first difference otherwise.
+void add_commands_listing(CLI::App& app) {
+  CLI::App* cmd = add_command(app, "__command-table",
+                              "Print the commands shell completion offers", "");
+  cmd->group("");
+  cmd->callback([&app] {
+    const auto fail = [](const std::string& why) {
+      throw Error(ErrorKind::internal,
+                  "the command table (cli/command_table.cpp) is not the "
+                  "command tree: "
+                      + why);
+    };
+    for (const CLI::App* sub : app.get_subcommands({})) {
+      if (command_row(sub->get_name()) == nullptr) {
+        fail("'" + sub->get_name() + "' has no row");
+      }
+    }
+    for (const CommandRow& row : command_table()) {
+      const std::string name(row.name);
+      if (app.get_subcommands(
+                 [&](const CLI::App* sub) { return sub->get_name() == name; })
+              .empty()) {
+        fail("its row '" + name + "' is no command");
+      }
+      if (row.add != nullptr) {
+        const auto names = names_registered(row.add);
+        if (std::find(names.begin(), names.end(), name) == names.end()) {
+          fail("the function of row '" + name + "' does not register it");
+        }
+      }
+    }
+    for (const CommandRow& row : command_table()) {
+      if (!row.heading.empty()) {
+        std::printf("%.*s\t%.*s\n", static_cast<int>(row.name.size()),
+                    row.name.data(), static_cast<int>(row.summary.size()),
+                    row.summary.data());
+      }
+    }
+  });
+}
+
+// run() with the command tree of `only` (every command's when nullptr).
+int run_tree(int argc, char** argv, Register only) {
   CLI::App app{"taskq: a task queue in one database (SQLite, or PostgreSQL).",
                "taskq"};
   app.footer(
@@ -245,19 +270,25 @@ int run_tree(int argc, char** argv, const Group* only) {
 
   std::vector<std::string> help_words;
   if (only != nullptr) {
-    only->add(app, ctx);
+    only(app, ctx);
     if (!has_subcommand(app, argv[subcommand_index(argc, argv)])) {
-      return run_tree(argc, argv, nullptr); // k_groups is out of date
+      return run_tree(argc, argv, nullptr); // the table is out of date
     }
   } else {
-    for (const Group& g : k_groups) {
-      g.add(app, ctx);
+    std::vector<Register> added;
+    for (const CommandRow& row : command_table()) {
+      if (row.add != nullptr
+          && std::find(added.begin(), added.end(), row.add) == added.end()) {
+        row.add(app, ctx);
+        added.push_back(row.add);
+      }
     }
     // Listed for --help; rewrite_help() turns it into CMD --help.
     add_command(app, "help", "Print a command's help, as taskq CMD --help does",
                 "taskq help queue set")
         ->add_option("command", help_words, "a command and its subcommand")
         ->type_name("CMD [SUB]");
+    add_commands_listing(app);
   }
   check_option_values(app);
   if (only == nullptr) { // help is shown from the whole tree only

@@ -2,8 +2,9 @@
 # Load with `source <(taskq completion bash)`, or install it:
 #   taskq completion bash > /etc/bash_completion.d/taskq
 
-# Prints the dynamic values `taskq ARGS...` lists (queue names, task ids:
-# `taskq __ids COMMAND` prints those COMMAND can act on, newest first),
+# Prints the dynamic values `taskq ARGS...` lists (the commands, queue
+# names, task ids: `taskq __ids COMMAND` prints those COMMAND can act on,
+# newest first),
 # asking the taskq being completed, with the --db given on the line if any
 # (the caller's db array).
 _taskq_ask() {
@@ -185,10 +186,13 @@ _taskq() {
             words+=" --db --worker -o --output --help"
         else
             case $cmd/$sub/$npos in
-            //0) words="add lease heartbeat done fail run wait progress release
-                sleep pause resume kill checkpoint freeze continue send retry requeue purge show
-                list stats why workers events metrics queue schedule gate flow tick tx
-                export import db completion top" ;;
+            //0)
+                # The commands from taskq itself (`taskq __command-table`: NAME
+                # TAB SUMMARY, one a line), so this script lists none.
+                while IFS=$'\t' read -r w _; do
+                    words+=" $w"
+                done < <(_taskq_ask __command-table)
+                ;;
             queue//0) words="list show set pause resume redrive" ;;
             db//0) words="check path migrate backup vacuum" ;;
             completion//0) words="bash zsh fish" ;;

@@ -267,9 +267,8 @@ std::optional<int64_t> key_holder(Db& db, const std::string& queue,
                                   const std::string& key) {
   Statement st(db, "SELECT id FROM tasks INDEXED BY tasks_unique_key "
                    "WHERE queue = ?1 AND unique_key = ?2 "
-                   "AND unique_key IS NOT NULL "
-                   "AND state NOT IN ('completed', 'failed', 'killed') "
-                   "ORDER BY id LIMIT 1");
+                   "AND unique_key IS NOT NULL AND state NOT IN "
+                       + terminal_states_sql() + " ORDER BY id LIMIT 1");
   st.bind(1, queue).bind(2, key);
   if (st.step()) {
     return st.get_int(0);

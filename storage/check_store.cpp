@@ -38,8 +38,8 @@ constexpr const char* k_link_names_atom =
     "AND CAST(j.value AS TEXT) = CAST(a.flow_id AS TEXT)) "
     "AND EXISTS (SELECT 1 FROM json_each(t.flow) j WHERE j.key = 'atom' "
     "AND CAST(j.value AS TEXT) = a.name)";
-constexpr const char* k_unfinished =
-    "t.state NOT IN ('completed', 'failed', 'killed')";
+const std::string k_unfinished =
+    "t.state NOT IN " + detail::terminal_states_sql();
 
 // `'A', 'B', ...`: the names of `values`, for an IN list.
 template <typename T, size_t N> std::string names_of(const T (&values)[N]) {
@@ -77,10 +77,10 @@ std::vector<Rule> make_rules() {
       {{"label(s) of unfinished tasks missing from the label index",
         "a label is missing from the label index"},
        "SELECT t.id FROM tasks t, json_each(t.labels) j "
-       "WHERE t.labels IS NOT NULL "
-       "AND t.state NOT IN ('completed', 'failed', 'killed') "
-       "AND NOT EXISTS (SELECT 1 FROM task_labels l WHERE l.key = j.key "
-       "AND l.value = j.value AND l.task_id = t.id)"},
+       "WHERE t.labels IS NOT NULL AND "
+           + k_unfinished
+           + " AND NOT EXISTS (SELECT 1 FROM task_labels l WHERE l.key = j.key "
+             "AND l.value = j.value AND l.task_id = t.id)"},
       // Flows (doc/flows.md#storage): an atom's task and the task's `flow` link
       // name each other while the task is unfinished; only that task's end
       // moves the atom, and a flow that has stopped waits for none.

@@ -24,7 +24,7 @@ constexpr int64_t k_id_window = 1000;
 
 // Waits until every PostgreSQL write transaction in flight has ended:
 // each holds this key shared from its BEGIN to its end (k_begin_write in
-// storage/pg/db.cpp), so taking it exclusively waits for exactly those.
+// storage/pg/tx_sql.hpp), so taking it exclusively waits for exactly those.
 // A transaction of its own, ended at once: writers wait for it only while
 // it waits.
 // Every writer that begins meanwhile waits behind it, so it waits 1 s at

@@ -391,9 +391,9 @@ void TaskStore::purge_unfinished(Time now) {
   {
     Statement st(*m_db, "SELECT t.queue, count(*) FROM purge_ids p "
                         "JOIN tasks t ON t.id = p.id WHERE p.state NOT IN "
-                        "('completed', 'failed', 'killed') "
-                        "AND t.lease_token IS NOT NULL "
-                        "AND t.lease_expires <= ?1 GROUP BY t.queue");
+                            + terminal_states_sql()
+                            + " AND t.lease_token IS NOT NULL "
+                              "AND t.lease_expires <= ?1 GROUP BY t.queue");
     st.bind(1, to_unix_ms(now));
     while (st.step()) {
       lapsed.emplace_back(st.get_text(0), st.get_int(1));
@@ -402,13 +402,14 @@ void TaskStore::purge_unfinished(Time now) {
   for (const auto& [queue, n] : lapsed) {
     bump_queue_counter(*m_db, queue, QueueCounter::leases_expired, n);
   }
-  Statement pick(*m_db, "SELECT p.id, t.state FROM purge_ids p JOIN tasks t "
-                        "ON t.id = p.id WHERE p.id > ?1 AND p.state NOT IN "
-                        "('completed', 'failed', 'killed') "
-                        "AND (t.labels IS NOT NULL OR t.trigger_key IS NOT "
-                        "NULL OR t.flow IS NOT NULL OR EXISTS (SELECT 1 FROM "
-                        "task_deps d WHERE d.dep_id = t.id)) "
-                        "ORDER BY p.id LIMIT ?2");
+  Statement pick(*m_db,
+                 "SELECT p.id, t.state FROM purge_ids p JOIN tasks t "
+                 "ON t.id = p.id WHERE p.id > ?1 AND p.state NOT IN "
+                     + terminal_states_sql()
+                     + " AND (t.labels IS NOT NULL OR t.trigger_key IS NOT "
+                       "NULL OR t.flow IS NOT NULL OR EXISTS (SELECT 1 FROM "
+                       "task_deps d WHERE d.dep_id = t.id)) "
+                       "ORDER BY p.id LIMIT ?2");
   std::vector<std::pair<int64_t, TaskState>> batch;
   int64_t last = 0;
   do {

@@ -559,8 +559,8 @@ int64_t TaskStore::import_tasks(const std::function<bool(TaskImage&)>& next) {
                          + " j WHERE t.id IN (SELECT CAST(i.value AS BIGINT) "
                            "FROM "
                          + m_db->dialect().json_array_rows("?1")
-                         + " i) AND t.state NOT IN ('completed', 'failed', "
-                           "'killed')")
+                         + " i) AND t.state NOT IN "
+                         + detail::terminal_states_sql())
         .bind(1, ids)
         .run();
     // The rules db check verifies, on the imported tasks and flows (they may

@@ -8,7 +8,10 @@
 #
 # read as shell words (quotes, $'\n' and $variables work), run as
 # `taskq ARG...` with VAR=VALUE in its environment (as user nobody with
-# NOBODY; stdin from FILE, else /dev/null). Each case is one check:
+# NOBODY, who runs a copy of $TASKQ in the scratch folder, made by
+# nobody_can_run: the built binary may lie where only its owner may enter,
+# as in a clone under /root; stdin from FILE, else /dev/null). Each case is
+# one check:
 #   - the exit status is CODE;
 #   - stderr is exactly one line, starting with "taskq: ", without control
 #     characters (and containing TEXT when given);
@@ -64,15 +67,29 @@ watch() {
   _base=$(_state)
 }
 
+# nobody_can_run: copies $TASKQ to $nobody_taskq, in a folder of the
+# scratch folder that user nobody may enter, for the NOBODY cases (the
+# scratch folder must be searchable by others: mode 0711).
+nobody_can_run() {
+  nobody_taskq=$scratch/nobody-bin/taskq
+  [[ -x $nobody_taskq ]] && return
+  mkdir -m 0755 -p "$scratch/nobody-bin"
+  cp "$TASKQ" "$nobody_taskq"
+  chmod 0755 "$nobody_taskq"
+}
+
 # one_case CODE NEEDLE [NOBODY] [STDIN=FILE] [VAR=VALUE]... ARG...
 one_case() {
   local want=$1 needle=$2
   shift 2
   local -a envs=() as=()
-  local input=/dev/null
+  local input=/dev/null bin=$TASKQ
   while (($# > 0)); do
     case $1 in
-      NOBODY) as=(setpriv --reuid=65534 --regid=65534 --clear-groups) ;;
+      NOBODY)
+        as=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+        bin=${nobody_taskq:?NOBODY cases need nobody_can_run first}
+        ;;
       STDIN=*) input=${1#STDIN=} ;;
       [A-Z_]*=*) envs+=("$1") ;;
       *) break ;;
@@ -83,7 +100,7 @@ one_case() {
   cmd=$(_show_cmd "$TASKQ" "$@")
   ((${#envs[@]} > 0)) && cmd="${envs[*]} $cmd"
   ((${#as[@]} > 0)) && cmd="(as nobody) $cmd"
-  "${as[@]}" env "${envs[@]}" timeout -k 2 "$_case_timeout" "$TASKQ" "$@" \
+  "${as[@]}" env "${envs[@]}" timeout -k 2 "$_case_timeout" "$bin" "$@" \
     <"$input" >"$_outf" 2>"$_errf" 3>&-
   rc=$?
   local raw="" after problems=()
@@ -1010,6 +1027,7 @@ EOF
     nob=$scratch/nobody
     mkdir -m 0777 "$nob"
     chmod 0711 "$scratch"
+    nobody_can_run
     tq db backup "$nob/t.db" >/dev/null
     sqlite3 "$nob/t.db" 'PRAGMA journal_mode = DELETE;' >/dev/null
     chmod 0444 "$nob/t.db"

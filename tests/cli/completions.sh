@@ -43,6 +43,13 @@ else
 fi
 EOF
 
+# offered_commands: the words of the "offered: ..." line in $out, sorted,
+# on one line; $commands: the commands of `taskq __command-table`, the same way.
+offered_commands() {
+    sed -n 's/^offered: //p' <<<"$out" | tr ' ' '\n' | grep . | sort | tr '\n' ' '
+}
+commands=$("$TASKQ" __command-table | cut -f1 | sort | tr '\n' ' ')
+
 section "syntax"
 expect_exit 0 bash -n "$completions/taskq.bash"
 if command -v zsh >/dev/null; then
@@ -75,6 +82,13 @@ expect_exit 0 bash complete.bash kill "$TASKQ" send 1 ''
 expect_exit 1 bash complete.bash complete "$TASKQ" send 1 ''
 expect_exit 0 bash complete.bash '' "$TASKQ" send 1 pause ''
 expect_exit 0 bash complete.bash '' "$TASKQ" add q --priority ''
+
+# Every command of taskq (cli/command_table.cpp, printed by taskq
+# __command-table), and nothing else: the scripts ask the binary for them.
+section "bash: the commands are taskq's"
+expect_exit 0 bash complete.bash freeze "$TASKQ" ''
+expect_eq "$(offered_commands)" "$commands" "the commands bash offers"
+expect_exit 0 bash complete.bash continue "$TASKQ" --db q.db co
 
 section "bash: run, wait, progress, lease --wait"
 expect_exit 0 bash complete.bash run "$TASKQ" r
@@ -352,6 +366,8 @@ else
   (( $offered[(Ie)$want] ))
 fi
 EOF
+    expect_exit 0 zsh -f complete.zsh freeze "$TASKQ" ''
+    expect_eq "$(offered_commands)" "$commands" "the commands zsh offers"
     expect_exit 0 zsh -f complete.zsh pause "$TASKQ" pa
     expect_exit 0 zsh -f complete.zsh top "$TASKQ" to
     expect_exit 0 zsh -f complete.zsh ready "$TASKQ" list --state ''
@@ -452,6 +468,8 @@ else
     contains -- $argv[1] $offered
 end
 EOF
+    expect_exit 0 fish --no-config complete.fish freeze "$TASKQ "
+    expect_eq "$(offered_commands)" "$commands" "the commands fish offers"
     expect_exit 0 fish --no-config complete.fish pause "$TASKQ pa"
     expect_exit 0 fish --no-config complete.fish ready "$TASKQ list --state "
     expect_exit 0 fish --no-config complete.fish "$queue" "$TASKQ --db q.db add "

@@ -55,3 +55,34 @@ expect_contains "$out" $'\n  --keep-output SIZE      store the last SIZE bytes' 
 expect_contains "$(tr -s ' \n' '  ' <<<"$out")" \
   "for taskq logs (default 1M; 64K, 2M; 0: none)" \
   "run --help: --keep-output's description is whole"
+
+# One list of the commands (cli/command_table.cpp): the binary's command
+# tree, as CLI11 has it, is the truth; `taskq __command-table` checks the table
+# against it (every command a row, every row a command, each registered
+# alone by its row's function, for the quick start-up) and prints it. The
+# help overview, taskq(1) and the completion scripts (which ask
+# `taskq __command-table`: tests/cli/completions.sh) list exactly those.
+section "one command table: help, taskq(1), the tree"
+expect_exit 0 "$TASKQ" __command-table
+table=$(cut -f1 <<<"$out" | tr '\n' ' ')
+check "taskq __command-table lists the commands (${table:0:40}...)" \
+  test "$(wc -w <<<"$table")" -gt 30
+expect_eq "$(help_commands | tr '\n' ' ')" "$table" \
+  "the commands of taskq help, in order, are the table's"
+expect_not_contains "$table" "__" "no hidden command is listed"
+expect_eq "$(awk -F'\t' 'NF != 2 || $2 == ""' <<<"$out")" "" \
+  "every command has a summary"
+# The commands taskq(1) has an entry for (=item B<taskq NAME>, under
+# =head1 COMMANDS), and its =head2 headings, in order.
+pod=$(cd "$(dirname "${BASH_SOURCE[0]}")/../../doc/man" && pwd)/taskq.1.pod
+man_commands=$(awk '/^=head1 /{ on = ($2 == "COMMANDS") }
+  on && /^=item B<taskq [^ >]+>/ { sub(/^=item B<taskq /, ""); sub(/>.*/, ""); print }' \
+  "$pod" | tr '\n' ' ')
+expect_eq "$man_commands" "$table" \
+  "the commands of taskq(1), in order, are the table's"
+man_headings=$(awk '/^=head1 /{ on = ($2 == "COMMANDS") }
+  on && /^=head2 / { sub(/^=head2 /, ""); print $0 ":" }' "$pod" | tr '\n' '|')
+help_headings=$(grep -E '^[A-Z][a-z ]*:$' <<<"$overview" |
+  grep -vE '^(Options|Example):$' | tr '\n' '|')
+expect_eq "$man_headings" "$help_headings" \
+  "the command groups of taskq(1) are taskq help's"
