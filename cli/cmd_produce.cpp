@@ -5,6 +5,7 @@
 #include "core/error.hpp"
 #include "core/handler_env.hpp"
 #include "core/new_task.hpp"
+#include "core/suggestion.hpp"
 #include "core/text.hpp"
 #include "worker/child.hpp"
 
@@ -186,8 +187,7 @@ constexpr std::string_view k_shell = "/bin/sh";
 // with the way to say it. A program whose name really holds such
 // characters is found here and accepted.
 bool shell_string(const std::vector<std::string>& argv) {
-  return argv.size() == 1
-         && argv.front().find_first_of(" \t\n;|&<>`$()") != std::string::npos
+  return argv.size() == 1 && core::shell_syntax(argv.front())
          && !worker::resolve_command(argv.front());
 }
 
@@ -227,12 +227,16 @@ std::vector<std::string> command_arg(const AddOptions& o, const Context& ctx,
     const bool printable = std::none_of(word.begin(), word.end(), [](char c) {
       return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
     });
+    // A word with control characters is not shown: it would break the
+    // one-line message; the hint is then the usage form, with LINE.
     throw Error(ErrorKind::usage,
                 (printable ? core::command_line({word}) : "the command")
                     + " is one word, not a program and its arguments; to "
-                      "run it with /bin/sh -c: taskq add "
-                    + o.queue + " --sh "
-                    + (printable ? core::command_line({word}) : "LINE")
+                      "run it with /bin/sh -c: "
+                    + (printable
+                           ? core::suggest(core::add_args(o.queue, {word}))
+                           : "taskq add " + core::command_line({o.queue})
+                                 + " --sh LINE")
                     + " (or give the program and each argument as words "
                       "after --)");
   }

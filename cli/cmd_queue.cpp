@@ -166,6 +166,7 @@ void register_queue(CLI::App& app, Context& ctx) {
 
   struct SetOptions {
     std::string name;
+    bool create = false;
     std::optional<int64_t> max_running;
     std::optional<int64_t> max_attempts;
     PolicyArgs policy;
@@ -177,6 +178,9 @@ void register_queue(CLI::App& app, Context& ctx) {
       "settings win)",
       "taskq queue set thumbs --max-errors 3 --retry-delay 1m");
   set->add_option("queue", o->name, "queue name")->required();
+  set->add_flag("--create", o->create,
+                "make the queue though its name is one slip from an existing "
+                "queue's (else refused as a typo, exit 3)");
   set->add_option("--max-running", o->max_running,
                   "at most N leased at once, across all workers")
       ->type_name("N");
@@ -197,12 +201,13 @@ void register_queue(CLI::App& app, Context& ctx) {
     s.max_attempts = o->max_attempts;
     s.policy = to_overrides(o->policy);
     auto& store = ctx.store(storage::OpenMode::write);
-    note_new_queue(store, o->name);
+    check_new_queue(store, o->name, o->create);
     store.set_queue(o->name, s);
   });
 
   for (const bool pause : {true, false}) {
     auto name = std::make_shared<std::string>();
+    auto create = std::make_shared<bool>(false);
     CLI::App* cmd =
         pause ? add_command(*queue, "pause",
                             "Stop leasing from QUEUE (leased tasks run on and "
@@ -211,15 +216,20 @@ void register_queue(CLI::App& app, Context& ctx) {
               : add_command(*queue, "resume", "Lease from QUEUE again",
                             "taskq queue resume thumbs");
     cmd->add_option("queue", *name, "queue name")->required();
-    cmd->callback([name, pause, &ctx] {
+    if (pause) {
+      cmd->add_flag("--create", *create,
+                    "make the queue though its name is one slip from an "
+                    "existing queue's (else refused as a typo, exit 3)");
+    }
+    cmd->callback([name, create, pause, &ctx] {
       check_queue_name(*name);
       // Pausing a queue before its first task is a setting worth keeping
-      // (it creates the database, and says so); resuming one needs it to
-      // exist.
+      // (it creates the database, and says so; a name one slip from an
+      // existing queue's needs --create); resuming one needs it to exist.
       auto& store = ctx.store(pause ? storage::OpenMode::write
                                     : storage::OpenMode::update);
       if (pause) {
-        note_new_queue(store, *name);
+        check_new_queue(store, *name, *create);
       } else {
         require_queue(store, *name);
       }

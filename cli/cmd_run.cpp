@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/outcome.hpp"
 #include "core/progress.hpp"
+#include "core/suggestion.hpp"
 #include "worker/child.hpp"
 #include "worker/reconnect.hpp"
 #include "worker/run.hpp"
@@ -114,10 +115,11 @@ FailOn parse_fail_on(const std::string& text) {
 
 RunOptions check_run_args(const RunArgs& a, Context& ctx) {
   RunOptions o;
+  // A program's words are not queue names: said as a forgotten -- first.
+  check_not_a_program(a.queues, ctx);
   for (const auto& q : a.queues) {
     check_queue_name(q);
   }
-  check_not_a_program(a.queues, ctx);
   o.queues = a.queues;
   o.lease_for = parse_duration_arg(a.lease_for, "--for");
   if (o.lease_for.count() <= 0) {
@@ -230,14 +232,14 @@ public:
       return;
     }
     m_idle_told.insert(t.queue);
-    std::fprintf(stderr,
-                 "taskq: no worker has leased from queue %s %s; task %lld "
-                 "waits for one (taskq run %s)\n",
-                 t.queue.c_str(),
-                 q.last_lease
-                     ? ("since " + core::format_time(*q.last_lease)).c_str()
+    std::fprintf(
+        stderr,
+        "taskq: no worker has leased from queue %s %s; task %lld "
+        "waits for one (%s)\n",
+        t.queue.c_str(),
+        q.last_lease ? ("since " + core::format_time(*q.last_lease)).c_str()
                      : "yet",
-                 static_cast<long long>(t.id), t.queue.c_str());
+        static_cast<long long>(t.id), core::suggest({"run", t.queue}).c_str());
   }
 
 private:
@@ -452,7 +454,8 @@ void register_run(CLI::App& app, Context& ctx) {
       "a line per task event on stderr, timestamped, in the summary's "
       "words");
   run->add_flag("-q,--quiet", a->quiet,
-                "print nothing when no task was leased (for cron)");
+                "print nothing when no task was leased (for cron); a queue "
+                "name one slip from a known one (a typo) is still said");
   run->add_option("--fail-on", a->fail_on,
                   "which outcomes make run exit 6: retry (a handler failed, "
                   "whether its task will retry or failed for good; the "
@@ -483,9 +486,10 @@ void register_run(CLI::App& app, Context& ctx) {
     a->keep_output_given = keep_output->count() > 0;
     const RunOptions o = check_run_args(*a, ctx);
     const StreamOptions so = check_stream_args(*a, o);
-    // -q: cron mails nothing when nothing ran.
-    ContextHost host(ctx, a->quiet ? std::nullopt : std::optional(o.queues),
-                     o.reconnect_for);
+    // -q: cron mails nothing when nothing ran; a queue name one slip from
+    // a known one (a typo) is still said: it is a mistake, not nothing to do.
+    ContextHost host(ctx, o.queues, o.reconnect_for,
+                     a->quiet ? Notes::typos : Notes::all);
     const RunSummary s = a->stream ? worker::run_stream(o, so, host)
                                    : worker::run_worker(o, host);
     if (worker::run_failed(s, fail_on)) {

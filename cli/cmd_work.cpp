@@ -34,8 +34,9 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
   auto& store = ctx.store(storage::OpenMode::update);
   if (!o.wait) {
     auto tasks = store.lease(req, ctx.now());
-    if (tasks.empty() && !o.quiet) {
-      note_unknown_queues(store, req.queues); // a typo leases nothing
+    if (tasks.empty()) { // a typo leases nothing: said even with -q
+      note_unknown_queues(store, req.queues,
+                          o.quiet ? Notes::typos : Notes::all);
     }
     return tasks;
   }
@@ -73,9 +74,10 @@ lease_or_wait(const LeaseOptions& o, storage::LeaseRequest& req, Context& ctx) {
         if (!tasks.empty()) {
           return tasks;
         }
-        if (first && !o.quiet && !noted) {
-          noted = true;
-          note_unknown_queues(store, req.queues); // said once, then waits
+        if (first && !noted) {
+          noted = true; // said once, then waits
+          note_unknown_queues(store, req.queues,
+                              o.quiet ? Notes::typos : Notes::all);
         }
       }
       std::optional<core::Millis> wait;
@@ -266,7 +268,8 @@ void register_lease(CLI::App& app, Context& ctx) {
       ->type_name("DUR");
   lease->add_flag("-q,--quiet", lo->quiet,
                   "say nothing when there is nothing to lease (still exit 75; "
-                  "-o env still prints `(exit 75)` for eval)");
+                  "-o env still prints `(exit 75)` for eval); a queue name "
+                  "one slip from a known one (a typo) is still said");
   lease->callback([lo, &ctx] { run_lease(*lo, ctx); });
 }
 

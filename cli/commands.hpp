@@ -43,18 +43,28 @@ void require_queue(storage::TaskStore& store, const std::string& queue);
 
 // The same for queues a worker waits on (run, lease), which may rightly
 // start before the first `add`: a one-line note on stderr per unknown
-// queue, then nothing.
+// queue, then nothing. Notes::typos (-q) says only the notes on a likely
+// typo (a name of 3 or more characters one slip from a known queue's: a
+// letter changed, added or left out, two swapped): a typo is a mistake on
+// the command line, which -q does not hide; a queue before its first task
+// is normal.
+enum class Notes { all, typos };
 void note_unknown_queues(storage::TaskStore& store,
-                         const std::vector<std::string>& queues);
+                         const std::vector<std::string>& queues,
+                         Notes notes = Notes::all);
 
-// `queue pause/resume/set` of a queue that does not exist yet creates it:
-// said on stderr, with the nearest queue there is, so a typo shows.
-void note_new_queue(storage::TaskStore& store, const std::string& queue);
+// `queue pause/set` of a queue that no task, setting, schedule, gate or
+// history names: when it is a likely typo of one that is (as for
+// Notes::typos), not_found with "did you mean", unless `create`
+// (--create); else it is made, said on stderr (with the nearest name).
+void check_new_queue(storage::TaskStore& store, const std::string& queue,
+                     bool create);
 
 // `taskq run thumbs ./handler.sh`: a forgotten -- makes the handler a
 // second queue. A queue word that is a path (./, ../, /), or, without --,
-// names a file here and no queue the database knows, is a usage error
-// naming the command line meant (taskq run thumbs -- ./handler.sh).
+// names no queue the database knows and names a file here or a program on
+// $PATH, is a usage error naming the command line meant (taskq run thumbs
+// -- ./handler.sh); a number that names no queue, one naming `retry`.
 void check_not_a_program(const std::vector<std::string>& words, Context& ctx);
 
 // `--state a,b`: state names, `running` or `ready`, separated by commas

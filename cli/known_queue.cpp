@@ -2,6 +2,8 @@
 // nearest match, said once.
 #include "cli/commands.hpp"
 #include "cli/output.hpp"
+#include "core/suggestion.hpp"
+#include "worker/child.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -23,16 +25,41 @@ std::string did_you_mean(const std::vector<std::string>& names,
   return best.empty() ? "" : "; did you mean '" + best + "'?";
 }
 
-// `word` as the shell reads it back: as it is when it needs no quotes.
-std::string shell_word(const std::string& word) {
-  const bool plain =
-      !word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')
-               || (c >= '0' && c <= '9')
-               || std::string_view("._/:=+-@%,").find(c)
-                      != std::string_view::npos;
-      });
-  return plain ? word : shell_quote(word);
+// Whether `a` is one slip of the keyboard from `b`: one letter changed,
+// added or left out, or two neighbours swapped (jbos for jobs).
+bool one_slip(std::string_view a, std::string_view b) {
+  if (a.size() > b.size()) {
+    std::swap(a, b);
+  }
+  size_t i = 0;
+  while (i < a.size() && a[i] == b[i]) {
+    ++i;
+  }
+  if (i == a.size()) {
+    return b.size() - a.size() <= 1;
+  }
+  if (a.size() + 1 == b.size()) {
+    return a.substr(i) == b.substr(i + 1); // one left out
+  }
+  if (a.size() != b.size()) {
+    return false;
+  }
+  if (a.substr(i + 1) == b.substr(i + 1)) {
+    return true; // one changed
+  }
+  return i + 1 < a.size() && a[i] == b[i + 1] && a[i + 1] == b[i]
+         && a.substr(i + 2) == b.substr(i + 2); // neighbours swapped
+}
+
+// The known queue that `queue` is a likely typo of, "" when none: one slip
+// from it, and `queue` at least 3 characters long (q1, q2 and qs are all one
+// slip apart, and short names are often chosen so). -q still says a note
+// for such a name, and `queue pause/set` refuse it without --create.
+std::string typo_of(const std::vector<std::string>& names,
+                    const std::string& queue) {
+  const std::string best = nearest_name(queue, names);
+  return queue.size() >= 3 && !best.empty() && one_slip(queue, best) ? best
+                                                                     : "";
 }
 
 bool looks_like_path(const std::string& word) {
@@ -40,9 +67,15 @@ bool looks_like_path(const std::string& word) {
          || word.rfind('/', 0) == 0;
 }
 
-// Whether queue `name` has tasks, settings or history in the database.
+// Whether queue `name` has tasks, settings or history in the database; no
+// when there is no database yet (nor can one be read: `run` itself then
+// says why, if the command line is right).
 bool known_queue(Context& ctx, const std::string& name) {
-  return known(ctx.store(storage::OpenMode::read).queue_names(), name);
+  try {
+    return known(ctx.store(storage::OpenMode::read).queue_names(), name);
+  } catch (const Error&) {
+    return false;
+  }
 }
 
 void say(const std::string& line) {
@@ -58,63 +91,101 @@ void require_queue(storage::TaskStore& store, const std::string& queue) {
     return;
   }
   const std::string hint = did_you_mean(names, queue);
-  throw Error(
-      ErrorKind::not_found,
-      "no queue '" + queue + "': it has no tasks, settings or history"
-          + (hint.empty() ? " (taskq queue list shows the queues)" : hint));
+  throw Error(ErrorKind::not_found,
+              "no queue '" + queue + "': it has no tasks, settings or history"
+                  + (hint.empty() ? " (" + core::suggest({"queue", "list"})
+                                        + " shows the queues)"
+                                  : hint));
 }
 
 void note_unknown_queues(storage::TaskStore& store,
-                         const std::vector<std::string>& queues) {
+                         const std::vector<std::string>& queues, Notes notes) {
   const auto names = store.queue_names();
   for (const auto& queue : queues) {
-    if (!known(names, queue)) {
+    if (known(names, queue)) {
+      continue;
+    }
+    if (notes == Notes::all || !typo_of(names, queue).empty()) {
       say("note: queue '" + queue + "' has no tasks yet"
           + did_you_mean(names, queue));
     }
   }
 }
 
-void note_new_queue(storage::TaskStore& store, const std::string& queue) {
-  const auto names = store.queue_names();
-  if (!known(names, queue)) {
-    say("new queue '" + queue + "': it had no tasks, settings or history"
-        + did_you_mean(names, queue));
+void check_new_queue(storage::TaskStore& store, const std::string& queue,
+                     bool create) {
+  auto names = store.queue_names();
+  for (const auto& s : store.schedules()) {
+    names.push_back(s.spec.queue);
   }
+  for (const auto& g : store.gates()) {
+    names.push_back(g.spec.queue);
+  }
+  std::sort(names.begin(), names.end());
+  if (known(names, queue)) {
+    return;
+  }
+  const std::string hint = did_you_mean(names, queue);
+  if (!create && !typo_of(names, queue).empty()) {
+    throw Error(ErrorKind::not_found,
+                "no queue '" + queue
+                    + "': it has no tasks, settings, schedules or history"
+                    + hint + " (--create makes it)");
+  }
+  say("new queue '" + queue + "': it had no tasks, settings or history" + hint);
 }
 
 // `taskq run thumbs ./handler.sh`: a forgotten -- makes the handler a
 // second queue, and run would lease thumbs' tasks and fail each for want of
-// a command. A queue word that is a path (./, ../, /), or without -- names
-// a file here and no queue the database knows, is refused before anything
-// is leased, with the command line meant.
+// a command (or, with no task in them, wait for ever). A queue word that is
+// a path (./, ../, /) is refused before anything is leased, with the
+// command line meant; so is one, without --, that names no queue the
+// database knows and names a file here or a program on $PATH (`run jobs
+// echo hi`): the program and the words after it are the command. A number
+// without -- that names no queue is a task id (`run 2`, for `retry 2`).
 void check_not_a_program(const std::vector<std::string>& words, Context& ctx) {
   std::vector<std::string> queues;
   std::vector<std::string> programs;
   for (const auto& q : words) {
+    if (!programs.empty()) {
+      programs.push_back(q); // the program's arguments
+      continue;
+    }
     std::error_code ec;
-    const bool program =
-        looks_like_path(q)
-        || (!ctx.command_given && std::filesystem::is_regular_file(q, ec)
-            && !known_queue(ctx, q));
+    const bool number =
+        !q.empty() && std::all_of(q.begin(), q.end(), [](char c) {
+          return c >= '0' && c <= '9';
+        });
+    const bool maybe = !ctx.command_given
+                       && (number || std::filesystem::is_regular_file(q, ec)
+                           || worker::resolve_command(q));
+    if (number && maybe && !known_queue(ctx, q)) {
+      throw Error(ErrorKind::usage,
+                  "'" + q
+                      + "' is a task id, not a queue (no queue has that "
+                        "name); to run task "
+                      + q + " again: " + core::suggest({"retry", q})
+                      + "; to run a program on each task, give it after --: "
+                        "taskq run QUEUE -- CMD [ARG...]");
+    }
+    const bool program = looks_like_path(q) || (maybe && !known_queue(ctx, q));
     (program ? programs : queues).push_back(q);
   }
   if (programs.empty()) {
     return;
   }
-  std::string meant = "taskq run";
-  for (const auto& q : queues) {
-    meant += " " + shell_word(q);
-  }
+  std::vector<std::string> args{"run"};
+  args.insert(args.end(), queues.begin(), queues.end());
+  args.emplace_back("--");
+  args.insert(args.end(), programs.begin(), programs.end());
+  args.insert(args.end(), ctx.command.begin(), ctx.command.end());
+  // With no queue left the line is a usage form (QUEUE), not a suggestion.
+  std::string meant;
   if (queues.empty()) {
-    meant += " QUEUE";
-  }
-  meant += " --";
-  for (const auto& p : programs) {
-    meant += " " + shell_word(p);
-  }
-  for (const auto& w : ctx.command) {
-    meant += " " + shell_word(w);
+    args.insert(args.begin() + 1, "QUEUE");
+    meant = "taskq " + core::command_line(args);
+  } else {
+    meant = core::suggest(args);
   }
   throw Error(ErrorKind::usage, "'" + programs.front()
                                     + "' is a program, not a queue; did you "

@@ -7,13 +7,13 @@
 #include "core/duration.hpp"
 #include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/suggestion.hpp"
 #include "core/text.hpp"
 
 #include <algorithm>
 #include <array>
 #include <cstdint>
 #include <cstdio>
-#include <numeric>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -185,21 +185,29 @@ void print_error(std::string_view message) {
 
 namespace {
 
-// Edit distance, for suggesting the command a typo meant.
+// Edit distance, for suggesting the command a typo meant: letters changed,
+// added or left out, and two neighbours swapped (lsit for list) as one edit
+// (the optimal string alignment distance), so a swap is not a tie with two
+// changes (lsit and wait).
 size_t distance(std::string_view a, std::string_view b) {
-  std::vector<size_t> row(b.size() + 1);
-  std::iota(row.begin(), row.end(), size_t{0});
+  std::vector<std::vector<size_t>> d(a.size() + 1,
+                                     std::vector<size_t>(b.size() + 1));
+  for (size_t i = 0; i <= a.size(); ++i) {
+    d[i][0] = i;
+  }
+  for (size_t j = 0; j <= b.size(); ++j) {
+    d[0][j] = j;
+  }
   for (size_t i = 1; i <= a.size(); ++i) {
-    size_t diagonal = row[0];
-    row[0] = i;
     for (size_t j = 1; j <= b.size(); ++j) {
-      const size_t above = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1,
-                         diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = above;
+      d[i][j] = std::min({d[i - 1][j] + 1, d[i][j - 1] + 1,
+                          d[i - 1][j - 1] + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      if (i > 1 && j > 1 && a[i - 1] == b[j - 2] && a[i - 2] == b[j - 1]) {
+        d[i][j] = std::min(d[i][j], d[i - 2][j - 2] + 1);
+      }
     }
   }
-  return row[b.size()];
+  return d[a.size()][b.size()];
 }
 
 std::string lower(std::string_view text) {
@@ -243,30 +251,76 @@ std::string with_suggestion(const std::string& what, const std::string& best,
   return what + " (see taskq " + path + "--help)";
 }
 
-// Words other tools use for what a taskq command does (rm, restart,
-// status, ...), checked before the edit distance, which would take `rm` for
-// `db` and `tail` for `fail`: what taskq calls it, as a question.
+// Words users bring from tsp, nq, pueue, systemctl, git and other queues
+// for what a taskq command does, checked before the edit distance, which
+// would take `rm` for `db`, `rerun` for `run`, `start` for `stats` and
+// `follow` for `flow`: what taskq calls it, as a question. These hints name
+// command words in English ("'kill' or 'purge'"), not command lines to
+// paste, so they are not suggestions (core/suggestion.hpp); `version`'s
+// whole command line is one.
 std::optional<std::string> habit_word(std::string_view word) {
   struct Habit {
     std::string_view word;
     std::string_view hint;
   };
-  static constexpr std::array<Habit, 11> k_habits{{
-      {"rm", "did you mean 'kill' (stop tasks for good) or 'purge' (delete "
-             "finished ones)?"},
-      {"delete", "did you mean 'kill' (stop tasks for good) or 'purge' "
-                 "(delete finished ones)?"},
+  static constexpr std::string_view k_kill_or_purge =
+      "did you mean 'kill' (stop tasks for good) or 'purge' (delete finished "
+      "ones)?";
+  static constexpr std::string_view k_add = "did you mean 'add'?";
+  static constexpr std::string_view k_retry =
+      "did you mean 'retry' (run an ended task again, or a sleeping one "
+      "now)?";
+  static constexpr std::string_view k_follow =
+      "did you mean 'logs --follow' (a task's output), 'events --follow' "
+      "or 'top'?";
+  static constexpr std::string_view k_purge =
+      "did you mean 'purge' (delete finished tasks)?";
+  static constexpr std::array<Habit, 32> k_habits{{
+      // removing: tsp -r, pueue remove/clean, git rm
+      {"rm", k_kill_or_purge},
+      {"remove", k_kill_or_purge},
+      {"delete", k_kill_or_purge},
+      {"del", k_kill_or_purge},
+      {"clear", k_purge},
+      {"clean", k_purge},
+      {"prune", k_purge},
       {"cancel", "did you mean 'kill'?"},
-      {"stop", "did you mean 'kill' (for good) or 'pause' (until resumed)?"},
-      {"restart", "did you mean 'retry'?"},
-      {"tail", "did you mean 'logs'?"},
+      {"stop", "did you mean 'kill' (for good), 'pause' (until resumed) or "
+               "'freeze' (where it is)?"},
+      // adding: pueue add, nq, job queues' enqueue/submit/push
+      {"enqueue", k_add},
+      {"submit", k_add},
+      {"push", k_add},
+      // running again: pueue restart, systemctl restart
+      {"rerun", k_retry},
+      {"restart", k_retry},
+      {"redo", k_retry},
+      // starting: systemctl start, pueue start (resumes paused tasks)
+      {"start", "did you mean 'run' (start a worker on a queue) or 'resume' "
+                "(paused tasks)?"},
+      {"work", "did you mean 'run' (start a worker on a queue)?"},
+      {"unpause", "did you mean 'resume'?"},
+      {"suspend", "did you mean 'freeze' (stop it where it is) or 'pause' "
+                  "(stop it until resumed)?"},
+      // watching: pueue follow/log, tail -f, watch
+      {"follow", k_follow},
+      {"watch", k_follow},
+      {"tail", "did you mean 'logs' (--follow waits for more)?"},
       {"log", "did you mean 'logs'?"},
       {"output", "did you mean 'logs'?"},
+      {"cat", "did you mean 'logs'?"},
       {"status", "did you mean 'list' (or 'stats', per queue)?"},
       {"ls", "did you mean 'list'?"},
       {"ps", "did you mean 'list'?"},
+      {"jobs", "did you mean 'list'?"},
+      {"info", "did you mean 'show'?"},
+      {"inspect", "did you mean 'show'?"},
+      {"history", "did you mean 'events'?"},
   }};
   const std::string typed = lower(word);
+  if (typed == "version") {
+    return "did you mean: " + core::suggest({"--version"}) + "?";
+  }
   for (const auto& h : k_habits) {
     if (typed == h.word) {
       return std::string(h.hint);
@@ -422,6 +476,9 @@ bool takes_duration(const CLI::App& app, std::string_view name) {
 // `--for 5 minutes`: an option that takes a duration, a number and a
 // duration's unit as words of their own, which the shell split; refused
 // with how to quote it, before the unit is taken for a task id or a queue.
+// The hint is an option and its value, not a command line (not a
+// suggestion, core/suggestion.hpp): its words are a number and a unit,
+// which need no quoting but the one shown.
 void check_split_durations(const CLI::App& app, int argc, char** argv) {
   for (int i = 2; i < argc; ++i) {
     const std::string_view unit(argv[i]);
@@ -498,6 +555,18 @@ void check_command_words(CLI::App& app, int argc, char** argv) {
 
 namespace {
 
+// "queue set " as {"queue", "set"}.
+std::vector<std::string> words(const std::string& path) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  for (size_t space = path.find(' '); space != std::string::npos;
+       space = path.find(' ', start)) {
+    out.push_back(path.substr(start, space - start));
+    start = space + 1;
+  }
+  return out;
+}
+
 // The command line's deepest (sub)command CLI11 got to, as typed after
 // "taskq " ("" for the top level, else e.g. "queue set ").
 CLI::App* deepest(CLI::App& app, std::string& path) {
@@ -550,20 +619,24 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
       }
       what += where;
       // `add jobs echo hi`: a command without the -- that marks it.
-      if (path == "add ") {
-        std::string meant = "taskq add QUEUE --";
-        const CLI::Option* queue = cmd->get_option_no_throw("queue");
-        if (queue != nullptr && queue->count() > 0) {
-          meant = "taskq add " + queue->results().front() + " --";
-        }
-        for (const std::string& arg : left) {
-          meant += " " + arg;
-        }
-        return what + "; to add a command, put -- before it: " + meant;
+      // A one-word shell line (`add jobs 'cd /srv && make'`) is meant
+      // for --sh: pasted after --, the shell would run the rest here.
+      // A word with a control character would break the one-line
+      // message: then the usage form is shown instead.
+      const CLI::Option* queue = cmd->get_option_no_throw("queue");
+      if (path == "add " && queue != nullptr && queue->count() > 0) {
+        return what + "; to add a command, put -- before it: "
+               + (core::one_line(left) ? core::suggest(
+                      core::add_args(queue->results().front(), left))
+                                       : "taskq add QUEUE -- CMD [ARG...]");
       }
       // `stats jobs`: a queue's name where the command takes it as --queue.
-      if (left.size() == 1 && has_option(cmd, "--queue")) {
-        return what + "; did you mean '--queue " + left.front() + "'?";
+      if (left.size() == 1 && has_option(cmd, "--queue")
+          && core::one_line(left)) {
+        std::vector<std::string> args = words(path);
+        args.push_back("--queue");
+        args.push_back(left.front());
+        return what + "; did you mean: " + core::suggest(args) + "?";
       }
     }
   }

@@ -29,14 +29,16 @@ namespace taskq::cli {
 class ContextHost : public worker::Host {
 public:
   ContextHost(Context& ctx, std::optional<std::vector<std::string>> note,
-              std::optional<core::Millis> reconnect_for)
-      : m_ctx(ctx), m_note(std::move(note)), m_reconnect_for(reconnect_for) {}
+              std::optional<core::Millis> reconnect_for,
+              Notes notes = Notes::all)
+      : m_ctx(ctx), m_note(std::move(note)), m_reconnect_for(reconnect_for),
+        m_notes(notes) {}
   storage::TaskStore& store() override {
     auto& store = open();
     if (m_note) {
       const auto queues = std::move(*m_note);
       m_note.reset();
-      note_unknown_queues(store, queues);
+      note_unknown_queues(store, queues, m_notes);
     }
     return store;
   }
@@ -80,6 +82,7 @@ private:
   Context& m_ctx;
   std::optional<std::vector<std::string>> m_note; // queues to note, once
   std::optional<core::Millis> m_reconnect_for;
+  Notes m_notes; // Notes::typos under -q
 };
 
 } // namespace taskq::cli

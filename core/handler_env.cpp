@@ -1,5 +1,7 @@
 #include "core/handler_env.hpp"
 
+#include "core/suggestion.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -173,7 +175,8 @@ TaskEnvironment task_environment(const Task& t,
 std::string left_out_message(int64_t id, const LeftOut& what) {
   const std::string task = "taskq: task " + std::to_string(id) + ": its ";
   const std::string size = " (" + std::to_string(what.bytes) + " bytes)";
-  const std::string show = "; see taskq show " + std::to_string(id) + "\n";
+  const std::string show =
+      "; see " + suggest({"show", std::to_string(id)}) + "\n";
   if (what.name == "TASKQ_PAYLOAD") {
     return task + "payload" + size
            + " is too large for TASKQ_PAYLOAD; the handler gets it on stdin "

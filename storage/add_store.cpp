@@ -1,6 +1,7 @@
 // TaskStore: producing work. Adding tasks one by one, uniquely or in bulk
 // (with their labels and dependencies), and retry.
 #include "core/error.hpp"
+#include "core/suggestion.hpp"
 #include "storage/db.hpp"
 #include "storage/replay.hpp"
 #include "storage/state_writer.hpp"
@@ -451,7 +452,7 @@ std::string retry_refusal(const Task& old, int64_t live) {
     const auto flow_id = nlohmann::json::parse(*old.flow).at("id").dump();
     return "cannot retry " + task_ref(old.id) + ": it is an atom's task of "
            + "flow " + flow_id + ", whose controllers decide what "
-           + "runs again (taskq flow rerun " + flow_id + ")";
+           + "runs again (" + core::suggest({"flow", "rerun", flow_id}) + ")";
   }
   if (live != 0) {
     return task_ref(old.id) + " already has a live retry: " + task_ref(live)

@@ -3,6 +3,7 @@
 // event stream.
 #include "core/error.hpp"
 #include "core/error_policy.hpp"
+#include "core/suggestion.hpp"
 #include "storage/db.hpp"
 #include "storage/event_horizon.hpp"
 #include "storage/state_writer.hpp"
@@ -339,8 +340,8 @@ std::optional<std::string> retry_line(Db& db, const Task& t) {
   return "attempt " + std::to_string(t.attempts) + " failed (" + cause
          + "); retry " + std::to_string(counted + 1) + " of "
          + std::to_string(policy.max_errors) + " at "
-         + core::format_time(t.run_at) + " (taskq retry " + std::to_string(t.id)
-         + " runs it now)";
+         + core::format_time(t.run_at) + " ("
+         + core::suggest({"retry", std::to_string(t.id)}) + " runs it now)";
 }
 
 } // namespace
@@ -407,7 +408,8 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
   }
   if (t.state == TaskState::paused) {
     reasons.push_back("it is paused" + (t.reason.empty() ? "" : ": " + t.reason)
-                      + " (taskq resume " + std::to_string(id) + ")");
+                      + " (" + core::suggest({"resume", std::to_string(id)})
+                      + ")");
   }
   if (t.state == TaskState::sleeping && t.run_at > now) {
     reasons.push_back(retry_line(*m_db, t).value_or(

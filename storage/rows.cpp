@@ -2,6 +2,7 @@
 // reading and writing a task's row, its errors, its events and its queue's
 // settings. Each assumes a transaction is open.
 #include "core/error.hpp"
+#include "core/suggestion.hpp"
 #include "storage/db.hpp"
 #include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
@@ -369,7 +370,7 @@ std::string refusal(const Task& task, Message msg) {
                     + std::string(core::to_string(task.state));
   // `resume` of a task that ended: what runs it again.
   if (msg == Message::run && core::is_terminal(task.state)) {
-    why += "; taskq retry " + std::to_string(task.id)
+    why += "; " + core::suggest({"retry", std::to_string(task.id)})
            + " runs it again as a new task";
   }
   return why;

@@ -2,6 +2,7 @@
 #include "storage/pg/errors.hpp"
 
 #include "core/reconnect.hpp"
+#include "core/suggestion.hpp"
 #include "storage/db.hpp"
 #include "storage/pg/libpq.hpp"
 
@@ -69,9 +70,8 @@ ErrorKind kind_for(std::string_view state) {
                                   const std::string& path) {
   if (state == "42P01" || state == "42703") {
     throw Error(ErrorKind::unavailable,
-                "database " + path
-                    + " does not have taskq's schema (see taskq db check): "
-                    + why);
+                "database " + path + " does not have taskq's schema (see "
+                    + core::suggest({"db", "check"}) + "): " + why);
   }
   if (state == "55P03") {
     why = "database is locked past the busy timeout";

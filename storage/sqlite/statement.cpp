@@ -1,6 +1,7 @@
 // SqliteDb's statements: preparing them, the cache of prepared ones, and
 // SqliteStatement, what a Statement runs on a SQLite file.
 #include "core/error.hpp"
+#include "core/suggestion.hpp"
 #include "storage/sqlite/db.hpp"
 
 #include <sqlite3.h>
@@ -37,10 +38,9 @@ namespace {
     // taskq's own statements name what its migrations made: the schema
     // was changed behind its back.
     throw Error(ErrorKind::unavailable,
-                "database " + db.path()
-                    + " does not have taskq's schema (see taskq db "
-                      "check): "
-                    + std::string(why));
+                "database " + db.path() + " does not have taskq's schema (see "
+                    + core::suggest({"db", "check"})
+                    + "): " + std::string(why));
   }
   db.fail(rc, "");
 }

@@ -357,8 +357,8 @@ cases <<'EOF'
 2 rm 1                                    #> did you mean 'kill' (stop tasks for good) or 'purge'
 2 delete 1                                #> did you mean 'kill'
 2 cancel 1                                #> did you mean 'kill'?
-2 restart 1                               #> did you mean 'retry'?
-2 tail 1                                  #> did you mean 'logs'?
+2 restart 1                               #> did you mean 'retry'
+2 tail 1                                  #> did you mean 'logs'
 2 log 1                                   #> did you mean 'logs'?
 2 output 1                                #> did you mean 'logs'?
 2 status                                  #> did you mean 'list'
@@ -366,8 +366,8 @@ cases <<'EOF'
 2 ps                                      #> did you mean 'list'?
 2 RM 1                                    #> did you mean 'kill'
 2 ad q                                    #> did you mean 'add'?
-2 stats q                                 #> unexpected argument 'q' for stats; did you mean '--queue q'?
-2 purge q                                 #> did you mean '--queue q'?
+2 stats q                                 #> unexpected argument 'q' for stats; did you mean: taskq stats --queue q?
+2 purge q                                 #> did you mean: taskq purge --queue q?
 2 sleep 1 --for 5 minutes                 #> '--for 5 minutes': the shell split the duration; quote it: --for '5 minutes' (or --for 5minutes)
 2 sleep 1 --for=2 h                       #> quote it: --for '2 h' (or --for 2h)
 2 add q --delay 1.5 hours                 #> quote it: --delay '1.5 hours'

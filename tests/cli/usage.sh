@@ -79,6 +79,41 @@ run q --concurency 2 -- true|unknown option '--concurency' for run; did you mean
 EOF_CASES
 unchanged
 
+section "words from other tools name the taskq command meant"
+# tsp, nq, pueue, systemctl and git words: the command they mean, not the
+# nearest spelling (rerun is not run, start is not stats, follow not flow).
+while IFS='|' read -r line message; do
+  read -ra words <<<"$line"
+  expect_exit 2 "$TASKQ" "${words[@]}"
+  expect_eq "$err" "taskq: unknown command '${words[0]}'; $message" \
+    "stderr of taskq $line"
+  expect_out_empty
+done <<'EOF_CASES'
+rerun 2|did you mean 'retry' (run an ended task again, or a sleeping one now)?
+restart 2|did you mean 'retry' (run an ended task again, or a sleeping one now)?
+start|did you mean 'run' (start a worker on a queue) or 'resume' (paused tasks)?
+follow 2|did you mean 'logs --follow' (a task's output), 'events --follow' or 'top'?
+watch|did you mean 'logs --follow' (a task's output), 'events --follow' or 'top'?
+remove 2|did you mean 'kill' (stop tasks for good) or 'purge' (delete finished ones)?
+rm 2|did you mean 'kill' (stop tasks for good) or 'purge' (delete finished ones)?
+delete 2|did you mean 'kill' (stop tasks for good) or 'purge' (delete finished ones)?
+clear|did you mean 'purge' (delete finished tasks)?
+clean|did you mean 'purge' (delete finished tasks)?
+enqueue q|did you mean 'add'?
+submit q|did you mean 'add'?
+push q|did you mean 'add'?
+unpause 2|did you mean 'resume'?
+stop 2|did you mean 'kill' (for good), 'pause' (until resumed) or 'freeze' (where it is)?
+suspend 2|did you mean 'freeze' (stop it where it is) or 'pause' (stop it until resumed)?
+work q|did you mean 'run' (start a worker on a queue)?
+tail 2|did you mean 'logs' (--follow waits for more)?
+status|did you mean 'list' (or 'stats', per queue)?
+info 2|did you mean 'show'?
+version|did you mean: taskq --version?
+Version|did you mean: taskq --version?
+EOF_CASES
+unchanged
+
 section "taskq help [CMD [SUB]] prints what --help prints"
 for line in "" list run "queue set" "db check" schedule "flow submit"; do
   read -ra words <<<"$line"
