@@ -4,6 +4,7 @@
 #include "core/bytes.hpp"
 #include "core/duration.hpp"
 #include "core/error.hpp"
+#include "core/suggestion.hpp"
 
 #include <algorithm>
 #include <cstdio>
@@ -132,7 +133,7 @@ void note_erred(storage::TaskStore& store, const ListOptions& o,
   if (waiting == 0) {
     return;
   }
-  std::vector<std::string> argv = {"taskq", "list", "--state", "erred"};
+  std::vector<std::string> argv = {"list", "--state", "erred"};
   if (o.queue) {
     argv.insert(argv.end(), {"--queue", *o.queue});
   }
@@ -144,7 +145,7 @@ void note_erred(storage::TaskStore& store, const ListOptions& o,
                "taskq: no task has failed for good; %lld failed %s last "
                "attempt and %s to be retried: %s\n",
                static_cast<long long>(waiting), waiting == 1 ? "its" : "their",
-               waiting == 1 ? "waits" : "wait", command_line(argv).c_str());
+               waiting == 1 ? "waits" : "wait", core::suggest(argv).c_str());
 }
 
 void run_list(const ListOptions& o, Context& ctx) {

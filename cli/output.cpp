@@ -2,6 +2,7 @@
 
 #include "core/duration.hpp"
 #include "core/error_policy.hpp"
+#include "core/suggestion.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -242,8 +243,10 @@ std::optional<std::string> flow_line(const std::optional<core::Task>& t) {
   const Json f = Json::parse(*t->flow);
   return "it is the " + f.at("action").get<std::string>() + " task of atom '"
          + f.at("atom").get<std::string>() + "' of flow "
-         + std::to_string(f.at("id").get<int64_t>()) + " (taskq flow show "
-         + std::to_string(f.at("id").get<int64_t>()) + ")";
+         + std::to_string(f.at("id").get<int64_t>()) + " ("
+         + core::suggest(
+             {"flow", "show", std::to_string(f.at("id").get<int64_t>())})
+         + ")";
 }
 
 void print_env(const core::Task& t) {

@@ -116,6 +116,7 @@ _taskq() {
             case $cmd in
             purge) states="runnable sleeping paused fault completed failed killed" ;;
             retry) states="failed killed completed" ;;
+            list) states="runnable sleeping paused completed failed killed running ready erred" ;;
             *) states="runnable sleeping paused completed failed killed running ready" ;;
             esac
             for s in $states; do
@@ -167,8 +168,13 @@ _taskq() {
             events) words="--queue --since -f --follow" ;;
             export) words="--queue" ;;
             purge) words="--queue --state --older-than --force --dry-run" ;;
-            queue) [[ $sub == set ]] && words="--max-running --max-attempts
-                --max-errors --error-window --retry-delay --backoff --max-delay" ;;
+            queue)
+                case $sub in
+                set) words="--create --max-running --max-attempts --max-errors
+                    --error-window --retry-delay --backoff --max-delay" ;;
+                pause) words="--create" ;;
+                esac
+                ;;
             schedule) [[ $sub == add ]] && words="--every --cron --payload
                 --text --label --priority --trigger" ;;
             gate) [[ $sub == add ]] && words="--keys --payload --text --label

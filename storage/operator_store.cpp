@@ -2,6 +2,7 @@
 // run, sleep, kill, ...) and purge. Its reads of tasks are in
 // read_store.cpp; what it does to a queue as a whole, in ops_store.cpp.
 #include "core/error.hpp"
+#include "core/suggestion.hpp"
 #include "storage/db.hpp"
 #include "storage/state_writer.hpp"
 #include "storage/store_detail.hpp"
@@ -354,8 +355,9 @@ std::vector<Task> TaskStore::freeze(const std::vector<int64_t>& ids,
       const bool was = frozen_now(*m_db, id);
       if (frozen && was) {
         throw Error(ErrorKind::conflict,
-                    task_ref(id) + " is already frozen (taskq continue "
-                        + std::to_string(id) + " continues it)");
+                    task_ref(id) + " is already frozen ("
+                        + core::suggest({"continue", std::to_string(id)})
+                        + " continues it)");
       }
       if (!frozen && !was) {
         throw Error(ErrorKind::conflict, task_ref(id) + " is not frozen");

@@ -165,7 +165,8 @@ void check_states(const std::vector<std::string>& states, bool erred_ok) {
     if (state == "erred" && !erred_ok) {
       throw Error(ErrorKind::usage,
                   "--state erred is for list only: name the tasks' states "
-                  "(taskq list --state erred shows which they are)");
+                  "(" + core::suggest({"list", "--state", "erred"})
+                      + " shows which they are)");
     }
     if (!core::parse_state(state) && state != "running" && state != "ready"
         && state != "erred") {
@@ -428,10 +429,10 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
     const std::string leased = "leased by " + t.lease->worker + " until "
                                + core::format_time(t.lease->expires_at);
     if (st.step() && st.get_text(0) == "freeze") {
-      reasons.push_back("it is frozen: frozen by "
-                        + st.get_opt_text(1).value_or("?")
-                        + ", its command stopped where it is, " + leased
-                        + " (taskq continue " + std::to_string(id) + ")");
+      reasons.push_back(
+          "it is frozen: frozen by " + st.get_opt_text(1).value_or("?")
+          + ", its command stopped where it is, " + leased + " ("
+          + core::suggest({"continue", std::to_string(id)}) + ")");
     } else {
       reasons.push_back("it is " + leased);
     }
