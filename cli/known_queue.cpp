@@ -188,9 +188,9 @@ void check_not_a_program(const std::vector<std::string>& words, Context& ctx) {
     meant = core::suggest(args);
   }
   throw Error(ErrorKind::usage, "'" + programs.front()
-                                    + "' is a program, not a queue; did you "
-                                      "mean: "
-                                    + meant + "?");
+                                    + "' is a program, not a queue; to run it "
+                                      "on each task: "
+                                    + meant);
 }
 
 } // namespace taskq::cli

@@ -319,7 +319,7 @@ std::optional<std::string> habit_word(std::string_view word) {
   }};
   const std::string typed = lower(word);
   if (typed == "version") {
-    return "did you mean: " + core::suggest({"--version"}) + "?";
+    return "the version is: " + core::suggest({"--version"});
   }
   for (const auto& h : k_habits) {
     if (typed == h.word) {
@@ -625,7 +625,7 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
       // message: then the usage form is shown instead.
       const CLI::Option* queue = cmd->get_option_no_throw("queue");
       if (path == "add " && queue != nullptr && queue->count() > 0) {
-        return what + "; to add a command, put -- before it: "
+        return what + "; to add it as a task: "
                + (core::one_line(left) ? core::suggest(
                       core::add_args(queue->results().front(), left))
                                        : "taskq add QUEUE -- CMD [ARG...]");
@@ -636,7 +636,8 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
         std::vector<std::string> args = words(path);
         args.push_back("--queue");
         args.push_back(left.front());
-        return what + "; did you mean: " + core::suggest(args) + "?";
+        return what + "; a queue is named with --queue: "
+               + core::suggest(args);
       }
     }
   }

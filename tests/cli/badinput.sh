@@ -366,8 +366,8 @@ cases <<'EOF'
 2 ps                                      #> did you mean 'list'?
 2 RM 1                                    #> did you mean 'kill'
 2 ad q                                    #> did you mean 'add'?
-2 stats q                                 #> unexpected argument 'q' for stats; did you mean: taskq stats --queue q?
-2 purge q                                 #> did you mean: taskq purge --queue q?
+2 stats q                                 #> unexpected argument 'q' for stats; a queue is named with --queue: taskq stats --queue q
+2 purge q                                 #> a queue is named with --queue: taskq purge --queue q
 2 sleep 1 --for 5 minutes                 #> '--for 5 minutes': the shell split the duration; quote it: --for '5 minutes' (or --for 5minutes)
 2 sleep 1 --for=2 h                       #> quote it: --for '2 h' (or --for 2h)
 2 add q --delay 1.5 hours                 #> quote it: --delay '1.5 hours'
@@ -391,10 +391,10 @@ cases <<'EOF'
 3 queue resume thumb                      #> did you mean 'thumbs'?
 3 queue redrive thumb thumbs              #> did you mean 'thumbs'?
 3 kill --queue zzzzzzzz                   #> no queue 'zzzzzzzz': it has no tasks, settings or history (taskq queue list shows the queues)
-2 run thumbs ./handler.sh --until-empty   #> './handler.sh' is a program, not a queue; did you mean: taskq run thumbs -- ./handler.sh?
-2 run thumbs /bin/true                    #> did you mean: taskq run thumbs -- /bin/true?
-2 run ../x                                #> did you mean: taskq run QUEUE -- ../x?
-2 add thumbs echo hi                      #> to add a command, put -- before it: taskq add thumbs -- echo hi
+2 run thumbs ./handler.sh --until-empty   #> './handler.sh' is a program, not a queue; to run it on each task: taskq run thumbs -- ./handler.sh
+2 run thumbs /bin/true                    #> to run it on each task: taskq run thumbs -- /bin/true
+2 run ../x                                #> to run it on each task: taskq run QUEUE -- ../x
+2 add thumbs echo hi                      #> to add it as a task: taskq add thumbs -- echo hi
 EOF
 
 # --- durations and times -------------------------------------------------------------

@@ -20,7 +20,7 @@ section "a shell line given without -- is suggested as --sh, quoted"
 fresh_db
 add_task other -- true >/dev/null
 expect_exit 2 "$TASKQ" add jobs 'cd /srv/app && rm -rf build'
-expect_err_contains "put -- before it: taskq add jobs --sh 'cd /srv/app && rm -rf build'"
+expect_err_contains "to add it as a task: taskq add jobs --sh 'cd /srv/app && rm -rf build'"
 expect_not_contains "$err" "-- cd /srv/app" "no hint that runs rm here"
 suggested "taskq add jobs --sh 'cd /srv/app && rm -rf build'"
 expect_eq "$(count_tasks)" 1 "nothing added"
@@ -44,7 +44,7 @@ expect_eq "$(count_tasks)" 1 "nothing added"
 
 section "a queue given where --queue goes: the line, quoted"
 expect_exit 2 "$TASKQ" stats 'my queue'
-expect_err_contains "did you mean: taskq stats --queue 'my queue'?"
+expect_err_contains "a queue is named with --queue: taskq stats --queue 'my queue'"
 suggested "taskq stats --queue 'my queue'"
 
 section "the store's hints are suggestions too"
@@ -87,13 +87,13 @@ section "a program on \$PATH given to run without -- is refused"
 fresh_db
 add_task jobs -- true >/dev/null
 cmd_timeout=10 expect_exit 2 "$TASKQ" run jobs echo hi
-expect_err_contains "'echo' is a program, not a queue; did you mean: taskq run jobs -- echo hi?"
+expect_err_contains "'echo' is a program, not a queue; to run it on each task: taskq run jobs -- echo hi"
 suggested "taskq run jobs -- echo hi"
 cmd_timeout=10 expect_exit 2 "$TASKQ" run jobs printf '%s\n' 'a; b'
-expect_err_contains "did you mean: taskq run jobs -- printf '%s\n' 'a; b'?"
+expect_err_contains "to run it on each task: taskq run jobs -- printf '%s\n' 'a; b'"
 suggested "taskq run jobs -- printf '%s\n' 'a; b'"
 cmd_timeout=10 expect_exit 2 "$TASKQ" run echo --until-empty
-expect_err_contains "did you mean: taskq run QUEUE -- echo?"
+expect_err_contains "to run it on each task: taskq run QUEUE -- echo"
 expect_eq "$(state 1)" runnable "nothing was leased"
 
 section "a number given to run is a task id, not a queue"
@@ -117,6 +117,6 @@ expect_err_contains "note: queue 'jobs' has no tasks yet"
 section "before the first add, a program given to run is still refused"
 if sqlite_only; then
   TASKQ_DB=$PWD/none.db cmd_timeout=10 expect_exit 2 "$TASKQ" run echo hi
-  expect_err_contains "did you mean: taskq run QUEUE -- echo hi?"
+  expect_err_contains "to run it on each task: taskq run QUEUE -- echo hi"
   check "no database was made" test ! -e none.db
 fi

@@ -109,8 +109,8 @@ work q|did you mean 'run' (start a worker on a queue)?
 tail 2|did you mean 'logs' (--follow waits for more)?
 status|did you mean 'list' (or 'stats', per queue)?
 info 2|did you mean 'show'?
-version|did you mean: taskq --version?
-Version|did you mean: taskq --version?
+version|the version is: taskq --version
+Version|the version is: taskq --version
 EOF_CASES
 unchanged
 
