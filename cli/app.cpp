@@ -2,6 +2,7 @@
 #include "cli/commands.hpp"
 #include "cli/help.hpp"
 #include "core/error.hpp"
+#include "core/suggestion.hpp"
 #include "core/text.hpp"
 
 #include <algorithm>
@@ -305,6 +306,18 @@ int run_tree(int argc, char** argv, Register only) {
   // ARG...`: what follows the -- is a program's argv, not taskq's, so it
   // never reaches CLI11.
   const int sub = subcommand_index(argc, argv);
+  if (sub > 0) {
+    ctx.typed.assign(argv + sub, argv + argc);
+    // A suggestion acts on the database this command line named.
+    for (int i = 1; i < sub; ++i) {
+      const std::string_view word(argv[i]);
+      if (word == "--db" && i + 1 < sub) {
+        core::set_suggestion_prefix({"--db", argv[i + 1]});
+      } else if (word.rfind("--db=", 0) == 0) {
+        core::set_suggestion_prefix({"--db", std::string(word.substr(5))});
+      }
+    }
+  }
   if (sub > 0
       && (std::string_view(argv[sub]) == "run"
           || std::string_view(argv[sub]) == "add")) {
@@ -328,7 +341,7 @@ int run_tree(int argc, char** argv, Register only) {
   } catch (const CLI::CallForVersion& e) {
     return app.exit(e);
   } catch (const CLI::ParseError& e) {
-    print_error(parse_error_message(app, e));
+    print_error(parse_error_message(app, e, ctx.typed));
     return 2;
   } catch (const Error& e) {
     if (ctx.output_option == "env") {

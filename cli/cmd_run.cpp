@@ -326,6 +326,7 @@ void run_progress(const std::string& queue, const std::string& interval_arg,
       ctx.format(Format::table, {Format::table, Format::json}) == Format::json;
   const bool tty = !json && ::isatty(STDOUT_FILENO) == 1;
   auto& store = ctx.store(storage::OpenMode::read);
+  note_unknown_queues(store, {queue}); // 0/0 of a typo is said to be one
   auto feed = store.changes();
   worker::Reconnect rc("progress", core::k_default_reconnect_for);
   const auto counts = [&] {

@@ -104,6 +104,7 @@ int subcommand_index(int argc, char** argv);
 void check_command_words(CLI::App& app, int argc, char** argv);
 // A CLI11 parse error as one line that names the command and points to
 // its help.
-std::string parse_error_message(CLI::App& app, const CLI::ParseError& e);
+std::string parse_error_message(CLI::App& app, const CLI::ParseError& e,
+                                const std::vector<std::string>& given);
 
 } // namespace taskq::cli

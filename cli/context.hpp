@@ -34,6 +34,9 @@ public:
   int exit_code = k_exit_ok;        // set by commands whose outcome is not 0
   std::vector<std::string> command; // `taskq run|add ... -- CMD ARG...`
   bool command_given = false;       // a `--` was given (CMD may be missing)
+  // The command's words as typed, from its name on, `--` and all: what a
+  // suggestion rebuilds so that it keeps every option the user gave.
+  std::vector<std::string> typed;
 
   core::Time now();
   // For commands that run on (run, wait, progress, lease --wait): the time

@@ -68,13 +68,20 @@ bool looks_like_path(const std::string& word) {
 }
 
 // Whether queue `name` has tasks, settings or history in the database; no
-// when there is no database yet (nor can one be read: `run` itself then
-// says why, if the command line is right).
+// when there is no database file yet. A database that cannot be read (a
+// server that does not answer, a locked or corrupt file) is its own error:
+// the command line may well be right.
 bool known_queue(Context& ctx, const std::string& name) {
   try {
     return known(ctx.store(storage::OpenMode::read).queue_names(), name);
   } catch (const Error&) {
-    return false;
+    const std::string path = ctx.db_path();
+    std::error_code ec;
+    if (!storage::is_postgres_url(path)
+        && !std::filesystem::exists(path, ec)) {
+      return false;
+    }
+    throw;
   }
 }
 
@@ -174,23 +181,32 @@ void check_not_a_program(const std::vector<std::string>& words, Context& ctx) {
   if (programs.empty()) {
     return;
   }
+  // The words as typed, with the program and its arguments moved after a
+  // `--`, so that every option given stays. With no queue left, or words
+  // that cannot be rebuilt, the line is a usage form (QUEUE), not a
+  // suggestion.
+  std::vector<std::string> tail{"--"};
+  tail.insert(tail.end(), programs.begin(), programs.end());
+  const auto rebuilt = core::rebuilt(ctx.typed, programs, tail);
+  std::string meant;
   std::vector<std::string> args{"run"};
   args.insert(args.end(), queues.begin(), queues.end());
-  args.emplace_back("--");
-  args.insert(args.end(), programs.begin(), programs.end());
+  args.insert(args.end(), tail.begin(), tail.end());
   args.insert(args.end(), ctx.command.begin(), ctx.command.end());
-  // With no queue left the line is a usage form (QUEUE), not a suggestion.
-  std::string meant;
   if (queues.empty()) {
     args.insert(args.begin() + 1, "QUEUE");
     meant = "taskq " + core::command_line(args);
   } else {
-    meant = core::suggest(args);
+    meant = core::suggest(rebuilt ? *rebuilt : args);
   }
-  throw Error(ErrorKind::usage, "'" + programs.front()
-                                    + "' is a program, not a queue; to run it "
-                                      "on each task: "
-                                    + meant);
+  throw Error(ErrorKind::usage,
+              "'" + programs.front()
+                  + "' is a program, not a queue; to run it on each task: "
+                  + meant
+                  + (queues.empty() ? "; a queue of that name is known once "
+                                      "it has a task, or settings (taskq queue "
+                                      "set NAME --create)"
+                                    : ""));
 }
 
 } // namespace taskq::cli

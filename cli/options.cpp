@@ -555,18 +555,6 @@ void check_command_words(CLI::App& app, int argc, char** argv) {
 
 namespace {
 
-// "queue set " as {"queue", "set"}.
-std::vector<std::string> words(const std::string& path) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  for (size_t space = path.find(' '); space != std::string::npos;
-       space = path.find(' ', start)) {
-    out.push_back(path.substr(start, space - start));
-    start = space + 1;
-  }
-  return out;
-}
-
 // The command line's deepest (sub)command CLI11 got to, as typed after
 // "taskq " ("" for the top level, else e.g. "queue set ").
 CLI::App* deepest(CLI::App& app, std::string& path) {
@@ -585,7 +573,8 @@ CLI::App* deepest(CLI::App& app, std::string& path) {
 
 // A CLI11 parse error as one line that names the command and points to
 // its help.
-std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
+std::string parse_error_message(CLI::App& app, const CLI::ParseError& e,
+                                const std::vector<std::string>& given) {
   std::string path;
   CLI::App* cmd = deepest(app, path);
   const std::string help = " (see taskq " + path + "--help)";
@@ -625,19 +614,24 @@ std::string parse_error_message(CLI::App& app, const CLI::ParseError& e) {
       // message: then the usage form is shown instead.
       const CLI::Option* queue = cmd->get_option_no_throw("queue");
       if (path == "add " && queue != nullptr && queue->count() > 0) {
+        const auto args = core::add_args(queue->results().front(), left);
+        const auto meant = core::rebuilt(
+            given, left,
+            std::vector<std::string>(args.begin() + 2, args.end()));
         return what + "; to add it as a task: "
-               + (core::one_line(left) ? core::suggest(
-                      core::add_args(queue->results().front(), left))
-                                       : "taskq add QUEUE -- CMD [ARG...]");
+               + (core::one_line(left) && meant
+                      ? core::suggest(*meant)
+                      : "taskq add QUEUE -- CMD [ARG...]");
       }
       // `stats jobs`: a queue's name where the command takes it as --queue.
       if (left.size() == 1 && has_option(cmd, "--queue")
           && core::one_line(left)) {
-        std::vector<std::string> args = words(path);
-        args.push_back("--queue");
-        args.push_back(left.front());
-        return what + "; a queue is named with --queue: "
-               + core::suggest(args);
+        const auto meant =
+            core::rebuilt(given, left, {"--queue", left.front()});
+        if (meant) {
+          return what
+                 + "; a queue is named with --queue: " + core::suggest(*meant);
+        }
       }
     }
   }

@@ -10,6 +10,7 @@
 // mean 'kill' or 'purge'"), which names words, not a command line.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,24 @@ std::string suggest(const std::vector<std::string>& args);
 using SuggestionSink = void (*)(const std::string& text,
                                 const std::vector<std::string>& args);
 void set_suggestion_sink(SuggestionSink sink);
+
+// Words every suggestion carries after "taskq", before its own: the global
+// options that choose what it acts on (`--db PATH` when the command line
+// gave one), so that a pasted suggestion acts on the same database. Set once,
+// before any command runs; empty by default.
+void set_suggestion_prefix(std::vector<std::string> words);
+
+// The words the user typed, `given` (from the command's name on), with the
+// words `moved` taken out and `tail` put at the end: how a suggestion keeps
+// every option the user gave (`add jobs --priority 5 echo hi` ->
+// `add jobs --priority 5 -- echo hi`). `moved` is matched as a subsequence
+// from the end, as a parser leaves such words over. Empty when `given`
+// already holds `--` (what follows it is a program's, not to be rebuilt)
+// or does not hold `moved`: the caller then shows the usage form.
+std::optional<std::vector<std::string>>
+rebuilt(const std::vector<std::string>& given,
+        const std::vector<std::string>& moved,
+        const std::vector<std::string>& tail);
 
 // The words of `taskq add QUEUE ...` that add `command` (the words the user
 // gave) as a task: `--sh LINE` when it is one word that a shell would split

@@ -391,7 +391,7 @@ cases <<'EOF'
 3 queue resume thumb                      #> did you mean 'thumbs'?
 3 queue redrive thumb thumbs              #> did you mean 'thumbs'?
 3 kill --queue zzzzzzzz                   #> no queue 'zzzzzzzz': it has no tasks, settings or history (taskq queue list shows the queues)
-2 run thumbs ./handler.sh --until-empty   #> './handler.sh' is a program, not a queue; to run it on each task: taskq run thumbs -- ./handler.sh
+2 run thumbs ./handler.sh --until-empty   #> './handler.sh' is a program, not a queue; to run it on each task: taskq run thumbs --until-empty -- ./handler.sh
 2 run thumbs /bin/true                    #> to run it on each task: taskq run thumbs -- /bin/true
 2 run ../x                                #> to run it on each task: taskq run QUEUE -- ../x
 2 add thumbs echo hi                      #> to add it as a task: taskq add thumbs -- echo hi

@@ -120,3 +120,47 @@ if sqlite_only; then
   expect_err_contains "to run it on each task: taskq run QUEUE -- echo hi"
   check "no database was made" test ! -e none.db
 fi
+
+section "a suggestion keeps every option the user gave, and the database named"
+fresh_db
+add_task jobs -- true >/dev/null
+expect_exit 2 "$TASKQ" add jobs --priority 5 echo hi
+expect_err_contains "to add it as a task: taskq add jobs --priority 5 -- echo hi"
+suggested "taskq add jobs --priority 5 -- echo hi"
+cmd_timeout=10 expect_exit 2 "$TASKQ" run jobs --concurrency 4 --for 1h echo hi
+expect_err_contains "to run it on each task: taskq run jobs --concurrency 4 --for 1h -- echo hi"
+suggested "taskq run jobs --concurrency 4 --for 1h -- echo hi"
+expect_exit 2 "$TASKQ" list --state failed --limit 3 jobs
+expect_err_contains "a queue is named with --queue: taskq list --state failed --limit 3 --queue jobs"
+suggested "taskq list --state failed --limit 3 --queue jobs"
+# What follows a -- is a program's: not rebuilt, the usage form instead.
+expect_exit 2 "$TASKQ" add jobs 'echo a;' -- b
+expect_err_contains "to add it as a task: taskq add QUEUE -- CMD [ARG...]"
+expect_eq "$(count_tasks)" 1 "nothing added"
+# --db given on the command line: each suggestion names it, so a pasted
+# one acts on that database, not on $TASKQ_DB's.
+db=$TASKQ_DB
+expect_exit 2 env TASKQ_DB=/nonexistent/elsewhere.db "$TASKQ" --db "$db" add jobs 'a && b'
+expect_err_contains "taskq --db "
+expect_err_contains " add jobs --sh 'a && b'"
+id=$(add_task bad -- false)
+expect_exit 6 "$TASKQ" run bad --until-empty --max-tasks 1
+expect_exit 0 env TASKQ_DB=/nonexistent/elsewhere.db "$TASKQ" --db "$db" why "$id"
+expect_contains "$out" "taskq --db " "why's hint names the database given"
+expect_contains "$out" " retry $id runs it now)" "and the command"
+
+section "run QUEUE where QUEUE is a program and no task has used it: how to make it a queue"
+fresh_db
+add_task jobs -- true >/dev/null
+cmd_timeout=10 expect_exit 2 "$TASKQ" run sort --until-empty
+expect_err_contains "'sort' is a program, not a queue"
+expect_err_contains "taskq queue set NAME --create"
+expect_exit 0 "$TASKQ" queue set sort --create
+cmd_timeout=10 expect_exit 0 "$TASKQ" run sort --until-empty
+expect_not_contains "$err" "is a program" "a queue once set is run"
+
+section "progress of a typo says so"
+fresh_db
+add_task jobs -- true >/dev/null
+expect_exit 0 "$TASKQ" progress jbos
+expect_err_contains "queue 'jbos' has no tasks yet; did you mean 'jobs'?"

@@ -125,7 +125,7 @@ expect_eq "$(state 1)" completed "jobs is a queue here, though a file is named s
 add_task jobs2 >/dev/null
 : >jobs3
 expect_exit 2 "$TASKQ" run jobs2 jobs3 --until-empty
-expect_err_contains "'jobs3' is a program, not a queue; to run it on each task: taskq run jobs2 -- jobs3"
+expect_err_contains "'jobs3' is a program, not a queue; to run it on each task: taskq run jobs2 --until-empty -- jobs3"
 expect_eq "$(state 2)" runnable "nothing was leased"
 
 section "queues whose names sort differently by byte and by collation"
