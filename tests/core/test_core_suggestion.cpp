@@ -66,3 +66,36 @@ TEST_CASE("the sink hears each suggestion's text and argv") {
   suggest({"retry", "8"});
   CHECK(g_heard == std::vector<std::string>{"taskq retry 7", "retry", "7"});
 }
+
+TEST_CASE("a suggestion carries the prefix, in its text and its argv") {
+  g_heard.clear();
+  set_suggestion_sink(&hear);
+  taskq::core::set_suggestion_prefix({"--db", "/srv/my jobs.db"});
+  CHECK(suggest({"retry", "7"}) == "taskq --db '/srv/my jobs.db' retry 7");
+  taskq::core::set_suggestion_prefix({});
+  set_suggestion_sink(nullptr);
+  CHECK(g_heard
+        == std::vector<std::string>{"taskq --db '/srv/my jobs.db' retry 7",
+                                    "--db", "/srv/my jobs.db", "retry", "7"});
+}
+
+TEST_CASE("rebuilt: the words as typed, the leftovers moved to the end") {
+  using V = std::vector<std::string>;
+  using taskq::core::rebuilt;
+  // Options before and after the leftovers stay, in order.
+  CHECK(rebuilt({"add", "jobs", "--priority", "5", "echo", "hi"},
+                {"echo", "hi"}, {"--", "echo", "hi"})
+        == V{"add", "jobs", "--priority", "5", "--", "echo", "hi"});
+  CHECK(rebuilt({"run", "jobs", "echo", "hi", "--until-empty"}, {"echo", "hi"},
+                {"--", "echo", "hi"})
+        == V{"run", "jobs", "--until-empty", "--", "echo", "hi"});
+  // The leftover is matched from the end: an option's value of the same
+  // spelling earlier stays.
+  CHECK(rebuilt({"add", "jobs", "--label", "echo", "echo"}, {"echo"},
+                {"--", "echo"})
+        == V{"add", "jobs", "--label", "echo", "--", "echo"});
+  // A -- already given, or leftovers not in the words: nothing to suggest.
+  CHECK_FALSE(
+      rebuilt({"add", "jobs", "a;", "--", "b"}, {"a;"}, {"--sh", "a;"}));
+  CHECK_FALSE(rebuilt({"add", "jobs"}, {"x"}, {"--", "x"}));
+}
