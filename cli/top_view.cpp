@@ -18,10 +18,9 @@ namespace {
 // runs and, failed, why.
 std::vector<std::string> task_head_lines(const core::Task& t, core::Time now) {
   std::vector<std::string> out;
-  out.push_back(
-      "task " + std::to_string(t.id) + "  queue " + t.queue + "  state "
-      + display_state(t, now) + "  attempts " + std::to_string(t.attempts)
-      + (t.max_attempts ? " of " + std::to_string(*t.max_attempts) : ""));
+  out.push_back("task " + std::to_string(t.id) + "  queue " + t.queue
+                + "  state " + display_state(t, now) + "  attempts "
+                + attempts_text(t));
   if (t.leased(now)) {
     out.push_back("worker " + t.lease->worker + ", lease until "
                   + core::format_time(t.lease->expires_at));
