@@ -367,7 +367,8 @@ void Top::fill_tasks(PaneView& p, const std::vector<storage::TopTask>& tasks) {
     short colour = 0;
     if (t.leased(m_now)) {
       worker = t.lease->worker;
-      time = tt.leased_at ? short_duration(m_now - *tt.leased_at) : "";
+      // As list and show: a frozen command's time stops.
+      time = t.lease_started ? short_duration(running_time(t, m_now)) : "";
       colour = pair_running;
     } else if (t.run_at > m_now && t.state != core::TaskState::paused) {
       time = "in " + short_duration(t.run_at - m_now);
