@@ -169,6 +169,7 @@ std::string task_json(const core::Task& t, core::Time now,
       .labels("labels", t.labels)
       .number("priority", t.priority)
       .number("attempts", t.attempts)
+      .number("attempts_counted", t.attempts_counted())
       .number_or_null("max_attempts", t.max_attempts)
       .text("run_at", core::format_time(t.run_at))
       .text("created_at", core::format_time(t.created_at))
@@ -292,6 +293,16 @@ std::string last_error_text(const core::Task& t, size_t width) {
     }
   }
   return "-";
+}
+
+std::string attempts_text(const core::Task& t) {
+  const std::string limit =
+      t.max_attempts ? " of " + std::to_string(*t.max_attempts) : "";
+  if (t.attempts_base <= 0) {
+    return std::to_string(t.attempts) + limit;
+  }
+  return std::to_string(t.attempts) + " ("
+         + std::to_string(t.attempts_counted()) + limit + " counted)";
 }
 
 core::Millis running_time(const core::Task& t, core::Time now) {
@@ -702,9 +713,7 @@ void print_task_detail(const storage::TaskDetail& d, core::Time now) {
     line("labels:", core::format_labels(t.labels, " "));
   }
   line("priority:", std::to_string(t.priority));
-  line("attempts:",
-       std::to_string(t.attempts)
-           + (t.max_attempts ? " of " + std::to_string(*t.max_attempts) : ""));
+  line("attempts:", attempts_text(t));
   const TableTimes times = table_times(now);
   line("run_at:", times(t.run_at));
   line("created_at:", times(t.created_at));

@@ -97,6 +97,11 @@ bool last_attempt_failed(const core::Task& task, core::Time now);
 // The error of a task whose last attempt failed: failure_text for a
 // failed one, else its latest error; shortened to `width` (0: no limit).
 std::string last_error_text(const core::Task& task, size_t width = 0);
+// What `show` and top say of a task's attempts: "2", "2 of 3", or when the
+// attempt limit's count started afresh since its first run (a resume, a
+// move, a lease given back with output kept) also the attempts the limit
+// counts: "4 (1 of 3 counted)", "4 (1 counted)".
+std::string attempts_text(const core::Task& task);
 // How long the current lease's command has run: since its lease was
 // taken, less the time it was frozen (a frozen one's time stops).
 core::Millis running_time(const core::Task& task, core::Time now);

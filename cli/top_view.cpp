@@ -18,10 +18,9 @@ namespace {
 // runs and, failed, why.
 std::vector<std::string> task_head_lines(const core::Task& t, core::Time now) {
   std::vector<std::string> out;
-  out.push_back(
-      "task " + std::to_string(t.id) + "  queue " + t.queue + "  state "
-      + display_state(t, now) + "  attempts " + std::to_string(t.attempts)
-      + (t.max_attempts ? " of " + std::to_string(*t.max_attempts) : ""));
+  out.push_back("task " + std::to_string(t.id) + "  queue " + t.queue
+                + "  state " + display_state(t, now) + "  attempts "
+                + attempts_text(t));
   if (t.leased(now)) {
     out.push_back("worker " + t.lease->worker + ", lease until "
                   + core::format_time(t.lease->expires_at));
@@ -368,7 +367,8 @@ void Top::fill_tasks(PaneView& p, const std::vector<storage::TopTask>& tasks) {
     short colour = 0;
     if (t.leased(m_now)) {
       worker = t.lease->worker;
-      time = tt.leased_at ? short_duration(m_now - *tt.leased_at) : "";
+      // As list and show: a frozen command's time stops.
+      time = t.lease_started ? short_duration(running_time(t, m_now)) : "";
       colour = pair_running;
     } else if (t.run_at > m_now && t.state != core::TaskState::paused) {
       time = "in " + short_duration(t.run_at - m_now);

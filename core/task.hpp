@@ -44,6 +44,10 @@ struct Task {
   Labels labels;
   int64_t priority = 0;
   int64_t attempts = 0;
+  // The value of `attempts` when the attempt limit's count last started
+  // afresh (a resume from paused, a move to another queue), plus the
+  // leases a worker gave back since (doc/reference/task.md#attempt-limit).
+  int64_t attempts_base = 0;
   std::optional<int64_t> max_attempts;
   Time run_at; // due time; for `sleeping`, the time it wakes
   Time created_at;
@@ -86,6 +90,11 @@ struct Task {
   // no `-- CMD` of its own; empty when none.
   std::vector<std::string> command;
 
+  // The attempts the attempt limit counts: those since its count last
+  // started afresh (never below 0).
+  int64_t attempts_counted() const {
+    return attempts > attempts_base ? attempts - attempts_base : 0;
+  }
   // A lease that has not expired at `now`.
   bool leased(Time now) const { return lease && lease->live(now); }
 };

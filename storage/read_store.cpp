@@ -117,12 +117,8 @@ std::vector<SelectPart> select_sqls(const Selector& sel,
   return out;
 }
 
-namespace {
-
-// When each lease among `tasks` was taken (its latest `lease` event), and
-// its freezes since: whether an operator froze its command, since when,
-// and for how long it was frozen before (one walk back through the task's
-// lease, freeze and continue events in events_task per leased task).
+// One walk back through the task's lease, freeze and continue events in
+// events_task per leased task.
 void load_lease_starts(Db& db, std::vector<Task>& tasks) {
   std::optional<Statement> st;
   for (Task& t : tasks) {
@@ -157,8 +153,6 @@ void load_lease_starts(Db& db, std::vector<Task>& tasks) {
     st->reset();
   }
 }
-
-} // namespace
 
 void check_states(const std::vector<std::string>& states, bool erred_ok) {
   for (const auto& state : states) {

@@ -35,6 +35,12 @@ struct SelectPart {
 std::vector<SelectPart> select_sqls(const Selector& sel,
                                     const std::string& state, bool limited);
 
+// Loads, for each task among `tasks` with a lease (live or not), when that
+// lease was taken (its latest `lease` event: lease_started) and its freezes
+// since: whether an operator froze its command (frozen), since when
+// (frozen_since), and for how long it was frozen before (frozen_for).
+void load_lease_starts(Db& db, std::vector<core::Task>& tasks);
+
 // Usage error for a name in `states` that is not a task state, `running`,
 // `ready` or (when `erred_ok`: list's own) `erred`.
 void check_states(const std::vector<std::string>& states,

@@ -123,6 +123,7 @@ Task read_task(const Statement& st) {
   if (auto command = st.get_opt_text(36)) {
     t.command = strings_from_json(*command);
   }
+  t.attempts_base = st.get_int(37);
   return t;
 }
 

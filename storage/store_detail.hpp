@@ -66,9 +66,9 @@ inline constexpr std::string_view k_task_columns =
     "reason, max_errors, error_window_ms, retry_delay_ms, backoff, "
     "max_delay_ms, retry_of, unique_key, after_ids, blockers, root, "
     "to_worker, broadcast_until, trigger_key, schedule, gate, sync, flow, "
-    "command";
+    "command, attempts_base";
 // How many they are: a column selected after them is this one.
-inline constexpr int k_task_column_count = 37;
+inline constexpr int k_task_column_count = 38;
 
 // The new unique_key of a task an UPDATE moves to the queue in parameter
 // `param` (a dead-letter move, a redrive): its own, unless an unfinished

@@ -16,37 +16,44 @@ using namespace detail;
 
 namespace {
 
-// The task columns, then when its latest lease began, its latest error,
-// and whether its command is frozen (1 when so, in that lease).
+// The task columns, then when its latest lease began and its latest
+// error.
 std::string top_task_select(std::string_view where_order) {
   return join(
       join(join("SELECT ", k_task_columns),
            ", (SELECT max(e.time) FROM events e WHERE e.task_id = tasks.id "
            "AND e.message = 'lease'), "
            "(SELECT r.message FROM task_errors r WHERE r.task_id = tasks.id "
-           "ORDER BY r.time DESC LIMIT 1), "
-           "(SELECT CASE WHEN f.message = 'freeze' THEN 1 ELSE 0 END FROM "
-           "events f WHERE f.task_id = tasks.id AND f.message IN ('lease', "
-           "'freeze', 'continue') ORDER BY f.id DESC LIMIT 1) FROM tasks "),
+           "ORDER BY r.time DESC LIMIT 1) FROM tasks "),
       where_order);
 }
 
-std::vector<TopTask> read_top_tasks(Statement& st, bool running) {
+// The running ones (`running`) get their lease's start and freezes as
+// list and show load them (load_lease_starts), so that a frozen command's
+// time stops in top too.
+std::vector<TopTask> read_top_tasks(Db& db, Statement& st, bool running) {
   std::vector<TopTask> out;
   while (st.step()) {
     TopTask t;
     t.task = read_task(st);
     const auto at = st.get_opt_int(k_task_column_count);
-    if (running) {
-      if (at) {
-        t.leased_at = core::from_unix_ms(*at);
-      }
-      t.task.frozen = st.get_opt_int(k_task_column_count + 2).value_or(0) != 0;
-    } else if (at && core::is_terminal(t.task.state)) {
+    if (!running && at && core::is_terminal(t.task.state)) {
       t.task.lease_started = core::from_unix_ms(*at); // its last attempt's
     }
     t.last_error = st.get_opt_text(k_task_column_count + 1);
     out.push_back(std::move(t));
+  }
+  if (running) {
+    std::vector<core::Task> tasks;
+    tasks.reserve(out.size());
+    for (TopTask& t : out) {
+      tasks.push_back(std::move(t.task));
+    }
+    load_lease_starts(db, tasks);
+    for (size_t i = 0; i < out.size(); ++i) {
+      out[i].task = std::move(tasks[i]);
+      out[i].leased_at = out[i].task.lease_started;
+    }
   }
   return out;
 }
@@ -83,7 +90,7 @@ TopView TaskStore::top_view(Time now, int64_t limit) {
         top_task_select("WHERE state = 'runnable' AND lease_token IS NOT "
                         "NULL AND lease_expires > ?1 ORDER BY id LIMIT ?2"));
     st.bind(1, now_ms).bind(2, limit);
-    view.tasks = read_top_tasks(st, true);
+    view.tasks = read_top_tasks(*m_db, st, true);
   }
   {
     Statement st(*m_db,
@@ -92,7 +99,7 @@ TopView TaskStore::top_view(Time now, int64_t limit) {
                                  "lease_expires <= ?1) ORDER BY id DESC "
                                  "LIMIT ?2"));
     st.bind(1, now_ms).bind(2, limit);
-    for (TopTask& t : read_top_tasks(st, false)) {
+    for (TopTask& t : read_top_tasks(*m_db, st, false)) {
       view.tasks.push_back(std::move(t));
     }
   }
@@ -102,7 +109,7 @@ TopView TaskStore::top_view(Time now, int64_t limit) {
     Statement st(*m_db, top_task_select("WHERE state = 'failed' ORDER BY "
                                         "updated_at DESC, id DESC LIMIT ?1"));
     st.bind(1, limit);
-    view.failures = read_top_tasks(st, false);
+    view.failures = read_top_tasks(*m_db, st, false);
     // Their error histories: the error that failed each, not the policy's
     // own last word.
     for (TopTask& t : view.failures) {

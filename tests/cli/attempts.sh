@@ -59,6 +59,30 @@ expect_exit 0 "$TASKQ" done "$id" --lease "$tok"
 expect_eq "$(state "$id")" completed
 expect_eq "$(field "$id" '.errors | length')" 0 "no pause counted as an error"
 
+section "show and -o json say the attempts the limit counts after a pause and resume"
+set_now $T0
+id=$(add_task shown --max-attempts 1)
+tok=$(tq lease shown --for 1m | jq -r .lease.token)
+expect_exit 0 "$TASKQ" show "$id"
+expect_match "$out" $'\nattempts: +1 of 1\n' "show before any resume: 1 of 1"
+expect_json "$(snapshot "$id")" .attempts_counted 1 "-o json before any resume"
+expect_exit 0 "$TASKQ" pause "$id"
+expect_exit 0 "$TASKQ" resume "$id"
+expect_exit 0 "$TASKQ" show "$id"
+expect_match "$out" $'\nattempts: +1 \\(0 of 1 counted\\)\n' \
+  "show after resume: none counted yet"
+set_now 2026-11-21T08:02:00Z
+expect_exit 0 "$TASKQ" lease shown --for 1m
+expect_json "$out" .attempts 2 "the run after resume is attempt 2"
+expect_exit 0 "$TASKQ" show "$id"
+expect_match "$out" $'\nattempts: +2 \\(1 of 1 counted\\)\n' \
+  "show: attempt 2, one of the limit's 1 counted (not '2 of 1')"
+task=$(snapshot "$id")
+expect_json "$task" .attempts 2 "-o json: attempts numbers the runs"
+expect_json "$task" .attempts_counted 1 "-o json: attempts_counted since resume"
+expect_exit 0 "$TASKQ" list --queue shown -o json
+expect_json "$out" .attempts_counted 1 "list -o json has it too"
+
 section "a paused task does not block the next task of its queue"
 set_now $T0
 first=$(add_task cb2 --max-attempts 1)

@@ -402,3 +402,38 @@ tmx send-keys -t w80 q
 expect_screen w80 "Recent failures" "q leaves the list of keys"
 tmx send-keys -t w80 q
 expect_screen w80 "top exited 0" "q exits 0 (list of keys)"
+
+section "a frozen task's TIME stops while top redraws, as list's ELAPSED does"
+# Two tasks leased by hand (each runs until its lease ends, in 5m), one of
+# them frozen at once: its TIME is the time it ran before the freeze, and
+# stays so while the other's goes on counting, second by second.
+ticking=$(add_task ticks)
+tq lease ticks --worker w-ticking >/dev/null
+stopped=$(add_task ticks)
+tq lease ticks --worker w-stopped >/dev/null
+expect_exit 0 "$TASKQ" freeze "$stopped"
+# time_of ID: the TIME column of task ID's row in the tasks pane (ID QUEUE
+# STATE WORKER TIME ...).
+time_of() { screen fz | awk -v id="$1" '$1 == id && $2 == "ticks" { print $5; exit }'; }
+time_is_not() { local t; t=$(time_of "$1") && [[ -n $t && $t != "$2" ]]; }
+start_shell fz || return
+run_top fz --db "$TASKQ_DB"
+if wait_until "$setup_wait" eval 'screen fz | grep -Eq "^ *$stopped ticks +frozen +w-stopped +[0-9]"'; then
+  _ok "the frozen task shows with its TIME"
+else
+  _ko "task $stopped shows as frozen with a TIME" "screen:" "$(screen fz)"
+fi
+frozen_before=$(time_of "$stopped")
+ticked=$(time_of "$ticking")
+for redraw in 1 2; do
+  if wait_until "$setup_wait" time_is_not "$ticking" "$ticked"; then
+    _ok "redraw $redraw: the running task's TIME went on ($ticked, then $(time_of "$ticking"))"
+  else
+    _ko "redraw $redraw: task $ticking's TIME goes on from $ticked" "screen:" "$(screen fz)"
+  fi
+  ticked=$(time_of "$ticking")
+done
+expect_eq "$(time_of "$stopped")" "$frozen_before" \
+  "the frozen task's TIME after two redraws"
+tmx send-keys -t fz q
+expect_screen fz "top exited 0" "q exits 0 (frozen TIME)"
