@@ -77,8 +77,7 @@ bool known_queue(Context& ctx, const std::string& name) {
   } catch (const Error&) {
     const std::string path = ctx.db_path();
     std::error_code ec;
-    if (!storage::is_postgres_url(path)
-        && !std::filesystem::exists(path, ec)) {
+    if (!storage::is_postgres_url(path) && !std::filesystem::exists(path, ec)) {
       return false;
     }
     throw;
