@@ -148,6 +148,37 @@ void note_erred(storage::TaskStore& store, const ListOptions& o,
                waiting == 1 ? "waits" : "wait", core::suggest(argv).c_str());
 }
 
+// While a table is wider than `width`, its rightmost column that says
+// nothing (0 or - in every row) goes: stats fits the terminal where it can,
+// and -o json keeps every field.
+void drop_quiet_columns(std::vector<std::string>& header,
+                        std::vector<std::vector<std::string>>& rows,
+                        size_t width) {
+  const auto too_wide = [&] {
+    size_t total = 0;
+    for (size_t i = 0; i < header.size(); ++i) {
+      size_t w = display_width(header[i]);
+      for (const auto& r : rows) {
+        w = std::max(w, display_width(r[i]));
+      }
+      total += w + (i + 1 < header.size() ? 2 : 0);
+    }
+    return total > width;
+  };
+  for (size_t i = header.size(); i > 1 && too_wide(); --i) {
+    const size_t c = i - 1;
+    const bool quiet =
+        std::all_of(rows.begin(), rows.end(),
+                    [c](const auto& r) { return r[c] == "0" || r[c] == "-"; });
+    if (quiet) {
+      header.erase(header.begin() + static_cast<std::ptrdiff_t>(c));
+      for (auto& r : rows) {
+        r.erase(r.begin() + static_cast<std::ptrdiff_t>(c));
+      }
+    }
+  }
+}
+
 void run_list(const ListOptions& o, Context& ctx) {
   const Format format =
       ctx.format(Format::table, {Format::table, Format::json, Format::id});
@@ -253,10 +284,11 @@ void run_stats(const std::optional<std::string>& queue, Context& ctx) {
                     std::to_string(s.completed_last_minute),
                     std::to_string(s.completed_last_hour)});
   }
-  print_table({"QUEUE", "READY", "RUNNING", "DELAYED", "SLEEPING", "PAUSED",
-               "COMPLETED", "FAILED", "KILLED", "OLDEST_READY", "DONE_1M",
-               "DONE_1H"},
-              rows);
+  std::vector<std::string> header{
+      "QUEUE",     "READY",  "RUNNING", "DELAYED",      "SLEEPING", "PAUSED",
+      "COMPLETED", "FAILED", "KILLED",  "OLDEST_READY", "DONE_1M",  "DONE_1H"};
+  drop_quiet_columns(header, rows, table_width());
+  print_table(header, rows);
   if (flow_total > 0) {
     rows.clear();
     for (const auto& [state, n] : flows) {

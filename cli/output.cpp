@@ -29,6 +29,8 @@ std::string ids_line(const std::vector<int64_t>& ids) {
   return out;
 }
 
+} // namespace
+
 size_t display_width(const std::string& s) {
   size_t n = 0;
   for (unsigned char c : s) {
@@ -36,6 +38,8 @@ size_t display_width(const std::string& s) {
   }
   return n;
 }
+
+namespace {
 
 // `text` on one line: newlines and tabs become spaces.
 std::string one_line(std::string text) {

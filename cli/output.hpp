@@ -145,6 +145,9 @@ void print_table(const std::vector<std::string>& header,
 // it is a positive number, else the terminal's when stdout is one, else 80.
 size_t table_width();
 
+// The columns `s` takes on a terminal: its UTF-8 characters.
+size_t display_width(const std::string& s);
+
 // How print_task_table lays out: fitted to table_width() (columns that say
 // nothing dropped, then the least needed while too wide, the payload and
 // error cut to share the rest), or `wide`: every column, nothing cut.

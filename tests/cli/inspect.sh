@@ -221,3 +221,18 @@ expect_exit 4 "$TASKQ" retry "$live"
 expect_err_format
 expect_eq "$(count_tasks)" "$count" "tasks after refused retry"
 expect_eq "$(snapshot "$live")" "$before" "runnable task after refused retry"
+
+section "stats fits 80 columns: a column that says nothing goes, -o json keeps it"
+fresh_db
+add_task a-rather-long-queue-name -- true >/dev/null
+add_task other -- true >/dev/null
+expect_exit 0 env -u COLUMNS "$TASKQ" stats
+expect_eq "$(awk '{ if (length($0) > 80) n++ } END { print n + 0 }' <<<"$out")" 0 \
+  "no stats row is wider than 80"
+expect_contains "$out" "READY" "a column with counts stays"
+expect_not_contains "$out" "FAILED" "FAILED, 0 in every row, goes"
+expect_exit 0 env COLUMNS=200 "$TASKQ" stats
+expect_contains "$out" "FAILED" "with room, every column is shown"
+expect_exit 0 env -u COLUMNS "$TASKQ" stats -o json
+expect_eq "$(jq -s 'map(select(.queue) | has("failed")) | all' <<<"$out")" true \
+  "-o json has every field"
