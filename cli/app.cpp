@@ -4,6 +4,7 @@
 #include "core/error.hpp"
 #include "core/suggestion.hpp"
 #include "core/text.hpp"
+#include "storage/task_store.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -14,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <numeric>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -308,13 +310,19 @@ int run_tree(int argc, char** argv, Register only) {
   const int sub = subcommand_index(argc, argv);
   if (sub > 0) {
     ctx.typed.assign(argv + sub, argv + argc);
-    // A suggestion acts on the database this command line named.
+    // A suggestion acts on the database this command line named. A
+    // password in a URL is never printed: it is shown as ***, so that the
+    // pasted line fails to log in rather than act on another database.
     for (int i = 1; i < sub; ++i) {
       const std::string_view word(argv[i]);
+      std::optional<std::string> db;
       if (word == "--db" && i + 1 < sub) {
-        core::set_suggestion_prefix({"--db", argv[i + 1]});
+        db = argv[i + 1];
       } else if (word.rfind("--db=", 0) == 0) {
-        core::set_suggestion_prefix({"--db", std::string(word.substr(5))});
+        db = std::string(word.substr(5));
+      }
+      if (db) {
+        core::set_suggestion_prefix({"--db", storage::redact_url(*db)});
       }
     }
   }
