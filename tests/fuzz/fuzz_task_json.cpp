@@ -61,6 +61,10 @@ std::string reference(const core::Task& t, core::Time now) {
       {"labels", labels_json(t.labels)},
       {"priority", t.priority},
       {"attempts", t.attempts},
+      // The attempts the limit counts: those since its count started
+      // afresh (a resume), never below 0.
+      {"attempts_counted",
+       t.attempts >= t.attempts_base ? t.attempts - t.attempts_base : 0},
       {"max_attempts", t.max_attempts ? Json(*t.max_attempts) : Json(nullptr)},
       {"run_at", core::format_time(t.run_at)},
       {"created_at", core::format_time(t.created_at)},
@@ -186,6 +190,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   }
   if (bit(21)) {
     t.command = {piece(), piece()};
+  }
+  if (bit(22)) {
+    t.attempts_base = bit(23) ? t.attempts + 1 : t.attempts / 2;
   }
   FUZZ_REQUIRE(cli::task_json(t, now) == reference(t, now));
   return 0;
