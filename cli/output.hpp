@@ -148,6 +148,13 @@ size_t table_width();
 // The columns `s` takes on a terminal: its UTF-8 characters.
 size_t display_width(const std::string& s);
 
+// `text` on one line: newlines and tabs become spaces.
+std::string one_line(std::string text);
+
+// Shortens `text` to `width` characters (UTF-8 sequences, never cut in
+// half) for a table cell, on one line, ending in "..." when cut.
+std::string cell(std::string text, size_t width);
+
 // How print_task_table lays out: fitted to table_width() (columns that say
 // nothing dropped, then the least needed while too wide, the payload and
 // error cut to share the rest), or `wide`: every column, nothing cut.
