@@ -437,9 +437,9 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
     }
     const auto limit =
         t.max_attempts ? t.max_attempts : from->settings.max_attempts;
-    // attempts is at least what the limit counts: most tasks are let
-    // through without reading it.
-    if (limit && t.attempts >= *limit && attempts_counted(db, t.id) >= *limit) {
+    // What the limit counts: the attempts since its count started afresh
+    // (core::Task::attempts_counted, read with the row).
+    if (limit && t.attempts_counted() >= *limit) {
       // rescue's circuit breaker: park it for an operator instead.
       const std::string reason =
           "reached max attempts (" + std::to_string(*limit) + ")";

@@ -435,13 +435,6 @@ std::vector<QueueStats> read_stats(Db& db, const std::optional<std::string>& q,
   return out;
 }
 
-int64_t attempts_counted(Db& db, int64_t id) {
-  Statement st(db, "SELECT max(attempts - attempts_base, 0) FROM tasks "
-                   "WHERE id = ?1");
-  st.bind(1, id);
-  return st.step() ? st.get_int(0) : 0;
-}
-
 } // namespace detail
 
 std::vector<QueueStats> TaskStore::stats(const std::optional<std::string>& q,

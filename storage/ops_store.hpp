@@ -20,12 +20,6 @@ namespace taskq::storage::detail {
 std::vector<QueueStats>
 read_stats(Db& db, const std::optional<std::string>& queue, core::Time now);
 
-// How many of task `id`'s attempts its attempt limit counts: those since it
-// was last resumed from paused or moved to another queue, less the leases
-// a worker gave back (`attempts - attempts_base`,
-// doc/reference/task.md#attempt-limit); 0 for no such task.
-int64_t attempts_counted(Db& db, int64_t id);
-
 // The assignment that starts the attempt limit's count afresh, keeping
 // `attempts` (each run's number) as it is.
 inline constexpr std::string_view k_restart_attempt_count =

@@ -441,8 +441,7 @@ std::vector<std::string> TaskStore::why(int64_t id, Time now,
                       + std::to_string(*q.max_running) + ")");
   }
   const auto limit = t.max_attempts ? t.max_attempts : q.max_attempts;
-  if (limit && t.state != TaskState::paused
-      && attempts_counted(*m_db, id) >= *limit) {
+  if (limit && t.state != TaskState::paused && t.attempts_counted() >= *limit) {
     reasons.push_back("it has used its " + std::to_string(*limit)
                       + " attempts: the next lease pauses it");
   }
