@@ -35,7 +35,8 @@ ChangeFeed::ChangeFeed(const std::string& db_path, int own_pid) {
       }
       return;
     }
-    m_pg = std::make_unique<PgListener>(parts.url, own_pid, parts.listen);
+    m_pg = std::make_unique<PgListener>(parts.url, own_pid, parts.listen,
+                                        parts.answer_timeout);
     m_fd = m_pg->fd();
     return;
   }

@@ -39,8 +39,12 @@ public:
   // of the same store: its own commits) are consumed but not reported.
   // `listen` (HOST:PORT, a URL's listen=) is where to connect instead of
   // the URL's host and port.
+  // `bound`: how long the server may stay silent (the URL's
+  // answer_timeout=; std::nullopt: the process's, storage/server_wait.hpp):
+  // an idle connection is asked an empty query every half of it.
   PgListener(const std::string& url, int own_pid,
-             const std::string& listen = {});
+             const std::string& listen = {},
+             std::optional<core::Millis> bound = std::nullopt);
   ~PgListener();
   PgListener(const PgListener&) = delete;
   PgListener& operator=(const PgListener&) = delete;

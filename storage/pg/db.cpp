@@ -13,7 +13,9 @@
 #include "storage/pg/schema_url.hpp"
 #include "storage/pg/sql.hpp"
 #include "storage/pg/tx_sql.hpp"
+#include "storage/pg/wire.hpp"
 #include "storage/pg/write_behind.hpp"
+#include "storage/server_wait.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -166,7 +168,9 @@ public:
                                  pg::local_settings(m_pooled, m_schema))),
         m_begin_alone(with_schema("BEGIN", m_schema,
                                   pg::local_settings(m_pooled, m_schema))),
-        m_conn(connect(m_url, m_schema, m_pooled)) {
+        m_bound(parts.answer_timeout.value_or(answer_timeout())),
+        m_params(params(m_url, m_schema, m_pooled, m_bound)),
+        m_conn(libpq::connect(m_params, m_url)) {
     if (m_conn == nullptr) {
       throw Error(ErrorKind::unavailable,
                   "cannot connect to database " + path() + ": out of memory");
@@ -199,11 +203,70 @@ public:
   // does not know, and a session's settings would stay with the server
   // connection, not with us (each transaction makes them:
   // pg::local_settings()).
-  static PGconn* connect(const std::string& url, const std::string& schema,
-                         bool pooled) {
+  static libpq::ConnectParams params(const std::string& url,
+                                     const std::string& schema, bool pooled,
+                                     core::Millis bound) {
     const std::string options = pg::session_settings("-c ", " ", schema);
     const bool own = url.find("options=") != std::string::npos;
-    return libpq::connect(url, own || pooled ? nullptr : options.c_str());
+    return libpq::connect_params(
+        url, own || pooled ? nullptr : options.c_str(), bound);
+  }
+
+  // --- every wait for the server bounded (storage/pg/wire.hpp) ---
+
+  // The answers to what was just sent. A server silent past the bound
+  // loses the connection (ConnectionLost), unless it is still at work on
+  // our statement, asked on a fresh connection (pg::still_working(): a
+  // slow statement or a lock wait is no dead network); through a pooler
+  // it cannot be asked (its process ids are the pooler's). A signal to
+  // stop or the wait limit ends the wait without asking.
+  std::vector<Result> answers() {
+    std::vector<Result> results;
+    pg::Deadline d(m_bound.count() > 0 ? std::optional(m_bound) : std::nullopt);
+    while (!pg::await_results(m_conn.get(), d, results)) {
+      if (!d.stopping() && !m_pooled) {
+        pg::Deadline probe(std::max(m_bound / 2, core::Millis{1000}));
+        if (pg::still_working(m_params, pq().PQbackendPID(m_conn.get()),
+                              probe)) {
+          d.extend(m_bound);
+          continue;
+        }
+      }
+      m_lost = true;
+      throw ConnectionLost(
+          "lost the connection to database " + path() + ": "
+          + (d.stopping() ? std::string("stopped waiting for its answer "
+                                        "(stopping)")
+                          : "no answer from the server in "
+                                + core::format_duration(m_bound)));
+    }
+    return results;
+  }
+  // PQexec's answer of what was sent: the first that failed, else the
+  // last.
+  static Result one(std::vector<Result> results) {
+    for (Result& r : results) {
+      const auto status = pq().PQresultStatus(r.get());
+      if (status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE) {
+        return std::move(r);
+      }
+    }
+    return results.empty() ? nullptr : std::move(results.back());
+  }
+  // `sql` sent and its answer awaited, as PQexec (nullptr: it could not be
+  // sent); ConnectionLost past the bound.
+  Result exec_raw(const char* sql) {
+    if (pq().PQsendQuery(m_conn.get(), sql) == 0) {
+      return nullptr;
+    }
+    return one(answers());
+  }
+  // A ROLLBACK whose failure is no error (the connection may be gone).
+  void rollback_quietly() noexcept {
+    try {
+      exec_raw("ROLLBACK");
+    } catch (...) {
+    }
   }
 
   PGconn* conn() const { return m_conn.get(); }
@@ -307,21 +370,29 @@ public:
                                          ? std::string_view(text)
                                          : std::string_view();
     if (++p.runs < k_runs_before_prepare || m_pooled) {
-      return check(pq().PQexecParams(m_conn.get(), text.c_str(), n,
-                                     types.data(), values.data(), nullptr,
-                                     nullptr, 0),
-                   context);
+      if (pq().PQsendQueryParams(m_conn.get(), text.c_str(), n, types.data(),
+                                 values.data(), nullptr, nullptr, 0)
+          == 0) {
+        fail(nullptr, context);
+      }
+      return check(one(answers()).release(), context);
     }
     if (p.name.empty()) {
       std::string name = "s" + std::to_string(++m_statements);
-      check(pq().PQprepare(m_conn.get(), name.c_str(), text.c_str(), n,
-                           types.data()),
-            context);
+      if (pq().PQsendPrepare(m_conn.get(), name.c_str(), text.c_str(), n,
+                             types.data())
+          == 0) {
+        fail(nullptr, context);
+      }
+      check(one(answers()).release(), context);
       p.name = std::move(name);
     }
-    return check(pq().PQexecPrepared(m_conn.get(), p.name.c_str(), n,
-                                     values.data(), nullptr, nullptr, 0),
-                 context);
+    if (pq().PQsendQueryPrepared(m_conn.get(), p.name.c_str(), n,
+                                 values.data(), nullptr, nullptr, 0)
+        == 0) {
+      fail(nullptr, context);
+    }
+    return check(one(answers()).release(), context);
   }
 
   void exec(const char* sql, std::string_view context) override {
@@ -334,7 +405,7 @@ public:
       });
       return;
     }
-    check(pq().PQexec(m_conn.get(), sql), context);
+    check(exec_raw(sql).release(), context);
     m_changed = true; // migrations and the like: assume they changed rows
   }
 
@@ -347,29 +418,39 @@ public:
     if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
       reconnect();
     }
-    check(pq().PQexec(m_conn.get(), m_begin_alone.c_str()),
+    check(exec_raw(m_begin_alone.c_str()).release(),
           "cannot start a transaction");
     try {
       Result r = f();
-      check(pq().PQexec(m_conn.get(), "COMMIT"), "cannot commit");
+      check(exec_raw("COMMIT").release(), "cannot commit");
       return r;
     } catch (...) {
-      pq().PQclear(pq().PQexec(m_conn.get(), "ROLLBACK"));
+      if (!m_lost) {
+        rollback_quietly();
+      }
       throw;
     }
   }
 
   // A connection lost since the last transaction is made again before
-  // the next one begins (nothing is in flight then): the server's session
-  // is new, so statements prepared on the old one are prepared again.
-  // Throws ConnectionLost while the server cannot be reached.
+  // the next one begins (nothing is in flight then), on a fresh socket (a
+  // silent one may never answer): the server's session is new, so
+  // statements prepared on the old one are prepared again. Throws
+  // ConnectionLost while the server cannot be reached.
   void reconnect() {
-    pq().PQreset(m_conn.get());
-    if (pq().PQstatus(m_conn.get()) != CONNECTION_OK) {
+    std::unique_ptr<PGconn, Finish> fresh(libpq::connect(m_params, m_url));
+    if (!fresh) {
+      throw ConnectionLost("cannot connect to database " + path()
+                           + ": out of memory");
+    }
+    if (pq().PQstatus(fresh.get()) != CONNECTION_OK) {
       throw ConnectionLost(
           "cannot connect to database " + path() + ": "
-          + connect_error(pq().PQerrorMessage(m_conn.get()), m_url));
+          + connect_error(pq().PQerrorMessage(fresh.get()), m_url));
     }
+    // The old one is non-blocking: closing it sends its goodbye without
+    // waiting for a network that may not take it.
+    m_conn = std::move(fresh);
     m_lost = false;
     for (auto& [sql, p] : m_prepared) {
       p.name.clear();
@@ -389,8 +470,8 @@ public:
     wake_owed();
     m_write = kind == TxKind::write;
     const Result r =
-        check(pq().PQexec(m_conn.get(), m_write ? m_begin_write.c_str()
-                                                : m_begin_read.c_str()),
+        check(exec_raw(m_write ? m_begin_write.c_str() : m_begin_read.c_str())
+                  .release(),
               "cannot start a transaction");
     m_lock_time.reset();
     if (m_write) {
@@ -422,15 +503,11 @@ public:
     if (pq().PQsendQuery(m_conn.get(), sql.c_str()) == 0) {
       fail(nullptr, "cannot commit");
     }
-    std::vector<Result> results;
-    for (PGresult* r = pq().PQgetResult(m_conn.get()); r != nullptr;
-         r = pq().PQgetResult(m_conn.get())) {
-      results.emplace_back(r);
-    }
+    std::vector<Result> results = answers();
     if (pq().PQtransactionStatus(m_conn.get()) == PQTRANS_INERROR) {
       // A failed INSERT left the write open, or the NOTIFY's transaction
       // failed: end it, so that the next BEGIN finds the connection idle.
-      pq().PQclear(pq().PQexec(m_conn.get(), "ROLLBACK"));
+      rollback_quietly();
     }
     size_t at = 0;
     if (sql.starts_with("INSERT") && !results.empty()) {
@@ -452,12 +529,29 @@ public:
   wake_due() const override {
     return m_behind.wake_due();
   }
-  void wake_owed() override { m_behind.wake_owed(m_conn.get()); }
+  void wake_owed() override {
+    m_behind.wake_owed(m_conn.get(), [this](const char* sql) {
+      try {
+        return exec_raw(sql);
+      } catch (const ConnectionLost&) {
+        return Result(); // silent: lost (m_lost), sent again later
+      }
+    });
+  }
   void wake_later() override { m_wake_later = true; }
   void wake_soon() override { m_wake_soon = true; }
   ~PgDb() override {
     if (!m_lost) {
-      m_behind.wake_owed(m_conn.get(), true);
+      m_behind.wake_owed(
+          m_conn.get(),
+          [this](const char* sql) {
+            try {
+              return exec_raw(sql);
+            } catch (const ConnectionLost&) {
+              return Result();
+            }
+          },
+          true);
     }
   }
 
@@ -473,14 +567,16 @@ public:
   }
   void flush_events() {
     if (!m_behind.empty()) {
-      check(pq().PQexec(m_conn.get(), m_behind.take_sql(m_conn.get()).c_str()),
+      check(exec_raw(m_behind.take_sql(m_conn.get()).c_str()).release(),
             "cannot log an event");
     }
   }
 
   void rollback() noexcept override {
     m_behind.drop();
-    pq().PQclear(pq().PQexec(m_conn.get(), "ROLLBACK"));
+    if (!m_lost) {
+      rollback_quietly();
+    }
   }
 
   void ids_given(std::string_view table) override {
@@ -524,7 +620,7 @@ public:
       return m_lock_time;
     }
     if (!m_seen) {
-      const Result r = check(pq().PQexec(m_conn.get(), k_clock_query),
+      const Result r = check(exec_raw(k_clock_query).release(),
                              "cannot read the server's clock");
       server_time_seen(pg::parse_clock(pq().PQgetvalue(r.get(), 0, 0)));
     }
@@ -548,6 +644,8 @@ private:
   std::string m_begin_write; // k_begin_write, in m_schema
   std::string m_begin_read;  // k_begin_read, in m_schema
   std::string m_begin_alone; // a BEGIN for one statement (alone())
+  core::Millis m_bound;          // for each answer (0: none)
+  libpq::ConnectParams m_params; // a connection's, made again with them
   std::unique_ptr<PGconn, Finish> m_conn;
   std::unordered_map<std::string, Prepared> m_prepared;
   int m_statements = 0;

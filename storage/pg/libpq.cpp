@@ -9,6 +9,8 @@
 #include "storage/change_feed.hpp"
 #include "storage/db.hpp"
 #include "storage/pg/schema_url.hpp"
+#include "storage/pg/wire.hpp"
+#include "storage/server_wait.hpp"
 #include "storage/task_store.hpp"
 
 #include <algorithm>
@@ -179,39 +181,43 @@ std::string connect_error(const char* message, const std::string& url) {
   return out;
 }
 
-PGconn* connect(const std::string& url, const char* options,
-                const std::string& host, const std::string& port) {
-  const std::string as_read = libpq_url(url);
-  std::vector<const char*> keys;
-  std::vector<const char*> values;
+ConnectParams connect_params(const std::string& url, const char* options,
+                             core::Millis bound, const std::string& host,
+                             const std::string& port) {
+  ConnectParams p;
   // First, so that the URL's own connect_timeout wins (libpq keeps the
   // last value of a key); PGCONNECT_TIMEOUT is read only for a key not
   // given at all.
   if (const char* env = std::getenv("PGCONNECT_TIMEOUT");
       env == nullptr || *env == '\0') {
-    keys.push_back("connect_timeout");
-    values.push_back(k_default_connect_timeout);
+    p.add("connect_timeout", k_default_connect_timeout);
   }
-  keys.push_back("dbname");
-  values.push_back(as_read.c_str());
-  keys.push_back("fallback_application_name");
-  values.push_back("taskq");
+  if (bound.count() > 0) {
+    pg::add_keepalives(p, bound);
+  }
+  p.add("dbname", libpq_url(url));
+  p.add("fallback_application_name", "taskq");
   if (options != nullptr) {
-    keys.push_back("options");
-    values.push_back(options);
+    p.add("options", options);
   }
   // After dbname: a key that follows the URL overrides the URL's.
   if (!host.empty()) {
-    keys.push_back("host");
-    values.push_back(host.c_str());
+    p.add("host", host);
   }
   if (!port.empty()) {
-    keys.push_back("port");
-    values.push_back(port.c_str());
+    p.add("port", port);
   }
-  keys.push_back(nullptr);
-  values.push_back(nullptr);
-  return pq().PQconnectdbParams(keys.data(), values.data(), 1);
+  return p;
+}
+
+PGconn* connect(const ConnectParams& params, const std::string& url) {
+  pg::Deadline d(std::nullopt); // libpq's connect_timeout bounds it
+  PGconn* c = pg::connect_within(params, d);
+  if (c == nullptr && d.passed()) {
+    throw ConnectionLost("cannot connect to database " + redact_url(url)
+                         + ": stopped waiting for the server (stopping)");
+  }
+  return c;
 }
 
 void no_notices(void*, const char*) {}
@@ -233,6 +239,11 @@ using libpq::Result;
 // so the ChangeFeed polls), each drain() says "look again", and tries to
 // LISTEN again with core's reconnect back-off; the drain that makes it
 // again also says "look again", for what was committed meanwhile.
+//
+// An idle connection hears nothing from a network gone silent: every
+// half of the answer bound without a word from the server, drain() sends
+// an empty query, and a connection that does not answer it within the
+// bound counts as broken.
 struct PgListener::Conn {
   struct Finish {
     void operator()(PGconn* c) const { pq().PQfinish(c); }
@@ -241,8 +252,18 @@ struct PgListener::Conn {
   std::string url;
   std::string host; // the server's own, past a pooler (listen=)
   std::string port;
-  int failed = 0; // tries since the connection broke
+  core::Millis bound{0}; // the answer bound (0: none)
+  int failed = 0;        // tries since the connection broke
   std::chrono::steady_clock::time_point retry_at{};
+  std::chrono::steady_clock::time_point heard{}; // the server's last word
+  std::optional<std::chrono::steady_clock::time_point> ping_sent;
+
+  void broke(std::chrono::steady_clock::time_point now) {
+    conn.reset();
+    ping_sent.reset();
+    failed = 1;
+    retry_at = now + core::reconnect_delay(1);
+  }
 };
 
 namespace {
@@ -250,8 +271,9 @@ namespace {
 // Connects to `url` (at `host` and `port` when given) and LISTENs; throws
 // unavailable when it cannot.
 PGconn* listen_on(const std::string& url, const std::string& host,
-                  const std::string& port) {
-  PGconn* c = libpq::connect(url, nullptr, host, port);
+                  const std::string& port, core::Millis bound) {
+  PGconn* c =
+      libpq::connect(libpq::connect_params(url, nullptr, bound, host, port), url);
   const auto fail = [&](const std::string& what) {
     const std::string at = host.empty() && port.empty()
                                ? std::string()
@@ -271,24 +293,28 @@ PGconn* listen_on(const std::string& url, const std::string& host,
     fail("cannot connect to database ");
   }
   pq().PQsetNoticeProcessor(c, no_notices, nullptr);
-  Result r(pq().PQexec(c, "LISTEN taskq"));
-  if (pq().PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
+  pg::Deadline d(bound.count() > 0 ? std::optional(bound) : std::nullopt);
+  const Result r = pg::exec_within(c, "LISTEN taskq", d);
+  if (!r || pq().PQresultStatus(r.get()) != PGRES_COMMAND_OK) {
     fail("cannot listen for changes of database ");
   }
-  pq().PQsetnonblocking(c, 1);
   return c;
 }
 
 } // namespace
 
 PgListener::PgListener(const std::string& url, int own_pid,
-                       const std::string& listen)
+                       const std::string& listen,
+                       std::optional<core::Millis> bound)
     : m_conn(std::make_unique<Conn>()), m_own_pid(own_pid) {
   m_conn->url = url;
+  m_conn->bound = bound.value_or(answer_timeout());
   if (!listen.empty()) {
     std::tie(m_conn->host, m_conn->port) = pg::listen_host_port(listen);
   }
-  m_conn->conn.reset(listen_on(url, m_conn->host, m_conn->port));
+  m_conn->conn.reset(
+      listen_on(url, m_conn->host, m_conn->port, m_conn->bound));
+  m_conn->heard = std::chrono::steady_clock::now();
 }
 
 PgListener::~PgListener() = default;
@@ -299,29 +325,50 @@ int PgListener::fd() const {
 
 bool PgListener::drain() {
   const auto now = std::chrono::steady_clock::now();
-  if (!m_conn->conn) {
-    if (now >= m_conn->retry_at) {
+  Conn& k = *m_conn;
+  if (!k.conn) {
+    if (now >= k.retry_at) {
       try {
-        m_conn->conn.reset(listen_on(m_conn->url, m_conn->host, m_conn->port));
-        m_conn->failed = 0;
+        k.conn.reset(listen_on(k.url, k.host, k.port, k.bound));
+        k.failed = 0;
+        k.heard = now;
       } catch (const Error&) {
-        m_conn->retry_at = now + core::reconnect_delay(++m_conn->failed);
+        k.retry_at = now + core::reconnect_delay(++k.failed);
       }
     }
     return true; // look again: what came meanwhile was not heard
   }
-  PGconn* c = m_conn->conn.get();
+  PGconn* c = k.conn.get();
   if (pq().PQconsumeInput(c) == 0) {
-    // The server went away: listen again later (see Conn).
-    m_conn->conn.reset();
-    m_conn->failed = 1;
-    m_conn->retry_at = now + core::reconnect_delay(1);
+    k.broke(now); // the server went away: listen again later (see Conn)
     return true;
   }
   bool got = false;
   while (PGnotify* n = pq().PQnotifies(c)) {
     got = got || n->be_pid != m_own_pid;
+    k.heard = now;
     pq().PQfreemem(n);
+  }
+  if (k.ping_sent && pq().PQisBusy(c) == 0) {
+    while (PGresult* r = pq().PQgetResult(c)) {
+      pq().PQclear(r);
+    }
+    k.ping_sent.reset();
+    k.heard = now;
+  }
+  if (k.bound.count() <= 0) {
+    return got;
+  }
+  if (k.ping_sent && now >= *k.ping_sent + k.bound) {
+    k.broke(now); // silent: listen again on a fresh connection
+    return true;
+  }
+  if (!k.ping_sent && now >= k.heard + k.bound / 2) {
+    if (pq().PQsendQuery(c, "") == 0 || pq().PQflush(c) < 0) {
+      k.broke(now);
+      return true;
+    }
+    k.ping_sent = now;
   }
   return got;
 }

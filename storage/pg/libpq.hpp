@@ -5,8 +5,11 @@
 // line, without passwords (storage/pg/libpq.cpp).
 
 #include <libpq-fe.h>
+#include "core/duration.hpp"
+
 #include <memory>
 #include <string>
+#include <vector>
 
 namespace taskq::storage::libpq {
 
@@ -26,13 +29,15 @@ namespace taskq::storage::libpq {
   X(PQexec)                                                                    \
   X(PQexecParams)                                                              \
   X(PQexecPrepared)                                                            \
-  X(PQfinish)                                                                  \
+  X(PQfinish)                                                                   \
+  X(PQflush)                                                                    \
   X(PQfname)                                                                   \
   X(PQfreemem)                                                                 \
   X(PQftype)                                                                   \
   X(PQgetResult)                                                               \
   X(PQgetisnull)                                                               \
   X(PQgetlength)                                                               \
+  X(PQisBusy)                                                                  \
   X(PQgetvalue)                                                                \
   X(PQnfields)                                                                 \
   X(PQnotifies)                                                                \
@@ -41,7 +46,10 @@ namespace taskq::storage::libpq {
   X(PQresultErrorField)                                                        \
   X(PQresultStatus)                                                            \
   X(PQreset)                                                                   \
+  X(PQsendPrepare)                                                             \
   X(PQsendQuery)                                                               \
+  X(PQsendQueryParams)                                                         \
+  X(PQsendQueryPrepared)                                                       \
   X(PQsetNoticeProcessor)                                                      \
   X(PQsetnonblocking)                                                          \
   X(PQsocket)                                                                  \
@@ -74,14 +82,32 @@ std::string connect_error(const char* message, const std::string& url);
 // cannot reach its database while its user is waiting for it.
 inline constexpr const char* k_default_connect_timeout = "10";
 
-// Connects to the PostgreSQL URL `url` (its scheme in any case), with the
+// libpq's keys and values for a connection.
+struct ConnectParams {
+  std::vector<std::string> keys;
+  std::vector<std::string> values;
+  void add(std::string key, std::string value) {
+    keys.push_back(std::move(key));
+    values.push_back(std::move(value));
+  }
+};
+
+// What connects to the PostgreSQL URL `url` (its scheme in any case): the
 // default connect timeout unless the URL or PGCONNECT_TIMEOUT gives one,
-// `options` (the startup packet's; nullptr: none) and the application
-// name taskq unless the URL gives one; `host` and `port`, when not empty,
-// in place of the URL's (the server itself behind a pooler). Never null
-// but out of memory.
-PGconn* connect(const std::string& url, const char* options,
-                const std::string& host = {}, const std::string& port = {});
+// TCP keepalives and tcp_user_timeout matching `bound` unless the URL
+// gives its own (storage/pg/wire.hpp), `options` (the startup packet's;
+// nullptr: none) and the application name taskq unless the URL gives one;
+// `host` and `port`, when not empty, in place of the URL's (the server
+// itself behind a pooler).
+ConnectParams connect_params(const std::string& url, const char* options,
+                             core::Millis bound, const std::string& host = {},
+                             const std::string& port = {});
+
+// Connects with `params`: waits for libpq's connect_timeout (per host),
+// but no longer than the process's wait limit or a signal to stop allow
+// (storage/server_wait.hpp), then throws ConnectionLost naming `url`.
+// Never null but out of memory; the connection is non-blocking.
+PGconn* connect(const ConnectParams& params, const std::string& url);
 
 // A notice processor that drops notices (taskq prints its own messages).
 void no_notices(void*, const char*);

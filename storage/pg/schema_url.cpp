@@ -50,7 +50,8 @@ UrlParts split_url(const std::string& url) {
     // Values are not quoted in errors: in a URL whose password holds an
     // unencoded "?schema=", they would be a part of the password.
     const bool ours = param.starts_with("schema=") || param.starts_with("pool=")
-                      || param.starts_with("listen=");
+                      || param.starts_with("listen=")
+                      || param.starts_with("answer_timeout=");
     if (param.starts_with("schema=")) {
       named = true;
       parts.schema = percent_decode(param.substr(7));
@@ -76,6 +77,24 @@ UrlParts split_url(const std::string& url) {
                                           + redact_url(url)
                                           + ": expected listen=HOST:PORT");
       }
+    } else if (param.starts_with("answer_timeout=")) {
+      const std::string text = percent_decode(param.substr(15));
+      std::optional<core::Millis> d;
+      if (!text.empty()
+          && std::all_of(text.begin(), text.end(),
+                         [](char c) { return c >= '0' && c <= '9'; })) {
+        d = text.size() <= 9 ? std::optional(core::Millis{std::stoll(text) * 1000})
+                             : std::nullopt;
+      } else {
+        d = core::parse_duration(text);
+      }
+      if (!d || d->count() < 0) {
+        throw Error(ErrorKind::usage,
+                    "invalid answer_timeout= in database URL " + redact_url(url)
+                        + ": expected a duration (e.g. 30s, 500ms; 0 waits "
+                          "for ever)");
+      }
+      parts.answer_timeout = *d;
     }
     if (!ours && !param.empty()) {
       rest += sep;
@@ -99,10 +118,16 @@ std::pair<std::string, std::string> split_schema(const std::string& url) {
 }
 
 std::string with_pool(std::string url, const UrlParts& parts) {
+  char sep = url.find('?') == std::string::npos ? '?' : '&';
+  if (parts.answer_timeout) {
+    url += sep;
+    url += "answer_timeout=" + std::to_string(parts.answer_timeout->count())
+           + "ms";
+    sep = '&';
+  }
   if (!parts.pooled) {
     return url;
   }
-  char sep = url.find('?') == std::string::npos ? '?' : '&';
   url += sep;
   url += "pool=transaction";
   if (!parts.listen.empty()) {

@@ -5,6 +5,9 @@
 // connection from client to client between transactions
 // (storage/pg/schema_url.cpp).
 
+#include "core/duration.hpp"
+
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -34,6 +37,10 @@ struct UrlParts {
   // the connection that LISTENs (the URL's user, database and password).
   // Empty: with pool=transaction, waiting looks again every second.
   std::string listen;
+  // answer_timeout=DURATION (2s, 500ms; bare digits are seconds; 0: none):
+  // how long to wait for the server's answer before the connection counts
+  // as lost (storage/server_wait.hpp). Unset: the process's.
+  std::optional<core::Millis> answer_timeout;
 };
 
 // Splits `url`: the schema is the last `schema=NAME` (a bad name is a
@@ -46,7 +53,8 @@ UrlParts split_url(const std::string& url);
 // The URL without its `schema=NAME`, and the schema (split_url()).
 std::pair<std::string, std::string> split_schema(const std::string& url);
 
-// `url` (libpq's) with pool=transaction and listen= as `parts` has them:
+// `url` (libpq's) with pool=transaction, listen= and answer_timeout= as
+// `parts` has them:
 // what a change feed is given to find the same server (split_url() reads
 // it back).
 std::string with_pool(std::string url, const UrlParts& parts);

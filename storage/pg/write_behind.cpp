@@ -48,7 +48,9 @@ const char* WriteBehind::commit_sql(bool changed, bool quiet) {
              : "COMMIT";
 }
 
-void WriteBehind::wake_owed(PGconn* conn, bool closing) {
+void WriteBehind::wake_owed(
+    PGconn* conn, const std::function<libpq::Result(const char*)>& exec,
+    bool closing) {
   const auto now = std::chrono::steady_clock::now();
   const auto due = m_wakes.due();
   const auto status = pq().PQtransactionStatus(conn);
@@ -60,14 +62,14 @@ void WriteBehind::wake_owed(PGconn* conn, bool closing) {
     m_wakes.postpone(now); // sent once the connection is back
     return;
   }
-  pq().PQclear(pq().PQexec(conn, k_wake));
-  if (pq().PQstatus(conn) != CONNECTION_OK) {
+  const libpq::Result r = exec(k_wake);
+  if (!r || pq().PQstatus(conn) != CONNECTION_OK) {
     m_wakes.postpone(now); // broke meanwhile
     return;
   }
   m_wakes.sent(now);
   if (pq().PQtransactionStatus(conn) == PQTRANS_INERROR) {
-    pq().PQclear(pq().PQexec(conn, "ROLLBACK"));
+    exec("ROLLBACK");
   }
 }
 

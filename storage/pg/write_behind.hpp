@@ -9,8 +9,10 @@
 
 #include "core/wake_throttle.hpp"
 #include "storage/db.hpp"
+#include "storage/pg/libpq.hpp"
 
 #include <chrono>
+#include <functional>
 #include <libpq-fe.h>
 #include <optional>
 #include <string>
@@ -46,7 +48,10 @@ public:
   // owed (core::WakeThrottle::postpone) and goes once the connection is
   // back. `closing`: the connection is about to close, send what is owed
   // now.
-  void wake_owed(PGconn* conn, bool closing = false);
+  // `exec` sends a statement and returns its answer (nullptr: none came).
+  void wake_owed(PGconn* conn,
+                 const std::function<libpq::Result(const char*)>& exec,
+                 bool closing = false);
 
 private:
   std::vector<Db::EventRow> m_events;

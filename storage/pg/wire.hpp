@@ -1,0 +1,79 @@
+#pragma once
+
+// Internal to storage/pg: every wait for the server bounded. libpq's
+// blocking calls wait for TCP to give up (about 15 minutes with a query in
+// flight, hours on an idle connection) and do not return for a signal; the
+// backend drives libpq's non-blocking calls from its own poll instead, with
+// a deadline per exchange (storage/server_wait.hpp says who sets it).
+
+#include "core/duration.hpp"
+#include "storage/pg/libpq.hpp"
+
+#include <chrono>
+#include <libpq-fe.h>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace taskq::storage::pg {
+
+using Instant = std::chrono::steady_clock::time_point;
+
+// One wait for the server: until `bound` from now (std::nullopt: no bound
+// of its own), and in any case until the process's wait limit, or
+// k_stop_allowance after it is asked to stop.
+class Deadline {
+public:
+  explicit Deadline(std::optional<core::Millis> bound);
+
+  // Waits until `fd` is ready for `events` (POLLIN, POLLOUT); false when
+  // the time is up first.
+  bool wait(int fd, short events);
+  // Waits until `fd` is readable or `until` (also bounded as above).
+  void wait_until(int fd, Instant until);
+  bool passed() const;
+  // The server is still at work: wait `more` from now.
+  void extend(core::Millis more);
+  // Ended, or to end, by a signal to stop or the wait limit rather than
+  // by the bound: asking whether the server is still at work is no use.
+  bool stopping() const;
+  std::optional<core::Millis> bound() const { return m_bound; }
+  Instant end() const;
+
+private:
+  std::optional<core::Millis> m_bound;
+  std::optional<Instant> m_at;
+  std::optional<Instant> m_cap; // k_stop_allowance after a stop was asked
+};
+
+// The answers to what was sent on `conn`, a non-blocking connection:
+// flushes what is left to send and reads every result; false when the
+// deadline passes first (`results` then holds what came).
+bool await_results(PGconn* conn, Deadline& d,
+                   std::vector<libpq::Result>& results);
+
+// Sends `sql` (one or more statements, no parameters) and awaits its
+// results: PQexec's answer (the first failed result, else the last), or
+// nullptr when the deadline passed or it could not be sent.
+libpq::Result exec_within(PGconn* conn, const char* sql, Deadline& d);
+
+using libpq::ConnectParams;
+
+// TCP keepalives and tcp_user_timeout matching `bound`, so that the kernel
+// too ends a connection that stops answering (the URL's own win: they are
+// added before it).
+void add_keepalives(ConnectParams& params, core::Millis bound);
+
+// Connects with PQconnectdbParams (libpq's connect_timeout, per host of a
+// multi-host URL) in a thread of its own, and waits for it within `d`:
+// nullptr when `d` ends first (the thread finishes the connection and
+// closes it). The connection is made non-blocking.
+PGconn* connect_within(const ConnectParams& params, Deadline& d);
+
+// Whether server process `pid` is still running a statement (not idle,
+// not blocked writing its answer to us), asked on a fresh connection made
+// with `params` within `d`: how a slow statement is told from a silent
+// network. False when it cannot tell.
+bool still_working(const ConnectParams& params, int pid, Deadline& d);
+
+} // namespace taskq::storage::pg

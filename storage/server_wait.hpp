@@ -1,0 +1,41 @@
+#pragma once
+
+// How long a command waits for a database server's answer (PostgreSQL:
+// SQLite has no server to wait for). Every wait for the server is bounded:
+// a connection that stops answering (a NAT or a middlebox that drops the
+// flow without a reset) counts as lost past the bound, exactly as one the
+// server closed (storage/pg/wire.cpp; doc/reference/postgresql.md,
+// "A silent network"). These settings are the process's: a command sets
+// them before it opens its store.
+
+#include "core/duration.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <optional>
+
+namespace taskq::storage {
+
+// The bound of one exchange with the server (a statement sent and its
+// answer read; a connection made) when the URL's answer_timeout= does not
+// say: a one-shot command's and a waiter's. `run` sets its own, inside its
+// lease (worker::answer_timeout_for()).
+inline constexpr core::Millis k_default_answer_timeout{30 * 1000};
+
+// Sets the bound for the connections and exchanges made from now on.
+void set_answer_timeout(core::Millis bound);
+core::Millis answer_timeout();
+
+// No wait for the server goes on past `at` (`run` stopping: the end of its
+// --grace); std::nullopt: none.
+void set_wait_limit(std::optional<std::chrono::steady_clock::time_point> at);
+
+// A descriptor that becomes readable when the process is asked to stop
+// (`run`'s signalfd), and a flag a signal handler sets (`top`'s): either
+// ends the wait for the server under way within k_stop_allowance, so that
+// a signal is answered whatever the network does. -1 and nullptr: none.
+inline constexpr core::Millis k_stop_allowance{500};
+void set_wait_interrupt(int fd);
+void set_wait_interrupt(const volatile std::sig_atomic_t* flag);
+
+} // namespace taskq::storage
