@@ -8,12 +8,14 @@
 #include "cli/output.hpp"
 #include "cli/top_view.hpp"
 #include "core/error.hpp"
+#include "storage/server_wait.hpp"
 
 #include <clocale>
 #include <csignal>
 #include <filesystem>
 #include <memory>
 #include <string>
+#include <sys/signalfd.h>
 #include <unistd.h>
 
 namespace taskq::cli {
@@ -50,8 +52,18 @@ public:
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &m_int);
     sigaction(SIGTERM, &sa, &m_term);
+    // Blocked, they wait for ppoll; a wait for the database server under
+    // way sees them pending through this descriptor, never read, and ends
+    // soon (storage/server_wait.hpp).
+    sigdelset(&set, SIGWINCH);
+    m_stop_fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
+    storage::set_wait_interrupt(m_stop_fd);
   }
   ~Signals() {
+    storage::set_wait_interrupt(-1);
+    if (m_stop_fd >= 0) {
+      ::close(m_stop_fd);
+    }
     sigaction(SIGINT, &m_int, nullptr);
     sigaction(SIGTERM, &m_term, nullptr);
     pthread_sigmask(SIG_SETMASK, &m_mask, nullptr);
@@ -61,6 +73,7 @@ public:
 
 private:
   sigset_t m_mask{};
+  int m_stop_fd = -1;
   struct sigaction m_int {};
   struct sigaction m_term {};
 };

@@ -140,6 +140,12 @@ public:
   // The server process of this connection, whose notifications a ChangeFeed
   // may leave out as our own commits (0: none to leave out).
   virtual int backend_pid() const { return 0; }
+  // How many times the connection to the server was lost (a ConnectionLost
+  // thrown), and the last one's message: a long-lived caller whose code
+  // swallowed one on a path where a failure changes nothing (a read that
+  // only refines a decision) still learns of it (0 and "" on SQLite).
+  virtual uint64_t connection_losses() const { return 0; }
+  virtual std::string last_connection_loss() const { return {}; }
 
   // A number that changes when another connection commits to the
   // database, and only then (SQLite's data_version); std::nullopt where

@@ -116,6 +116,14 @@ TaskStore::wake_due() const {
   return m_db->wake_due();
 }
 
+uint64_t TaskStore::connection_losses() const {
+  return m_db->connection_losses();
+}
+
+std::string TaskStore::last_connection_loss() const {
+  return m_db->last_connection_loss();
+}
+
 void TaskStore::wake_owed() {
   m_db->wake_owed();
 }

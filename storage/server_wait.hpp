@@ -11,7 +11,6 @@
 #include "core/duration.hpp"
 
 #include <chrono>
-#include <csignal>
 #include <optional>
 
 namespace taskq::storage {
@@ -31,11 +30,11 @@ core::Millis answer_timeout();
 void set_wait_limit(std::optional<std::chrono::steady_clock::time_point> at);
 
 // A descriptor that becomes readable when the process is asked to stop
-// (`run`'s signalfd), and a flag a signal handler sets (`top`'s): either
-// ends the wait for the server under way within k_stop_allowance, so that
-// a signal is answered whatever the network does. -1 and nullptr: none.
-inline constexpr core::Millis k_stop_allowance{500};
+// (a signalfd of the stop signals, blocked, that storage never reads: the
+// signal stays pending for its owner): it ends the wait for the server
+// under way within k_stop_allowance, so that a signal is answered whatever
+// the network does. -1: none.
+inline constexpr core::Millis k_stop_allowance{250};
 void set_wait_interrupt(int fd);
-void set_wait_interrupt(const volatile std::sig_atomic_t* flag);
 
 } // namespace taskq::storage

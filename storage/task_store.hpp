@@ -129,6 +129,11 @@ public:
   // and calls wake_owed() after.
   std::optional<std::chrono::steady_clock::time_point> wake_due() const;
   void wake_owed();
+  // The losses of the connection to the server so far, and the last
+  // one's message (Db::connection_losses): a worker says each loss once,
+  // on whatever path it came.
+  uint64_t connection_losses() const;
+  std::string last_connection_loss() const;
 
   bool defer_sync();
   uint64_t commit_seq() const;

@@ -1,6 +1,7 @@
 #include "worker/child.hpp"
 
 #include "core/error.hpp"
+#include "storage/server_wait.hpp"
 
 #include <array>
 #include <cerrno>
@@ -195,9 +196,13 @@ SignalFeed::SignalFeed() {
     fail_errno("cannot watch signals");
   }
   m_old_pipe = ::signal(SIGPIPE, SIG_IGN);
+  sigdelset(&set, SIGCHLD);
+  m_stop_fd = Fd(::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC));
+  storage::set_wait_interrupt(m_stop_fd.get());
 }
 
 SignalFeed::~SignalFeed() {
+  storage::set_wait_interrupt(-1);
   ::signal(SIGPIPE, m_old_pipe);
   ::sigprocmask(SIG_SETMASK, &m_old, nullptr);
 }

@@ -95,6 +95,10 @@ public:
 
 private:
   Fd m_fd;
+  // The stop signals alone (not SIGCHLD), for storage to watch while it
+  // waits for a database server (storage::set_wait_interrupt): never
+  // read, so the signal stays pending for m_fd.
+  Fd m_stop_fd;
   sigset_t m_old{};
   void (*m_old_pipe)(int) = SIG_DFL;
 };

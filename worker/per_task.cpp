@@ -7,6 +7,9 @@ namespace taskq::worker::per_task {
 RunSummary Runner::run() {
   while (true) {
     try {
+      if (m_conn.unheard_loss(m_store.connection_losses())) {
+        lost(ConnectionLost(m_store.last_connection_loss()));
+      }
       if (m_conn.down()) {
         reconnect();
       }
@@ -28,10 +31,13 @@ RunSummary Runner::run() {
     }
     if (m_running.empty()) {
       // Outcomes kept for a server that is away are waited for, unless
-      // `run` is stopping: then they are said not recorded.
+      // `run` is stopping: then until the handlers' grace is over (a
+      // signal's stop), and then they are said not recorded.
       const bool done = m_stopping || max_reached()
                         || (m_o.until_empty && !m_looks.look && !m_conn.down());
-      if (done && (m_unwritten.empty() || m_stopping)) {
+      const bool write_on = m_stopping && m_write_until
+                            && Clock::now() < *m_write_until;
+      if (done && (m_unwritten.empty() || (m_stopping && !write_on))) {
         break;
       }
     }
@@ -325,6 +331,9 @@ void Runner::wait_and_handle() {
     wait.feed_fallback();
   }
   wait.until(m_conn.next_try());
+  if (!m_unwritten.empty()) {
+    wait.until(m_write_until);
+  }
   for (const auto& r : m_running) {
     if (!r.exit) {
       wait.until(r.next_heartbeat);
@@ -372,6 +381,11 @@ void Runner::on_signal(int sig) {
   }
   if (asks == SignalAsks::stop) {
     m_stopping = true;
+    // Whatever the network does: no wait for the server goes on past the
+    // handlers' grace (and a moment to write what they did); until then
+    // outcomes the server did not take are tried again.
+    m_write_until = Clock::now() + m_o.grace;
+    storage::set_wait_limit(*m_write_until + k_write_after_grace);
     if (!m_running.empty()) {
       std::fprintf(stderr,
                    "taskq: run: stopping; %zu running task(s) get %s to "
@@ -560,6 +574,7 @@ std::string handler_db_path(const std::string& db_path) {
 }
 
 RunSummary run_worker(const RunOptions& o, Host& host) {
+  storage::set_answer_timeout(answer_timeout_for(o.lease_for));
   per_task::Runner runner(o, host);
   return runner.run();
 }

@@ -9,6 +9,7 @@
 #include "core/json_text.hpp"
 #include "core/outcome.hpp"
 #include "core/text.hpp"
+#include "storage/server_wait.hpp"
 #include "worker/child.hpp"
 #include "worker/lease_ahead.hpp"
 #include "worker/lease_source.hpp"
@@ -281,6 +282,9 @@ private:
   RunSummary m_summary;
   Looks m_looks;           // when to look for tasks to lease
   bool m_stopping = false; // SIGTERM/SIGINT/SIGHUP arrived
+  // Stopped by a signal: outcomes the server did not take are tried again
+  // until then (the handlers' --grace).
+  std::optional<Instant> m_write_until;
   // The store's others_version at the last look: a wake-up that finds it
   // unchanged was caused by our own commit.
   std::optional<int64_t> m_version;

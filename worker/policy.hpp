@@ -25,6 +25,20 @@ inline core::Millis heartbeat_every(core::Millis lease_for) {
   return std::max(core::Millis{1}, lease_for / 3);
 }
 
+// How long `run` waits for the database server's answer before it counts
+// the connection as lost (storage/server_wait.hpp): within a heartbeat's
+// period, so that a silent network is noticed, and a fresh connection
+// made, before the lease lapses; at least a second, at most the one-shot
+// commands' bound.
+inline core::Millis answer_timeout_for(core::Millis lease_for) {
+  return std::clamp(lease_for / 3, core::Millis{1000},
+                    core::Millis{30 * 1000});
+}
+
+// What `run` has left to write its outcomes once its handlers' --grace is
+// over, before it gives up on a server that does not answer.
+inline constexpr core::Millis k_write_after_grace{500};
+
 // How long a task leased ahead of the handlers is held before it goes
 // back: TASKQ_LEASE_AHEAD_MS, this by default, at most k_max_lease_ahead.
 inline constexpr core::Millis k_default_lease_ahead{250};

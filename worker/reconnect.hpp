@@ -11,6 +11,7 @@
 #include "core/reconnect.hpp"
 #include "worker/policy.hpp"
 
+#include <cstdint>
 #include <cstdio>
 #include <functional>
 #include <optional>
@@ -65,6 +66,17 @@ public:
     m_say = std::move(say);
   }
 
+  // The store's count of lost connections now (TaskStore::
+  // connection_losses): true when one was lost since the last call while
+  // the connection was up, and not said (a read whose failure changes
+  // nothing swallowed it: a lease ahead checked once more), for the caller
+  // to handle as any loss.
+  bool unheard_loss(uint64_t losses) {
+    const bool unheard = losses != m_losses && !down();
+    m_losses = losses;
+    return unheard;
+  }
+
   bool down() const { return m_since.has_value(); }
   // Whether it connects again at all (--reconnect-for is not 0).
   bool retries() const { return !m_limit || m_limit->count() > 0; }
@@ -116,6 +128,7 @@ private:
   Instant m_next{};
   int m_failed = 0;
   std::string m_why;
+  uint64_t m_losses = 0; // see unheard_loss()
 };
 
 // `--reconnect-for DUR` as given: a duration (0: fail at once, as a

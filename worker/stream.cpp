@@ -41,6 +41,9 @@ RunSummary StreamRunner::run() {
 void StreamRunner::loop() {
   while (true) {
     try {
+      if (m_conn.unheard_loss(m_store.connection_losses())) {
+        lost(ConnectionLost(m_store.last_connection_loss()));
+      }
       if (m_conn.down()) {
         reconnect();
       }
@@ -59,7 +62,11 @@ void StreamRunner::loop() {
       if (!m_stopping && max_reached() && idle() && !m_conn.down()) {
         begin_stop(false);
       }
-      if (m_stopping && none_running()) {
+      // Stopped by a signal, outcomes the server did not take are tried
+      // again until the handlers' grace is over.
+      if (m_stopping && none_running()
+          && (m_pending.empty() || !m_conn.down() || !m_write_until
+              || Clock::now() >= *m_write_until)) {
         return;
       }
       if (!m_pending.empty() && !m_conn.down() && flush_now()) {
@@ -570,6 +577,7 @@ void StreamRunner::ended(Handler& h, int status) {
 namespace taskq::worker {
 
 RunSummary run_stream(const RunOptions& o, const StreamOptions& s, Host& host) {
+  storage::set_answer_timeout(answer_timeout_for(o.lease_for));
   streaming::StreamRunner runner(o, s, host);
   return runner.run();
 }

@@ -426,6 +426,11 @@ void StreamRunner::begin_stop(bool signalled) {
   }
   m_stopping = true;
   m_stop_kill_at = Clock::now() + m_o.grace;
+  if (signalled) {
+    // As in worker/per_task.cpp: no wait for the server past the grace.
+    m_write_until = m_stop_kill_at;
+    storage::set_wait_limit(*m_stop_kill_at + k_write_after_grace);
+  }
   int working = 0;
   for (const auto& h : m_handlers) {
     working += h.held ? 1 : 0;

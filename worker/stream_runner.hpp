@@ -9,6 +9,7 @@
 #include "core/outcome.hpp"
 #include "core/stream_protocol.hpp"
 #include "core/text.hpp"
+#include "storage/server_wait.hpp"
 #include "worker/child.hpp"
 #include "worker/lease_ahead.hpp"
 #include "worker/lease_source.hpp"
@@ -308,6 +309,9 @@ private:
   Looks m_looks; // when to look for tasks to lease
   bool m_stopping = false;
   std::optional<Instant> m_stop_kill_at;
+  // Stopped by a signal: outcomes the server did not take are tried again
+  // until then (the handlers' --grace).
+  std::optional<Instant> m_write_until;
   bool m_queue_waited = false;      // m_queue was held across a poll
   std::optional<int64_t> m_version; // changed_by_others' last look
   // The connection to the database server (worker/reconnect.hpp): while

@@ -39,6 +39,9 @@ void StreamRunner::wait_and_handle() {
   m_queue_waited = m_queue_waited || !m_queue.empty();
   if (m_stopping) {
     wait.until(m_stop_kill_at);
+    if (!m_pending.empty()) {
+      wait.until(m_write_until);
+    }
   }
   for (const auto& h : m_handlers) {
     wait.until(h.restart_at);

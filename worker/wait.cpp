@@ -57,8 +57,13 @@ void Wait::poll() {
 bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
   bool changed = feed.polling() ? (m_until && now >= *m_until)
                                 : (m_look_at && now >= *m_look_at);
-  // A listener whose server went away may report only a hang-up.
-  if (m_watch_db && (revents(1) & (POLLIN | POLLHUP | POLLERR)) != 0) {
+  // A listener whose server went away may report only a hang-up. A look
+  // with nothing heard drains too: an idle listener asks its server an
+  // empty question now and then, and counts it lost when it stays silent
+  // (storage::PgListener::drain).
+  if (m_watch_db
+      && ((revents(1) & (POLLIN | POLLHUP | POLLERR)) != 0
+          || (changed && feed.listens()))) {
     changed = feed.drain() || changed; // drained either way
   }
   if (changed && feed.listens()) {

@@ -163,12 +163,12 @@ public:
         m_schema(std::move(parts.schema)), m_pooled(parts.pooled),
         m_listen(std::move(parts.listen)),
         m_begin_write(with_schema(k_begin_write, m_schema,
-                                  pg::local_settings(m_pooled, m_schema))),
+                                  pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
         m_begin_read(with_schema(k_begin_read, m_schema,
-                                 pg::local_settings(m_pooled, m_schema))),
+                                 pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
         m_begin_alone(with_schema("BEGIN", m_schema,
-                                  pg::local_settings(m_pooled, m_schema))),
-        m_bound(parts.answer_timeout.value_or(answer_timeout())),
+                                  pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
+        m_bound(bound_of(parts)),
         m_params(params(m_url, m_schema, m_pooled, m_bound)),
         m_conn(libpq::connect(m_params, m_url)) {
     if (m_conn == nullptr) {
@@ -192,9 +192,18 @@ public:
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
       // The URL sets options of its own, which connect() leaves alone.
-      exec(pg::session_settings("SET ", "; ", m_schema).c_str(),
+      exec(pg::session_settings("SET ", "; ", m_schema, 2 * m_bound).c_str(),
            "cannot configure the connection");
     }
+  }
+
+  // The answer bound (storage/server_wait.hpp): the URL's, else the
+  // process's; and the server's idle_in_transaction_session_timeout.
+  static core::Millis bound_of(const pg::UrlParts& parts) {
+    return parts.answer_timeout.value_or(answer_timeout());
+  }
+  static core::Millis idle_of(const pg::UrlParts& parts) {
+    return 2 * bound_of(parts);
   }
 
   // Connects with the session settings sent in the startup packet (no round
@@ -206,7 +215,8 @@ public:
   static libpq::ConnectParams params(const std::string& url,
                                      const std::string& schema, bool pooled,
                                      core::Millis bound) {
-    const std::string options = pg::session_settings("-c ", " ", schema);
+    const std::string options =
+        pg::session_settings("-c ", " ", schema, 2 * bound);
     const bool own = url.find("options=") != std::string::npos;
     return libpq::connect_params(
         url, own || pooled ? nullptr : options.c_str(), bound);
@@ -232,16 +242,24 @@ public:
           continue;
         }
       }
-      m_lost = true;
-      throw ConnectionLost(
-          "lost the connection to database " + path() + ": "
-          + (d.stopping() ? std::string("stopped waiting for its answer "
-                                        "(stopping)")
-                          : "no answer from the server in "
-                                + core::format_duration(m_bound)));
+      lose("lost the connection to database " + path() + ": "
+           + (d.stopping() ? std::string("stopped waiting for its answer "
+                                         "(stopping)")
+                           : "no answer from the server in "
+                                 + core::format_duration(m_bound)));
     }
     return results;
   }
+  // The connection is lost: made again before the next transaction.
+  [[noreturn]] void lose(std::string message) const {
+    m_lost = true;
+    ++m_losses;
+    m_last_loss = message;
+    throw ConnectionLost(message);
+  }
+  uint64_t connection_losses() const override { return m_losses; }
+  std::string last_connection_loss() const override { return m_last_loss; }
+
   // PQexec's answer of what was sent: the first that failed, else the
   // last.
   static Result one(std::vector<Result> results) {
@@ -305,9 +323,7 @@ public:
       lost = pq().PQstatus(m_conn.get()) == CONNECTION_BAD;
     }
     if (lost) {
-      m_lost = true;
-      throw ConnectionLost("lost the connection to database " + path() + ": "
-                           + why);
+      lose("lost the connection to database " + path() + ": " + why);
     }
     pg::throw_sql_error(r, state, std::move(why), context, path());
   }
@@ -458,7 +474,7 @@ public:
     }
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
-      exec(pg::session_settings("SET ", "; ", m_schema).c_str(),
+      exec(pg::session_settings("SET ", "; ", m_schema, 2 * m_bound).c_str(),
            "cannot configure the connection");
     }
   }
@@ -529,14 +545,12 @@ public:
   wake_due() const override {
     return m_behind.wake_due();
   }
+  // A server silent past the bound throws ConnectionLost here too, for
+  // the caller to say so (a worker's loop) before the next begin()
+  // connects again.
   void wake_owed() override {
-    m_behind.wake_owed(m_conn.get(), [this](const char* sql) {
-      try {
-        return exec_raw(sql);
-      } catch (const ConnectionLost&) {
-        return Result(); // silent: lost (m_lost), sent again later
-      }
-    });
+    m_behind.wake_owed(m_conn.get(),
+                       [this](const char* sql) { return exec_raw(sql); });
   }
   void wake_later() override { m_wake_later = true; }
   void wake_soon() override { m_wake_soon = true; }
@@ -661,6 +675,8 @@ private:
   bool m_wake_soon = false;
   pg::WriteBehind m_behind;    // events rows and wake-ups: see defer_event()
   mutable bool m_lost = false; // the connection broke: see reconnect()
+  mutable uint64_t m_losses = 0;  // see lose()
+  mutable std::string m_last_loss;
 };
 
 bool PgStatement::step() {

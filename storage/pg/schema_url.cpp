@@ -185,18 +185,25 @@ std::string with_schema(std::string_view begin, const std::string& schema,
 }
 
 std::string session_settings(std::string_view set, std::string_view sep,
-                             const std::string& schema) {
-  return std::string(set) + "lock_timeout=" + std::to_string(busy_timeout_ms())
-         + std::string(sep) + std::string(set) + "client_min_messages=warning"
-         + std::string(sep) + std::string(set) + "bytea_output=hex"
-         + std::string(sep) + std::string(set) + "search_path=" + schema;
+                             const std::string& schema, core::Millis idle) {
+  std::string out =
+      std::string(set) + "lock_timeout=" + std::to_string(busy_timeout_ms())
+      + std::string(sep) + std::string(set) + "client_min_messages=warning"
+      + std::string(sep) + std::string(set) + "bytea_output=hex";
+  if (idle.count() > 0) {
+    out += std::string(sep) + std::string(set)
+           + "idle_in_transaction_session_timeout="
+           + std::to_string(idle.count());
+  }
+  return out + std::string(sep) + std::string(set) + "search_path=" + schema;
 }
 
-std::string local_settings(bool pooled, const std::string& schema) {
+std::string local_settings(bool pooled, const std::string& schema,
+                           core::Millis idle) {
   if (!pooled) {
     return {};
   }
-  std::string out = session_settings("SET LOCAL ", "; ", schema);
+  std::string out = session_settings("SET LOCAL ", "; ", schema, idle);
   out.erase(out.rfind("; SET LOCAL search_path="));
   return out + "; ";
 }

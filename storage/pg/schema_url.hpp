@@ -75,13 +75,19 @@ std::string with_schema(std::string_view begin, const std::string& schema,
 // outside a transaction (each transaction sets it again); each `set`
 // NAME=VALUE, joined by `sep` ("-c " and " " for a startup packet's
 // options, "SET " and "; " for statements).
+// `idle` (0: none) is the idle_in_transaction_session_timeout: a client
+// cut off by a silent network mid-transaction leaves its server process
+// holding row locks, which the server ends this long after (twice the
+// answer bound: the client gave up on it by then).
 std::string session_settings(std::string_view set, std::string_view sep,
-                             const std::string& schema);
+                             const std::string& schema,
+                             core::Millis idle = core::Millis{0});
 
 // Through a pooler in transaction mode (`pooled`): the session settings
 // but the search_path (with_schema()'s), made for each transaction alone
 // (SET LOCAL) right after its BEGIN, each ending with "; ". Else none: the
 // connection's startup packet set them.
-std::string local_settings(bool pooled, const std::string& schema);
+std::string local_settings(bool pooled, const std::string& schema,
+                           core::Millis idle = core::Millis{0});
 
 } // namespace taskq::storage::pg

@@ -27,7 +27,6 @@ namespace {
 core::Millis g_answer_timeout = k_default_answer_timeout;
 std::optional<std::chrono::steady_clock::time_point> g_limit;
 int g_interrupt_fd = -1;
-const volatile std::sig_atomic_t* g_interrupt_flag = nullptr;
 
 } // namespace
 
@@ -37,9 +36,6 @@ void set_wait_limit(std::optional<std::chrono::steady_clock::time_point> at) {
   g_limit = at;
 }
 void set_wait_interrupt(int fd) { g_interrupt_fd = fd; }
-void set_wait_interrupt(const volatile std::sig_atomic_t* flag) {
-  g_interrupt_flag = flag;
-}
 
 } // namespace taskq::storage
 
@@ -51,10 +47,6 @@ using libpq::Result;
 namespace {
 
 Instant now() { return std::chrono::steady_clock::now(); }
-
-// A signal handler's flag is seen when poll returns EINTR; one that came
-// just before the poll began is seen at the latest this long after.
-constexpr int k_flag_slice_ms = 100;
 
 } // namespace
 
@@ -85,9 +77,6 @@ bool Deadline::stopping() const {
 
 bool Deadline::wait(int fd, short events) {
   while (true) {
-    if (!m_cap && g_interrupt_flag != nullptr && *g_interrupt_flag != 0) {
-      m_cap = now() + k_stop_allowance;
-    }
     const Instant at = end();
     const Instant t = now();
     if (t >= at) {
@@ -97,10 +86,6 @@ bool Deadline::wait(int fd, short events) {
     if (at != Instant::max()) {
       const auto left = std::chrono::ceil<std::chrono::milliseconds>(at - t);
       timeout = static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
-    }
-    if (g_interrupt_flag != nullptr && !m_cap
-        && (timeout < 0 || timeout > k_flag_slice_ms)) {
-      timeout = k_flag_slice_ms;
     }
     // The stop's descriptor is watched until it is first seen readable
     // (its owner reads it once the wait is over).

@@ -62,7 +62,13 @@ void WriteBehind::wake_owed(
     m_wakes.postpone(now); // sent once the connection is back
     return;
   }
-  const libpq::Result r = exec(k_wake);
+  libpq::Result r;
+  try {
+    r = exec(k_wake);
+  } catch (...) {
+    m_wakes.postpone(now); // a silent server: sent once it is back
+    throw;
+  }
   if (!r || pq().PQstatus(conn) != CONNECTION_OK) {
     m_wakes.postpone(now); // broke meanwhile
     return;

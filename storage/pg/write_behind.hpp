@@ -48,7 +48,9 @@ public:
   // owed (core::WakeThrottle::postpone) and goes once the connection is
   // back. `closing`: the connection is about to close, send what is owed
   // now.
-  // `exec` sends a statement and returns its answer (nullptr: none came).
+  // `exec` sends a statement and returns its answer (nullptr: none came);
+  // what it throws (ConnectionLost: no answer within the bound) is thrown
+  // on, the wake-up still owed.
   void wake_owed(PGconn* conn,
                  const std::function<libpq::Result(const char*)>& exec,
                  bool closing = false);
