@@ -236,6 +236,45 @@ TEST_CASE("a change feed's URL carries pool= and listen= back") {
   CHECK(split_url(with_pool(odd.url, odd)).listen == "/s&x:1");
 }
 
+TEST_CASE("answer_timeout= is taskq's: a duration, taken out, carried to "
+          "the change feed") {
+  using taskq::storage::pg::split_url;
+  using taskq::storage::pg::with_pool;
+  CHECK_FALSE(split_url("postgresql://h/db").answer_timeout);
+  const auto two = split_url("postgresql://h/db?answer_timeout=2s&x=1");
+  CHECK(two.url == "postgresql://h/db?x=1");
+  CHECK(two.answer_timeout == taskq::core::Millis{2000});
+  CHECK(split_url("postgresql://h/db?answer_timeout=1500ms").answer_timeout
+        == taskq::core::Millis{1500});
+  // Bare digits are seconds, as libpq's connect_timeout; 0 waits for ever.
+  CHECK(split_url("postgresql://h/db?answer_timeout=7").answer_timeout
+        == taskq::core::Millis{7000});
+  CHECK(split_url("postgresql://h/db?answer_timeout=0").answer_timeout
+        == taskq::core::Millis{0});
+  // The feed's URL keeps it, pooled or not.
+  const auto feed = split_url(with_pool(two.url, two));
+  CHECK(feed.answer_timeout == taskq::core::Millis{2000});
+  CHECK(feed.url == "postgresql://h/db?x=1");
+  const auto pooled = split_url(
+      "postgresql://b/db?pool=transaction&answer_timeout=3s&listen=db:1");
+  const auto back = split_url(with_pool(pooled.url, pooled));
+  CHECK(back.pooled);
+  CHECK(back.listen == "db:1");
+  CHECK(back.answer_timeout == taskq::core::Millis{3000});
+  for (const char* bad :
+       {"postgresql://h/db?answer_timeout=", "postgresql://h/db?answer_timeout=soon",
+        "postgresql://h/db?answer_timeout=-1s",
+        "postgresql://h/db?answer_timeout=99999999999"}) {
+    CAPTURE(bad);
+    try {
+      split_url(bad);
+      FAIL("accepted");
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::usage);
+    }
+  }
+}
+
 TEST_CASE("listen= names a host, a port or both") {
   using taskq::storage::pg::listen_host_port;
   using HP = std::pair<std::string, std::string>;

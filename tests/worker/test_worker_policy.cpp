@@ -24,6 +24,21 @@ TEST_CASE("a held lease is renewed at a third of its length") {
   CHECK(worker::heartbeat_every(core::Millis{3000}) == core::Millis{1000});
 }
 
+TEST_CASE("run waits for the server's answer a third of its lease, 1s to "
+          "30s") {
+  CHECK(worker::answer_timeout_for(core::Millis{6s}) == core::Millis{2s});
+  CHECK(worker::answer_timeout_for(core::Millis{30s}) == core::Millis{10s});
+  CHECK(worker::answer_timeout_for(core::Millis{5min}) == core::Millis{30s});
+  CHECK(worker::answer_timeout_for(core::Millis{1s}) == core::Millis{1s});
+  // Within a heartbeat's period: a silent network is noticed, and a fresh
+  // connection made, before the lease lapses.
+  for (const auto lease : {3s, 6s, 30s, 90s}) {
+    CAPTURE(lease.count());
+    CHECK(worker::answer_timeout_for(core::Millis{lease})
+          <= worker::heartbeat_every(core::Millis{lease}));
+  }
+}
+
 TEST_CASE("a very short lease is renewed every millisecond, never faster") {
   CHECK(worker::heartbeat_every(core::Millis{2}) == core::Millis{1});
   CHECK(worker::heartbeat_every(core::Millis{1}) == core::Millis{1});

@@ -80,6 +80,21 @@ TEST_CASE("Reconnect: lost once, tries with back-off, back, gives up") {
   CHECK(*rc.next_try() == t0 + Millis{6100});
 }
 
+TEST_CASE("Reconnect: a loss the store counted but nobody said is heard "
+          "once") {
+  using worker::Instant;
+  worker::Reconnect rc("test", Millis{60'000});
+  CHECK_FALSE(rc.unheard_loss(0));
+  CHECK(rc.unheard_loss(1)); // swallowed by a read: the caller says it
+  CHECK_FALSE(rc.unheard_loss(1));
+  // A loss that reached the engine (it is down) is no news afterwards.
+  rc.lost(ConnectionLost("lost"), Instant{});
+  CHECK_FALSE(rc.unheard_loss(2));
+  CHECK(rc.ok(Instant{} + Millis{200}));
+  CHECK_FALSE(rc.unheard_loss(2));
+  CHECK(rc.unheard_loss(3));
+}
+
 TEST_CASE(
     "retrying: runs the look again after a loss, rethrows past the limit") {
   worker::Reconnect rc("test", Millis{60'000});
