@@ -26,7 +26,8 @@ void set_answer_timeout(core::Millis bound);
 core::Millis answer_timeout();
 
 // No wait for the server goes on past `at` (`run` stopping: the end of its
-// --grace); std::nullopt: none.
+// --grace), or past k_stop_allowance when it begins later, so that a live
+// server still takes what is written after it; std::nullopt: none.
 void set_wait_limit(std::optional<std::chrono::steady_clock::time_point> at);
 
 // A descriptor that becomes readable when the process is asked to stop

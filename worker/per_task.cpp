@@ -382,10 +382,10 @@ void Runner::on_signal(int sig) {
   if (asks == SignalAsks::stop) {
     m_stopping = true;
     // Whatever the network does: no wait for the server goes on past the
-    // handlers' grace (and a moment to write what they did); until then
-    // outcomes the server did not take are tried again.
+    // handlers' grace (storage/server_wait.hpp); until then outcomes the
+    // server did not take are tried again.
     m_write_until = Clock::now() + m_o.grace;
-    storage::set_wait_limit(*m_write_until + k_write_after_grace);
+    storage::set_wait_limit(m_write_until);
     if (!m_running.empty()) {
       std::fprintf(stderr,
                    "taskq: run: stopping; %zu running task(s) get %s to "

@@ -35,10 +35,6 @@ inline core::Millis answer_timeout_for(core::Millis lease_for) {
                     core::Millis{30 * 1000});
 }
 
-// What `run` has left to write its outcomes once its handlers' --grace is
-// over, before it gives up on a server that does not answer.
-inline constexpr core::Millis k_write_after_grace{500};
-
 // How long a task leased ahead of the handlers is held before it goes
 // back: TASKQ_LEASE_AHEAD_MS, this by default, at most k_max_lease_ahead.
 inline constexpr core::Millis k_default_lease_ahead{250};

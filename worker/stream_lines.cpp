@@ -429,7 +429,7 @@ void StreamRunner::begin_stop(bool signalled) {
   if (signalled) {
     // As in worker/per_task.cpp: no wait for the server past the grace.
     m_write_until = m_stop_kill_at;
-    storage::set_wait_limit(*m_stop_kill_at + k_write_after_grace);
+    storage::set_wait_limit(m_stop_kill_at);
   }
   int working = 0;
   for (const auto& h : m_handlers) {

@@ -50,16 +50,19 @@ Instant now() { return std::chrono::steady_clock::now(); }
 
 } // namespace
 
-Deadline::Deadline(std::optional<core::Millis> bound) : m_bound(bound) {
+Deadline::Deadline(std::optional<core::Millis> bound)
+    : m_bound(bound), m_start(now()) {
   if (bound) {
-    m_at = now() + *bound;
+    m_at = m_start + *bound;
   }
 }
 
 Instant Deadline::end() const {
   Instant at = m_at.value_or(Instant::max());
   if (g_limit) {
-    at = std::min(at, *g_limit);
+    // A wait begun at or past the limit still gets the allowance: a live
+    // server answers within it, a silent one is given up on.
+    at = std::min(at, std::max(*g_limit, m_start + k_stop_allowance));
   }
   if (m_cap) {
     at = std::min(at, *m_cap);

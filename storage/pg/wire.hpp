@@ -20,8 +20,9 @@ namespace taskq::storage::pg {
 using Instant = std::chrono::steady_clock::time_point;
 
 // One wait for the server: until `bound` from now (std::nullopt: no bound
-// of its own), and in any case until the process's wait limit, or
-// k_stop_allowance after it is asked to stop.
+// of its own), and in any case until the process's wait limit (a wait
+// begun near or past it gets k_stop_allowance), or k_stop_allowance after
+// the process is asked to stop.
 class Deadline {
 public:
   explicit Deadline(std::optional<core::Millis> bound);
@@ -42,6 +43,7 @@ public:
 
 private:
   std::optional<core::Millis> m_bound;
+  Instant m_start;
   std::optional<Instant> m_at;
   std::optional<Instant> m_cap; // k_stop_allowance after a stop was asked
 };
