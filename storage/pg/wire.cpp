@@ -214,6 +214,11 @@ PGconn* made(PGconn* c) {
 } // namespace
 
 PGconn* connect_within(const ConnectParams& params, Deadline& d) {
+  // Nothing could end the wait before libpq's connect_timeout does (a
+  // one-shot command, which a signal simply kills): no thread to pay for.
+  if (!d.bound() && g_interrupt_fd < 0 && !g_limit) {
+    return made(connect_now(params));
+  }
   auto pending = std::make_shared<Pending>();
   pending->efd = ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (pending->efd < 0) {

@@ -69,7 +69,9 @@ void add_keepalives(ConnectParams& params, core::Millis bound);
 // Connects with PQconnectdbParams (libpq's connect_timeout, per host of a
 // multi-host URL) in a thread of its own, and waits for it within `d`:
 // nullptr when `d` ends first (the thread finishes the connection and
-// closes it). The connection is made non-blocking.
+// closes it). Without a bound, a stop signal's descriptor or a wait limit
+// nothing could end it earlier: then it connects in this thread. The
+// connection is made non-blocking.
 PGconn* connect_within(const ConnectParams& params, Deadline& d);
 
 // Whether server process `pid` is still running a statement (not idle,
