@@ -334,12 +334,15 @@ PGAPPNAME=sil-events bg_run ev --db "$via" events --follow --since 2000-01-01T00
 ev=$bg
 PGAPPNAME=sil-lease bg_run ls --db "$via" lease q2 --wait 60s -o id
 ls=$bg
+PGAPPNAME=sil-progress bg_run pr --db "$via" progress v --interval 0.2s
+pr=$bg
 # listening APP: APP's connection waits for a NOTIFY (its last query).
 listening() { [[ $(psql_d s3 "SELECT count(*) FROM pg_stat_activity WHERE application_name = '$1' AND query = 'LISTEN taskq'") -ge 1 ]]; }
 check "wait listens" await 20000 listening sil-wait
 check "events --follow listens" await 20000 listening sil-events
 check "lease --wait listens" await 20000 listening sil-lease
 check "events --follow printed the add" await 10000 has ev.out '"message":"add"'
+check "progress printed a line" await 10000 has pr.out "0/1"
 signal_proxy USR1 proxy
 cut_at=$sent
 expect_exit 0 "$TASKQ" run v --until-empty
@@ -355,7 +358,11 @@ expect_eq "$rc" 0 "lease --wait's exit status"
 ((rc == 0)) || printf '     its stderr: %s\n' "$err" >&3
 expect_eq "$out" "$new" "the task lease --wait leased"
 by_cut 5000 "events --follow printed the completion" grep -q "\"task\":$id,.*\"to\":\"completed\"" ev.out
-for f in wt.err ls.err ev.err; do
+by_cut 5000 "progress saw the queue done" gone "$pr"
+bg_finish "$pr" pr
+expect_eq "$rc" 0 "progress's exit status"
+expect_contains "$out" "1/1" "progress's last line"
+for f in wt.err ls.err ev.err pr.err; do
   expect_contains "$(<$f)" "connected to the database again" "$f"
 done
 # Each event once, none left out (as pg_restart.sh checks across a
