@@ -25,6 +25,16 @@ inline constexpr core::Millis k_default_answer_timeout{30 * 1000};
 void set_answer_timeout(core::Millis bound);
 core::Millis answer_timeout();
 
+// Whether the server ends a transaction of this process left idle for
+// twice the bound (idle_in_transaction_session_timeout), for connections
+// made from now on: `run`, whose transactions never wait for anything but
+// the server, and whose server process, were it cut off mid-transaction,
+// would hold its tasks' row locks, and the queue, until the server's own
+// keepalives noticed (two hours by default). Not a one-shot command's: a
+// bulk add reads its input inside its transaction.
+void set_idle_transactions_ended(bool on);
+bool idle_transactions_ended();
+
 // No wait for the server goes on past `at` (`run` stopping: the end of its
 // --grace), or past k_stop_allowance when it begins later, so that a live
 // server still takes what is written after it; std::nullopt: none.

@@ -35,7 +35,9 @@ RunSummary Runner::run() {
       // signal's stop), and then they are said not recorded.
       const bool done = m_stopping || max_reached()
                         || (m_o.until_empty && !m_looks.look && !m_conn.down());
+      // Not once --reconnect-for is over: nothing is tried again then.
       const bool write_on = m_stopping && m_write_until
+                            && !m_summary.unreachable
                             && Clock::now() < *m_write_until;
       if (done && (m_unwritten.empty() || (m_stopping && !write_on))) {
         break;
@@ -330,7 +332,9 @@ void Runner::wait_and_handle() {
     wait.until(m_looks.wake_at);
     wait.feed_fallback();
   }
-  wait.until(m_conn.next_try());
+  if (!m_summary.unreachable) { // past --reconnect-for: no more tries
+    wait.until(m_conn.next_try());
+  }
   if (!m_unwritten.empty()) {
     wait.until(m_write_until);
   }
@@ -575,8 +579,11 @@ std::string handler_db_path(const std::string& db_path) {
 
 RunSummary run_worker(const RunOptions& o, Host& host) {
   storage::set_answer_timeout(answer_timeout_for(o.lease_for));
+  storage::set_idle_transactions_ended(true);
   per_task::Runner runner(o, host);
-  return runner.run();
+  RunSummary summary = runner.run();
+  storage::set_wait_limit(std::nullopt);
+  return summary;
 }
 
 } // namespace taskq::worker

@@ -19,8 +19,12 @@ RunSummary StreamRunner::run() {
     give_back_all();
     throw;
   }
+  if (!m_conn.down()) {
+    flush();
+  }
   if (m_conn.down()) {
-    // Stopping without the server: what waits is not recorded. A task
+    // Stopping without the server (or it went away as the last outcomes
+    // were written): what waits is not recorded. A task
     // given back that was never counted as leased (leased ahead, never
     // started) is not reported: its lease just expires.
     for (size_t i = 0; i < m_pending.size(); ++i) {
@@ -32,7 +36,6 @@ RunSummary StreamRunner::run() {
     m_pending.clear();
     return m_summary;
   }
-  flush();
   // What this run committed is on disk before it says it is done.
   m_store.wait_durable(m_store.commit_seq());
   return m_summary;
@@ -66,7 +69,7 @@ void StreamRunner::loop() {
       // again until the handlers' grace is over.
       if (m_stopping && none_running()
           && (m_pending.empty() || !m_conn.down() || !m_write_until
-              || Clock::now() >= *m_write_until)) {
+              || m_summary.unreachable || Clock::now() >= *m_write_until)) {
         return;
       }
       if (!m_pending.empty() && !m_conn.down() && flush_now()) {
@@ -578,8 +581,11 @@ namespace taskq::worker {
 
 RunSummary run_stream(const RunOptions& o, const StreamOptions& s, Host& host) {
   storage::set_answer_timeout(answer_timeout_for(o.lease_for));
+  storage::set_idle_transactions_ended(true);
   streaming::StreamRunner runner(o, s, host);
-  return runner.run();
+  RunSummary summary = runner.run();
+  storage::set_wait_limit(std::nullopt);
+  return summary;
 }
 
 } // namespace taskq::worker

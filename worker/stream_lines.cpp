@@ -422,6 +422,12 @@ void StreamRunner::on_signal(int sig) {
 
 void StreamRunner::begin_stop(bool signalled) {
   if (m_stopping) {
+    if (signalled && !m_write_until) {
+      // Already stopping (--until-empty, --max-tasks): the signal still
+      // bounds the waits for the server by the grace.
+      m_write_until = Clock::now() + m_o.grace;
+      storage::set_wait_limit(m_write_until);
+    }
     return;
   }
   m_stopping = true;

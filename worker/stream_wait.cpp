@@ -30,7 +30,9 @@ void StreamRunner::wait_and_handle() {
   if (!m_pending.empty() && !m_conn.down()) {
     wait.until(m_flush_at);
   }
-  wait.until(m_conn.next_try());
+  if (!m_summary.unreachable) { // past --reconnect-for: no more tries
+    wait.until(m_conn.next_try());
+  }
   wait.until(m_check_at);
   if (!idle()) {
     wait.until(m_next_heartbeat);

@@ -192,18 +192,22 @@ public:
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
       // The URL sets options of its own, which connect() leaves alone.
-      exec(pg::session_settings("SET ", "; ", m_schema, 2 * m_bound).c_str(),
+      exec(pg::session_settings("SET ", "; ", m_schema, idle_of(m_bound)).c_str(),
            "cannot configure the connection");
     }
   }
 
   // The answer bound (storage/server_wait.hpp): the URL's, else the
-  // process's; and the server's idle_in_transaction_session_timeout.
+  // process's; and the server's idle_in_transaction_session_timeout, where
+  // the process asks for one (run).
   static core::Millis bound_of(const pg::UrlParts& parts) {
     return parts.answer_timeout.value_or(answer_timeout());
   }
+  static core::Millis idle_of(core::Millis bound) {
+    return idle_transactions_ended() ? 2 * bound : core::Millis{0};
+  }
   static core::Millis idle_of(const pg::UrlParts& parts) {
-    return 2 * bound_of(parts);
+    return idle_of(bound_of(parts));
   }
 
   // Connects with the session settings sent in the startup packet (no round
@@ -216,7 +220,7 @@ public:
                                      const std::string& schema, bool pooled,
                                      core::Millis bound) {
     const std::string options =
-        pg::session_settings("-c ", " ", schema, 2 * bound);
+        pg::session_settings("-c ", " ", schema, idle_of(bound));
     const bool own = url.find("options=") != std::string::npos;
     return libpq::connect_params(
         url, own || pooled ? nullptr : options.c_str(), bound);
@@ -234,11 +238,20 @@ public:
     std::vector<Result> results;
     pg::Deadline d(m_bound.count() > 0 ? std::optional(m_bound) : std::nullopt);
     while (!pg::await_results(m_conn.get(), d, results)) {
-      if (!d.stopping() && !m_pooled) {
+      // A signal to stop that came during a slow statement on a live
+      // network leaves it to finish (a lease's COMMIT cut short would hold
+      // its task for --for): asked as at the bound, within the stop's
+      // allowance.
+      const bool ask = !m_pooled && (!d.stopping() || d.stopped_by_signal());
+      if (ask) {
         pg::Deadline probe(std::max(m_bound / 2, core::Millis{1000}));
         if (pg::still_working(m_params, pq().PQbackendPID(m_conn.get()),
                               probe)) {
-          d.extend(m_bound);
+          if (d.stopped_by_signal()) {
+            d.forgive_signal();
+          } else {
+            d.extend(m_bound);
+          }
           continue;
         }
       }
@@ -454,7 +467,8 @@ public:
   // statements prepared on the old one are prepared again. Throws
   // ConnectionLost while the server cannot be reached.
   void reconnect() {
-    std::unique_ptr<PGconn, Finish> fresh(libpq::connect(m_params, m_url));
+    std::unique_ptr<PGconn, Finish> fresh(
+        libpq::connect(m_params, m_url, m_bound));
     if (!fresh) {
       throw ConnectionLost("cannot connect to database " + path()
                            + ": out of memory");
@@ -474,7 +488,7 @@ public:
     }
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
-      exec(pg::session_settings("SET ", "; ", m_schema, 2 * m_bound).c_str(),
+      exec(pg::session_settings("SET ", "; ", m_schema, idle_of(m_bound)).c_str(),
            "cannot configure the connection");
     }
   }

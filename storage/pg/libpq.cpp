@@ -210,12 +210,17 @@ ConnectParams connect_params(const std::string& url, const char* options,
   return p;
 }
 
-PGconn* connect(const ConnectParams& params, const std::string& url) {
-  pg::Deadline d(std::nullopt); // libpq's connect_timeout bounds it
+PGconn* connect(const ConnectParams& params, const std::string& url,
+                core::Millis bound) {
+  pg::Deadline d(bound.count() > 0 ? std::optional(bound) : std::nullopt);
   PGconn* c = pg::connect_within(params, d);
   if (c == nullptr && d.passed()) {
-    throw ConnectionLost("cannot connect to database " + redact_url(url)
-                         + ": stopped waiting for the server (stopping)");
+    throw ConnectionLost(
+        "cannot connect to database " + redact_url(url) + ": "
+        + (d.stopping() ? std::string("stopped waiting for the server "
+                                      "(stopping)")
+                        : "no answer from the server in "
+                              + core::format_duration(bound)));
   }
   return c;
 }
@@ -272,8 +277,9 @@ namespace {
 // unavailable when it cannot.
 PGconn* listen_on(const std::string& url, const std::string& host,
                   const std::string& port, core::Millis bound) {
-  PGconn* c =
-      libpq::connect(libpq::connect_params(url, nullptr, bound, host, port), url);
+  // Bounded as an answer is: a worker's loop waits for it.
+  PGconn* c = libpq::connect(
+      libpq::connect_params(url, nullptr, bound, host, port), url, bound);
   const auto fail = [&](const std::string& what) {
     const std::string at = host.empty() && port.empty()
                                ? std::string()
@@ -343,18 +349,23 @@ bool PgListener::drain() {
     k.broke(now); // the server went away: listen again later (see Conn)
     return true;
   }
+  // The ping's answer first: reading it parses what follows it (a
+  // notification) into libpq's queue, taken just after. PQgetResult is
+  // asked only when it will not wait (PQisBusy).
+  while (k.ping_sent && pq().PQisBusy(c) == 0) {
+    PGresult* r = pq().PQgetResult(c);
+    if (r == nullptr) {
+      k.ping_sent.reset();
+      k.heard = now;
+      break;
+    }
+    pq().PQclear(r);
+  }
   bool got = false;
   while (PGnotify* n = pq().PQnotifies(c)) {
     got = got || n->be_pid != m_own_pid;
     k.heard = now;
     pq().PQfreemem(n);
-  }
-  if (k.ping_sent && pq().PQisBusy(c) == 0) {
-    while (PGresult* r = pq().PQgetResult(c)) {
-      pq().PQclear(r);
-    }
-    k.ping_sent.reset();
-    k.heard = now;
   }
   if (k.bound.count() <= 0) {
     return got;

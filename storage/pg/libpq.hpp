@@ -104,10 +104,12 @@ ConnectParams connect_params(const std::string& url, const char* options,
                              const std::string& port = {});
 
 // Connects with `params`: waits for libpq's connect_timeout (per host),
-// but no longer than the process's wait limit or a signal to stop allow
+// but no longer than `bound` (where a stop is watched: pg::connect_within),
+// the process's wait limit or a signal to stop allow
 // (storage/server_wait.hpp), then throws ConnectionLost naming `url`.
 // Never null but out of memory; the connection is non-blocking.
-PGconn* connect(const ConnectParams& params, const std::string& url);
+PGconn* connect(const ConnectParams& params, const std::string& url,
+                core::Millis bound = core::Millis{0});
 
 // A notice processor that drops notices (taskq prints its own messages).
 void no_notices(void*, const char*);

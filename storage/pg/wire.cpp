@@ -27,10 +27,13 @@ namespace {
 core::Millis g_answer_timeout = k_default_answer_timeout;
 std::optional<std::chrono::steady_clock::time_point> g_limit;
 int g_interrupt_fd = -1;
+bool g_idle_ended = false;
 
 } // namespace
 
 void set_answer_timeout(core::Millis bound) { g_answer_timeout = bound; }
+void set_idle_transactions_ended(bool on) { g_idle_ended = on; }
+bool idle_transactions_ended() { return g_idle_ended; }
 core::Millis answer_timeout() { return g_answer_timeout; }
 void set_wait_limit(std::optional<std::chrono::steady_clock::time_point> at) {
   g_limit = at;
@@ -47,6 +50,9 @@ using libpq::Result;
 namespace {
 
 Instant now() { return std::chrono::steady_clock::now(); }
+
+// See await_results.
+constexpr int k_read_slice_ms = 100;
 
 } // namespace
 
@@ -78,22 +84,29 @@ bool Deadline::stopping() const {
   return m_cap.has_value() || (g_limit && now() >= *g_limit);
 }
 
-bool Deadline::wait(int fd, short events) {
+bool Deadline::wait(int fd, short events, int slice_ms) {
+  const Instant slice_end = slice_ms < 0
+                                ? Instant::max()
+                                : now() + std::chrono::milliseconds(slice_ms);
   while (true) {
     const Instant at = end();
     const Instant t = now();
     if (t >= at) {
       return false;
     }
+    if (t >= slice_end) {
+      return true;
+    }
+    const Instant until = std::min(at, slice_end);
     int timeout = -1;
-    if (at != Instant::max()) {
-      const auto left = std::chrono::ceil<std::chrono::milliseconds>(at - t);
+    if (until != Instant::max()) {
+      const auto left = std::chrono::ceil<std::chrono::milliseconds>(until - t);
       timeout = static_cast<int>(std::min<int64_t>(left.count(), 1 << 30));
     }
     // The stop's descriptor is watched until it is first seen readable
     // (its owner reads it once the wait is over).
     pollfd fds[2] = {{fd, events, 0}, {g_interrupt_fd, POLLIN, 0}};
-    const nfds_t n = g_interrupt_fd >= 0 && !m_cap ? 2 : 1;
+    const nfds_t n = g_interrupt_fd >= 0 && !m_cap && !m_forgiven ? 2 : 1;
     const int rc = ::poll(fds, n, timeout);
     if (rc < 0 && errno != EINTR) {
       return true; // let libpq meet the error itself
@@ -105,13 +118,6 @@ bool Deadline::wait(int fd, short events) {
       return true;
     }
   }
-}
-
-void Deadline::wait_until(int fd, Instant until) {
-  const std::optional<Instant> at = m_at;
-  m_at = m_at ? std::min(*m_at, until) : until;
-  wait(fd, POLLIN);
-  m_at = at;
 }
 
 bool await_results(PGconn* conn, Deadline& d, std::vector<Result>& results) {
@@ -128,8 +134,11 @@ bool await_results(PGconn* conn, Deadline& d, std::vector<Result>& results) {
         break; // broken: the results say so
       }
     }
+    // Read in slices: bytes that TLS (or GSS) decrypted and holds may
+    // complete a message while the socket stays quiet, and only reading
+    // again finds them (libpq's own wait asks the TLS layer first).
     while (flushed == 0 && pq().PQisBusy(conn) == 1) {
-      if (!d.wait(sock, POLLIN)) {
+      if (!d.wait(sock, POLLIN, k_read_slice_ms)) {
         return false;
       }
       if (pq().PQconsumeInput(conn) == 0) {
@@ -213,10 +222,28 @@ PGconn* made(PGconn* c) {
 
 } // namespace
 
+// Restores the signal mask it replaced, however the scope ends.
+class AllSignalsBlocked {
+public:
+  AllSignalsBlocked() {
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &m_old);
+  }
+  ~AllSignalsBlocked() { pthread_sigmask(SIG_SETMASK, &m_old, nullptr); }
+  AllSignalsBlocked(const AllSignalsBlocked&) = delete;
+  AllSignalsBlocked& operator=(const AllSignalsBlocked&) = delete;
+
+private:
+  sigset_t m_old{};
+};
+
 PGconn* connect_within(const ConnectParams& params, Deadline& d) {
-  // Nothing could end the wait before libpq's connect_timeout does (a
-  // one-shot command, which a signal simply kills): no thread to pay for.
-  if (!d.bound() && g_interrupt_fd < 0 && !g_limit) {
+  pq(); // loaded here, where its failure is an error, never in the thread
+  // Nothing watches for a stop (a one-shot command, which a signal simply
+  // kills): libpq's connect_timeout alone bounds it, and no thread is paid
+  // for.
+  if (g_interrupt_fd < 0 && !g_limit) {
     return made(connect_now(params));
   }
   auto pending = std::make_shared<Pending>();
@@ -224,15 +251,17 @@ PGconn* connect_within(const ConnectParams& params, Deadline& d) {
   if (pending->efd < 0) {
     return made(connect_now(params));
   }
-  // The thread takes no signal: the process's handlers and signalfd stay
-  // with the thread that waits.
-  sigset_t all;
-  sigset_t old;
-  sigfillset(&all);
-  pthread_sigmask(SIG_SETMASK, &all, &old);
   try {
+    // The thread takes no signal: the process's handlers and signalfd stay
+    // with the thread that waits.
+    const AllSignalsBlocked blocked;
     std::thread([pending, params] {
-      PGconn* c = connect_now(params);
+      PGconn* c = nullptr;
+      try {
+        c = connect_now(params);
+      } catch (...) {
+        c = nullptr; // out of memory: the caller sees none
+      }
       {
         const std::lock_guard<std::mutex> lock(pending->m);
         if (!pending->abandoned) {
@@ -249,10 +278,8 @@ PGconn* connect_within(const ConnectParams& params, Deadline& d) {
           ::write(pending->efd, &one, sizeof one);
     }).detach();
   } catch (const std::system_error&) {
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
     return made(connect_now(params));
   }
-  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   while (true) {
     const bool ready = d.wait(pending->efd, POLLIN);
     const std::lock_guard<std::mutex> lock(pending->m);

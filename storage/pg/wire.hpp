@@ -27,17 +27,24 @@ class Deadline {
 public:
   explicit Deadline(std::optional<core::Millis> bound);
 
-  // Waits until `fd` is ready for `events` (POLLIN, POLLOUT); false when
-  // the time is up first.
-  bool wait(int fd, short events);
-  // Waits until `fd` is readable or `until` (also bounded as above).
-  void wait_until(int fd, Instant until);
+  // Waits until `fd` is ready for `events` (POLLIN, POLLOUT), or `slice_ms`
+  // passed (-1: no slice); false when the time is up first.
+  bool wait(int fd, short events, int slice_ms = -1);
   bool passed() const;
   // The server is still at work: wait `more` from now.
   void extend(core::Millis more);
   // Ended, or to end, by a signal to stop or the wait limit rather than
-  // by the bound: asking whether the server is still at work is no use.
+  // by the bound.
   bool stopping() const;
+  // Ended by a signal to stop (not the wait limit): the caller asked the
+  // server, which is still at work on its statement, so the wait goes on
+  // to its bound, the signal no longer watched (its owner acts on it once
+  // the answer is in).
+  bool stopped_by_signal() const { return m_cap.has_value(); }
+  void forgive_signal() {
+    m_cap.reset();
+    m_forgiven = true;
+  }
   std::optional<core::Millis> bound() const { return m_bound; }
   Instant end() const;
 
@@ -46,6 +53,7 @@ private:
   Instant m_start;
   std::optional<Instant> m_at;
   std::optional<Instant> m_cap; // k_stop_allowance after a stop was asked
+  bool m_forgiven = false;      // see forgive_signal()
 };
 
 // The answers to what was sent on `conn`, a non-blocking connection:
@@ -69,9 +77,9 @@ void add_keepalives(ConnectParams& params, core::Millis bound);
 // Connects with PQconnectdbParams (libpq's connect_timeout, per host of a
 // multi-host URL) in a thread of its own, and waits for it within `d`:
 // nullptr when `d` ends first (the thread finishes the connection and
-// closes it). Without a bound, a stop signal's descriptor or a wait limit
-// nothing could end it earlier: then it connects in this thread. The
-// connection is made non-blocking.
+// closes it). Where nothing watches for a stop (no stop descriptor, no
+// wait limit: a one-shot command) it connects in this thread, bounded by
+// connect_timeout alone. The connection is made non-blocking.
 PGconn* connect_within(const ConnectParams& params, Deadline& d);
 
 // Whether server process `pid` is still running a statement (not idle,
