@@ -278,6 +278,19 @@ TaskDetail TaskStore::show(int64_t id) {
   return out;
 }
 
+std::optional<core::Event> TaskStore::last_event_by(int64_t id,
+                                                   const std::string& actor) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  Statement st(*m_db, join(join("SELECT ", k_event_columns),
+                           " FROM events WHERE task_id = ?1 AND actor = ?2 "
+                           "ORDER BY id DESC LIMIT 1"));
+  st.bind(1, id).bind(2, actor);
+  if (!st.step()) {
+    return std::nullopt;
+  }
+  return read_event(st);
+}
+
 std::vector<Task> TaskStore::list(const Selector& sel, Time now) {
   Transaction tx(*m_db, Transaction::Kind::read);
   std::vector<Task> tasks = select_tasks(*m_db, sel, now, true);

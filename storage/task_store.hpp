@@ -334,6 +334,11 @@ public:
 
   // --- read_store.cpp: reading tasks, and the event stream ---
   std::optional<core::Task> find(int64_t id);
+  // The last event of task `id` whose actor is `actor` (a worker's name):
+  // how a worker tells an outcome it wrote twice, the first time with the
+  // answer lost with its connection, from one it never wrote
+  // (worker::recorded_before).
+  std::optional<core::Event> last_event_by(int64_t id, const std::string& actor);
   TaskDetail show(int64_t id); // not_found when missing
   std::vector<core::Task> list(const Selector& sel, core::Time now);
 

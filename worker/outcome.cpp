@@ -1,6 +1,8 @@
 #include "worker/outcome.hpp"
 
+#include "core/error.hpp"
 #include "core/json_text.hpp"
+#include "core/state.hpp"
 #include "core/text.hpp"
 
 #include <nlohmann/json.hpp>
@@ -133,6 +135,27 @@ std::string tally_words(Tally t, const core::Task& after,
          + (!reason || after.reason.empty() || after.reason == error
                 ? ""
                 : "; " + after.reason);
+}
+
+std::optional<core::Task> recorded_before(storage::TaskStore& store,
+                                          const storage::Outcome& o,
+                                          const std::string& worker) {
+  // The events a worker's outcomes log (storage/worker_store.cpp).
+  core::Message message = core::Message::complete;
+  if (o.kind == storage::Outcome::Kind::fail) {
+    message = core::Message::error;
+  } else if (o.kind == storage::Outcome::Kind::release) {
+    message = core::Message::release;
+  }
+  try {
+    const auto e = store.last_event_by(o.id, worker);
+    if (!e || e->message != core::to_string(message)) {
+      return std::nullopt;
+    }
+    return store.find(o.id);
+  } catch (const Error&) {
+    return std::nullopt; // a loss is heard by the engine's loop
+  }
 }
 
 void not_recorded(RunSummary& s, int64_t id, const std::string& why) {

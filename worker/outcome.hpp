@@ -95,6 +95,17 @@ std::string tally_words(Tally t, const core::Task& after,
                         const std::string& error, const std::string& took,
                         bool reason);
 
+// An outcome refused by its lease token that this worker had written
+// already: the first write's COMMIT reached the server and its answer was
+// lost with the connection, so the outcome was kept and written again
+// (doc/postgresql.md, "A write in flight"). The task then holds it: this
+// worker's last event on it is the outcome's. Returns the task as it is
+// now, to count the outcome by; nothing when it was not written, or when
+// the read fails too (never throws: the outcomes around it did commit).
+std::optional<core::Task> recorded_before(storage::TaskStore& store,
+                                          const storage::Outcome& o,
+                                          const std::string& worker);
+
 // An outcome that was not written (`why`: its lease was lost, the task
 // deleted, the database locked): counted revoked in `s`, and said.
 void not_recorded(RunSummary& s, int64_t id, const std::string& why);

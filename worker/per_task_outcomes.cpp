@@ -216,16 +216,18 @@ std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
         m_store, lease, now,
         [&](const storage::Outcome& o, const storage::OutcomeResult& r) {
           const Pending& p = *in_batch[i++];
-          if (!r.task) {
+          const std::optional<core::Task> after =
+              r.task ? r.task : recorded_before(m_store, o, m_worker);
+          if (!after) {
             // The lease went between the last check and now, or the task
             // was deleted: the task is another holder's, or will be once
             // the lease expires.
             not_recorded(p, r.lost);
             return;
           }
-          const Tally t = tally(m_summary, o.kind, *r.task);
+          const Tally t = tally(m_summary, o.kind, *after);
           if (m_o.verbose) {
-            say(p.task->id, tally_words(t, *r.task, p.outcome.error,
+            say(p.task->id, tally_words(t, *after, p.outcome.error,
                                         " (after " + took(p) + ")", true));
           }
         });
@@ -442,14 +444,18 @@ void Runner::write_unwritten() {
         m_store, std::nullopt, m_host.live_now(),
         [&](const storage::Outcome& o, const storage::OutcomeResult& r) {
           const Unwritten& u = m_unwritten[i++];
-          if (!r.task) {
+          // Refused by its token: perhaps written already, its COMMIT's
+          // answer lost with the connection (recorded_before).
+          const std::optional<core::Task> after =
+              r.task ? r.task : recorded_before(m_store, o, m_worker);
+          if (!after) {
             worker::not_recorded(m_summary, u.task.id, r.lost);
             return;
           }
-          const Tally t = tally(m_summary, o.kind, *r.task);
+          const Tally t = tally(m_summary, o.kind, *after);
           if (m_o.verbose) {
             say(u.task.id,
-                tally_words(t, *r.task, u.error,
+                tally_words(t, *after, u.error,
                             " (after "
                                 + core::format_duration(
                                     std::chrono::duration_cast<core::Millis>(

@@ -254,13 +254,18 @@ void StreamRunner::write_batch(bool lease) {
 
 void StreamRunner::counted(const storage::Outcome& o,
                            const storage::OutcomeResult& r) {
-  if (!r.task) {
+  std::optional<core::Task> after = r.task;
+  if (!after) {
+    // Written already, the answer lost with the connection?
+    after = recorded_before(m_store, o, m_worker);
+  }
+  if (!after) {
     not_recorded(m_summary, o.id, r.lost);
     return;
   }
-  const Tally t = tally(m_summary, o.kind, *r.task);
+  const Tally t = tally(m_summary, o.kind, *after);
   if (m_o.verbose) {
-    say_task(o.id, tally_words(t, *r.task, o.fail.error, "", false));
+    say_task(o.id, tally_words(t, *after, o.fail.error, "", false));
   }
 }
 

@@ -125,6 +125,50 @@ TEST_CASE("group commit: a lost lease refuses its outcome alone") {
   CHECK(batch.outcomes[1].task->state == TaskState::completed);
 }
 
+TEST_CASE("an outcome written again after its first write committed is "
+          "told recorded, one never written is not") {
+  // The first write's COMMIT reached the server, its answer was lost with
+  // the connection: the same outcome written again is refused by its
+  // token, and the task's last event of this worker's is the outcome's.
+  for (const auto kind :
+       {storage::Outcome::Kind::complete, storage::Outcome::Kind::fail,
+        storage::Outcome::Kind::release}) {
+    OneLeased one;
+    const auto o = outcome(kind, one.task);
+    const auto first = one.store.apply_outcomes({o}, std::nullopt, t0 + 1s);
+    REQUIRE(first.outcomes.at(0).task.has_value());
+    const auto again = one.store.apply_outcomes({o}, std::nullopt, t0 + 2s);
+    REQUIRE_FALSE(again.outcomes.at(0).task.has_value());
+    const auto after = worker::recorded_before(one.store, o, k_worker);
+    REQUIRE(after.has_value());
+    CHECK(after->state == first.outcomes[0].task->state);
+    // Another worker's name finds nothing of its own.
+    CHECK_FALSE(worker::recorded_before(one.store, o, "w2").has_value());
+  }
+  // A lease an operator took (kill): this worker's last event is its lease,
+  // its outcome was never written.
+  OneLeased killed;
+  send_one(killed.store, killed.task.id, core::Message::kill, t0 + 1s);
+  const auto o = outcome(storage::Outcome::Kind::complete, killed.task);
+  const auto refused = killed.store.apply_outcomes({o}, std::nullopt, t0 + 2s);
+  REQUIRE_FALSE(refused.outcomes.at(0).task.has_value());
+  CHECK_FALSE(worker::recorded_before(killed.store, o, k_worker).has_value());
+  // A lease that lapsed and went to another worker, which completed it.
+  OneLeased lapsed(10s);
+  const auto other = lease_one(lapsed.store, "q", t0 + 20s, 5min, "w2");
+  REQUIRE(other);
+  const auto theirs = lapsed.store.apply_outcomes(
+      {outcome(storage::Outcome::Kind::complete, *other)}, std::nullopt,
+      t0 + 21s);
+  REQUIRE(theirs.outcomes.at(0).task.has_value());
+  const auto mine = outcome(storage::Outcome::Kind::complete, lapsed.task);
+  CHECK_FALSE(lapsed.store.apply_outcomes({mine}, std::nullopt, t0 + 22s)
+                  .outcomes.at(0)
+                  .task.has_value());
+  CHECK_FALSE(worker::recorded_before(lapsed.store, mine, k_worker));
+  CHECK(worker::recorded_before(lapsed.store, mine, "w2").has_value());
+}
+
 TEST_CASE("group commit: a task leased is on disk before a handler sees it"
           * sqlite_only()) {
   TempDb db;
