@@ -237,6 +237,7 @@ public:
   std::vector<Result> answers() {
     std::vector<Result> results;
     pg::Deadline d(m_bound.count() > 0 ? std::optional(m_bound) : std::nullopt);
+    bool unanswered = false; // the last question went unanswered
     while (!pg::await_results(m_conn.get(), d, results)) {
       // A signal to stop that came during a slow statement on a live
       // network leaves it to finish (a lease's COMMIT cut short would hold
@@ -244,9 +245,16 @@ public:
       // allowance.
       const bool ask = !m_pooled && (!d.stopping() || d.stopped_by_signal());
       if (ask) {
-        pg::Deadline probe(std::max(m_bound / 2, core::Millis{1000}));
-        if (pg::still_working(m_params, pq().PQbackendPID(m_conn.get()),
-                              probe)) {
+        pg::Deadline probe(std::max(m_bound, core::Millis{2000}));
+        const pg::Working w = pg::still_working(
+            m_params, pq().PQbackendPID(m_conn.get()), probe);
+        // A server too loaded to answer the question soon is given one
+        // more bound before the connection counts as lost: a fleet that
+        // gave up on a slow server would reconnect to it all at once.
+        const bool again = w == pg::Working::unknown && !unanswered
+                           && !d.stopped_by_signal();
+        unanswered = w == pg::Working::unknown;
+        if (w == pg::Working::yes || again) {
           if (d.stopped_by_signal()) {
             d.forgive_signal();
           } else {
@@ -467,8 +475,11 @@ public:
   // statements prepared on the old one are prepared again. Throws
   // ConnectionLost while the server cannot be reached.
   void reconnect() {
-    std::unique_ptr<PGconn, Finish> fresh(
-        libpq::connect(m_params, m_url, m_bound));
+    // connect_timeout bounds it, not the answer bound: a server loaded by
+    // a fleet reconnecting at once (after a restart) may take seconds to
+    // accept, and a connection given up on is one more it made for
+    // nothing.
+    std::unique_ptr<PGconn, Finish> fresh(libpq::connect(m_params, m_url));
     if (!fresh) {
       throw ConnectionLost("cannot connect to database " + path()
                            + ": out of memory");

@@ -277,9 +277,8 @@ namespace {
 // unavailable when it cannot.
 PGconn* listen_on(const std::string& url, const std::string& host,
                   const std::string& port, core::Millis bound) {
-  // Bounded as an answer is: a worker's loop waits for it.
   PGconn* c = libpq::connect(
-      libpq::connect_params(url, nullptr, bound, host, port), url, bound);
+      libpq::connect_params(url, nullptr, bound, host, port), url);
   const auto fail = [&](const std::string& what) {
     const std::string at = host.empty() && port.empty()
                                ? std::string()

@@ -293,16 +293,16 @@ PGconn* connect_within(const ConnectParams& params, Deadline& d) {
   }
 }
 
-bool still_working(const ConnectParams& params, int pid, Deadline& d) {
+Working still_working(const ConnectParams& params, int pid, Deadline& d) {
   if (pid <= 0) {
-    return false;
+    return Working::no;
   }
   struct Finish {
     void operator()(PGconn* c) const { pq().PQfinish(c); }
   };
   const std::unique_ptr<PGconn, Finish> c(connect_within(params, d));
   if (!c || pq().PQstatus(c.get()) != CONNECTION_OK) {
-    return false;
+    return Working::unknown;
   }
   // Active, and not blocked writing its answer to a client that does not
   // read it (wait_event_type Client, ClientWrite).
@@ -311,9 +311,13 @@ bool still_working(const ConnectParams& params, int pid, Deadline& d) {
       "FROM pg_stat_activity WHERE pid = "
       + std::to_string(pid);
   const Result r = exec_within(c.get(), sql.c_str(), d);
-  return r && pq().PQresultStatus(r.get()) == PGRES_TUPLES_OK
-         && pq().PQntuples(r.get()) == 1
-         && std::string_view(pq().PQgetvalue(r.get(), 0, 0)) == "t";
+  if (!r || pq().PQresultStatus(r.get()) != PGRES_TUPLES_OK) {
+    return Working::unknown;
+  }
+  return pq().PQntuples(r.get()) == 1
+                 && std::string_view(pq().PQgetvalue(r.get(), 0, 0)) == "t"
+             ? Working::yes
+             : Working::no;
 }
 
 } // namespace taskq::storage::pg

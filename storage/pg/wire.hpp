@@ -85,7 +85,9 @@ PGconn* connect_within(const ConnectParams& params, Deadline& d);
 // Whether server process `pid` is still running a statement (not idle,
 // not blocked writing its answer to us), asked on a fresh connection made
 // with `params` within `d`: how a slow statement is told from a silent
-// network. False when it cannot tell.
-bool still_working(const ConnectParams& params, int pid, Deadline& d);
+// network. Unknown when the question could not be asked or went
+// unanswered within `d`.
+enum class Working { yes, no, unknown };
+Working still_working(const ConnectParams& params, int pid, Deadline& d);
 
 } // namespace taskq::storage::pg
