@@ -279,7 +279,7 @@ TaskDetail TaskStore::show(int64_t id) {
 }
 
 std::optional<core::Event> TaskStore::last_event_by(int64_t id,
-                                                   const std::string& actor) {
+                                                    const std::string& actor) {
   Transaction tx(*m_db, Transaction::Kind::read);
   Statement st(*m_db, join(join("SELECT ", k_event_columns),
                            " FROM events WHERE task_id = ?1 AND actor = ?2 "

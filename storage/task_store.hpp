@@ -338,7 +338,8 @@ public:
   // how a worker tells an outcome it wrote twice, the first time with the
   // answer lost with its connection, from one it never wrote
   // (worker::recorded_before).
-  std::optional<core::Event> last_event_by(int64_t id, const std::string& actor);
+  std::optional<core::Event> last_event_by(int64_t id,
+                                           const std::string& actor);
   TaskDetail show(int64_t id); // not_found when missing
   std::vector<core::Task> list(const Selector& sel, core::Time now);
 

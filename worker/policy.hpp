@@ -31,8 +31,7 @@ inline core::Millis heartbeat_every(core::Millis lease_for) {
 // made, before the lease lapses; at least a second, at most the one-shot
 // commands' bound.
 inline core::Millis answer_timeout_for(core::Millis lease_for) {
-  return std::clamp(lease_for / 3, core::Millis{1000},
-                    core::Millis{30 * 1000});
+  return std::clamp(lease_for / 3, core::Millis{1000}, core::Millis{30 * 1000});
 }
 
 // How long a task leased ahead of the handlers is held before it goes

@@ -162,12 +162,15 @@ public:
       : Db(Backend::postgresql, redact_url(url)), m_url(std::move(parts.url)),
         m_schema(std::move(parts.schema)), m_pooled(parts.pooled),
         m_listen(std::move(parts.listen)),
-        m_begin_write(with_schema(k_begin_write, m_schema,
-                                  pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
-        m_begin_read(with_schema(k_begin_read, m_schema,
-                                 pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
-        m_begin_alone(with_schema("BEGIN", m_schema,
-                                  pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
+        m_begin_write(with_schema(
+            k_begin_write, m_schema,
+            pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
+        m_begin_read(with_schema(
+            k_begin_read, m_schema,
+            pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
+        m_begin_alone(with_schema(
+            "BEGIN", m_schema,
+            pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
         m_bound(bound_of(parts)),
         m_params(params(m_url, m_schema, m_pooled, m_bound)),
         m_conn(libpq::connect(m_params, m_url)) {
@@ -192,7 +195,8 @@ public:
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
       // The URL sets options of its own, which connect() leaves alone.
-      exec(pg::session_settings("SET ", "; ", m_schema, idle_of(m_bound)).c_str(),
+      exec(pg::session_settings("SET ", "; ", m_schema, idle_of(m_bound))
+               .c_str(),
            "cannot configure the connection");
     }
   }
@@ -222,8 +226,8 @@ public:
     const std::string options =
         pg::session_settings("-c ", " ", schema, idle_of(bound));
     const bool own = url.find("options=") != std::string::npos;
-    return libpq::connect_params(
-        url, own || pooled ? nullptr : options.c_str(), bound);
+    return libpq::connect_params(url, own || pooled ? nullptr : options.c_str(),
+                                 bound);
   }
 
   // --- every wait for the server bounded (storage/pg/wire.hpp) ---
@@ -246,13 +250,13 @@ public:
       const bool ask = !m_pooled && (!d.stopping() || d.stopped_by_signal());
       if (ask) {
         pg::Deadline probe(std::max(m_bound, core::Millis{2000}));
-        const pg::Working w = pg::still_working(
-            m_params, pq().PQbackendPID(m_conn.get()), probe);
+        const pg::Working w =
+            pg::still_working(m_params, pq().PQbackendPID(m_conn.get()), probe);
         // A server too loaded to answer the question soon is given one
         // more bound before the connection counts as lost: a fleet that
         // gave up on a slow server would reconnect to it all at once.
-        const bool again = w == pg::Working::unknown && !unanswered
-                           && !d.stopped_by_signal();
+        const bool again =
+            w == pg::Working::unknown && !unanswered && !d.stopped_by_signal();
         unanswered = w == pg::Working::unknown;
         if (w == pg::Working::yes || again) {
           if (d.stopped_by_signal()) {
@@ -424,8 +428,8 @@ public:
       check(one(answers()).release(), context);
       p.name = std::move(name);
     }
-    if (pq().PQsendQueryPrepared(m_conn.get(), p.name.c_str(), n,
-                                 values.data(), nullptr, nullptr, 0)
+    if (pq().PQsendQueryPrepared(m_conn.get(), p.name.c_str(), n, values.data(),
+                                 nullptr, nullptr, 0)
         == 0) {
       fail(nullptr, context);
     }
@@ -499,7 +503,8 @@ public:
     }
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
-      exec(pg::session_settings("SET ", "; ", m_schema, idle_of(m_bound)).c_str(),
+      exec(pg::session_settings("SET ", "; ", m_schema, idle_of(m_bound))
+               .c_str(),
            "cannot configure the connection");
     }
   }
@@ -676,13 +681,13 @@ private:
   struct Finish {
     void operator()(PGconn* c) const { pq().PQfinish(c); }
   };
-  std::string m_url;         // as libpq reads it, with its password
-  std::string m_schema;      // taskq's tables: the URL's schema=
-  bool m_pooled = false;     // the URL's pool=transaction
-  std::string m_listen;      // the URL's listen=
-  std::string m_begin_write; // k_begin_write, in m_schema
-  std::string m_begin_read;  // k_begin_read, in m_schema
-  std::string m_begin_alone; // a BEGIN for one statement (alone())
+  std::string m_url;             // as libpq reads it, with its password
+  std::string m_schema;          // taskq's tables: the URL's schema=
+  bool m_pooled = false;         // the URL's pool=transaction
+  std::string m_listen;          // the URL's listen=
+  std::string m_begin_write;     // k_begin_write, in m_schema
+  std::string m_begin_read;      // k_begin_read, in m_schema
+  std::string m_begin_alone;     // a BEGIN for one statement (alone())
   core::Millis m_bound;          // for each answer (0: none)
   libpq::ConnectParams m_params; // a connection's, made again with them
   std::unique_ptr<PGconn, Finish> m_conn;
@@ -698,9 +703,9 @@ private:
   bool m_changed = false;     // since begin(): a statement changed rows
   bool m_wake_later = false;  // since begin(): see Db::wake_later()
   bool m_wake_soon = false;
-  pg::WriteBehind m_behind;    // events rows and wake-ups: see defer_event()
-  mutable bool m_lost = false; // the connection broke: see reconnect()
-  mutable uint64_t m_losses = 0;  // see lose()
+  pg::WriteBehind m_behind;      // events rows and wake-ups: see defer_event()
+  mutable bool m_lost = false;   // the connection broke: see reconnect()
+  mutable uint64_t m_losses = 0; // see lose()
   mutable std::string m_last_loss;
 };
 

@@ -215,12 +215,12 @@ PGconn* connect(const ConnectParams& params, const std::string& url,
   pg::Deadline d(bound.count() > 0 ? std::optional(bound) : std::nullopt);
   PGconn* c = pg::connect_within(params, d);
   if (c == nullptr && d.passed()) {
-    throw ConnectionLost(
-        "cannot connect to database " + redact_url(url) + ": "
-        + (d.stopping() ? std::string("stopped waiting for the server "
-                                      "(stopping)")
-                        : "no answer from the server in "
-                              + core::format_duration(bound)));
+    throw ConnectionLost("cannot connect to database " + redact_url(url) + ": "
+                         + (d.stopping()
+                                ? std::string("stopped waiting for the server "
+                                              "(stopping)")
+                                : "no answer from the server in "
+                                      + core::format_duration(bound)));
   }
   return c;
 }
@@ -317,8 +317,7 @@ PgListener::PgListener(const std::string& url, int own_pid,
   if (!listen.empty()) {
     std::tie(m_conn->host, m_conn->port) = pg::listen_host_port(listen);
   }
-  m_conn->conn.reset(
-      listen_on(url, m_conn->host, m_conn->port, m_conn->bound));
+  m_conn->conn.reset(listen_on(url, m_conn->host, m_conn->port, m_conn->bound));
   m_conn->heard = std::chrono::steady_clock::now();
 }
 

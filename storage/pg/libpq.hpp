@@ -4,9 +4,9 @@
 // library is loaded on first use (pq()), and its messages are said on one
 // line, without passwords (storage/pg/libpq.cpp).
 
-#include <libpq-fe.h>
 #include "core/duration.hpp"
 
+#include <libpq-fe.h>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,8 +29,8 @@ namespace taskq::storage::libpq {
   X(PQexec)                                                                    \
   X(PQexecParams)                                                              \
   X(PQexecPrepared)                                                            \
-  X(PQfinish)                                                                   \
-  X(PQflush)                                                                    \
+  X(PQfinish)                                                                  \
+  X(PQflush)                                                                   \
   X(PQfname)                                                                   \
   X(PQfreemem)                                                                 \
   X(PQftype)                                                                   \

@@ -80,11 +80,12 @@ UrlParts split_url(const std::string& url) {
     } else if (param.starts_with("answer_timeout=")) {
       const std::string text = percent_decode(param.substr(15));
       std::optional<core::Millis> d;
-      if (!text.empty()
-          && std::all_of(text.begin(), text.end(),
-                         [](char c) { return c >= '0' && c <= '9'; })) {
-        d = text.size() <= 9 ? std::optional(core::Millis{std::stoll(text) * 1000})
-                             : std::nullopt;
+      if (!text.empty() && std::all_of(text.begin(), text.end(), [](char c) {
+            return c >= '0' && c <= '9';
+          })) {
+        d = text.size() <= 9
+                ? std::optional(core::Millis{std::stoll(text) * 1000})
+                : std::nullopt;
       } else {
         d = core::parse_duration(text);
       }
@@ -191,9 +192,9 @@ std::string session_settings(std::string_view set, std::string_view sep,
       + std::string(sep) + std::string(set) + "client_min_messages=warning"
       + std::string(sep) + std::string(set) + "bytea_output=hex";
   if (idle.count() > 0) {
-    out += std::string(sep) + std::string(set)
-           + "idle_in_transaction_session_timeout="
-           + std::to_string(idle.count());
+    out +=
+        std::string(sep) + std::string(set)
+        + "idle_in_transaction_session_timeout=" + std::to_string(idle.count());
   }
   return out + std::string(sep) + std::string(set) + "search_path=" + schema;
 }

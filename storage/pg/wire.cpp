@@ -31,14 +31,24 @@ bool g_idle_ended = false;
 
 } // namespace
 
-void set_answer_timeout(core::Millis bound) { g_answer_timeout = bound; }
-void set_idle_transactions_ended(bool on) { g_idle_ended = on; }
-bool idle_transactions_ended() { return g_idle_ended; }
-core::Millis answer_timeout() { return g_answer_timeout; }
+void set_answer_timeout(core::Millis bound) {
+  g_answer_timeout = bound;
+}
+void set_idle_transactions_ended(bool on) {
+  g_idle_ended = on;
+}
+bool idle_transactions_ended() {
+  return g_idle_ended;
+}
+core::Millis answer_timeout() {
+  return g_answer_timeout;
+}
 void set_wait_limit(std::optional<std::chrono::steady_clock::time_point> at) {
   g_limit = at;
 }
-void set_wait_interrupt(int fd) { g_interrupt_fd = fd; }
+void set_wait_interrupt(int fd) {
+  g_interrupt_fd = fd;
+}
 
 } // namespace taskq::storage
 
@@ -49,7 +59,9 @@ using libpq::Result;
 
 namespace {
 
-Instant now() { return std::chrono::steady_clock::now(); }
+Instant now() {
+  return std::chrono::steady_clock::now();
+}
 
 // See await_results.
 constexpr int k_read_slice_ms = 100;
@@ -76,9 +88,13 @@ Instant Deadline::end() const {
   return at;
 }
 
-bool Deadline::passed() const { return now() >= end(); }
+bool Deadline::passed() const {
+  return now() >= end();
+}
 
-void Deadline::extend(core::Millis more) { m_at = now() + more; }
+void Deadline::extend(core::Millis more) {
+  m_at = now() + more;
+}
 
 bool Deadline::stopping() const {
   return m_cap.has_value() || (g_limit && now() >= *g_limit);

@@ -261,10 +261,10 @@ TEST_CASE("answer_timeout= is taskq's: a duration, taken out, carried to "
   CHECK(back.pooled);
   CHECK(back.listen == "db:1");
   CHECK(back.answer_timeout == taskq::core::Millis{3000});
-  for (const char* bad :
-       {"postgresql://h/db?answer_timeout=", "postgresql://h/db?answer_timeout=soon",
-        "postgresql://h/db?answer_timeout=-1s",
-        "postgresql://h/db?answer_timeout=99999999999"}) {
+  for (const char* bad : {"postgresql://h/db?answer_timeout=",
+                          "postgresql://h/db?answer_timeout=soon",
+                          "postgresql://h/db?answer_timeout=-1s",
+                          "postgresql://h/db?answer_timeout=99999999999"}) {
     CAPTURE(bad);
     try {
       split_url(bad);
