@@ -285,24 +285,13 @@ public:
   uint64_t connection_losses() const override { return m_losses; }
   std::string last_connection_loss() const override { return m_last_loss; }
 
-  // PQexec's answer of what was sent: the first that failed, else the
-  // last.
-  static Result one(std::vector<Result> results) {
-    for (Result& r : results) {
-      const auto status = pq().PQresultStatus(r.get());
-      if (status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE) {
-        return std::move(r);
-      }
-    }
-    return results.empty() ? nullptr : std::move(results.back());
-  }
   // `sql` sent and its answer awaited, as PQexec (nullptr: it could not be
   // sent); ConnectionLost past the bound.
   Result exec_raw(const char* sql) {
     if (pq().PQsendQuery(m_conn.get(), sql) == 0) {
       return nullptr;
     }
-    return one(answers());
+    return pg::as_exec(answers());
   }
   // A ROLLBACK whose failure is no error (the connection may be gone).
   void rollback_quietly() noexcept {
@@ -416,7 +405,7 @@ public:
           == 0) {
         fail(nullptr, context);
       }
-      return check(one(answers()).release(), context);
+      return check(pg::as_exec(answers()).release(), context);
     }
     if (p.name.empty()) {
       std::string name = "s" + std::to_string(++m_statements);
@@ -425,7 +414,7 @@ public:
           == 0) {
         fail(nullptr, context);
       }
-      check(one(answers()).release(), context);
+      check(pg::as_exec(answers()).release(), context);
       p.name = std::move(name);
     }
     if (pq().PQsendQueryPrepared(m_conn.get(), p.name.c_str(), n, values.data(),
@@ -433,7 +422,7 @@ public:
         == 0) {
       fail(nullptr, context);
     }
-    return check(one(answers()).release(), context);
+    return check(pg::as_exec(answers()).release(), context);
   }
 
   void exec(const char* sql, std::string_view context) override {

@@ -21,14 +21,10 @@ namespace taskq::storage::libpq {
   X(PQclear)                                                                   \
   X(PQcmdStatus)                                                               \
   X(PQcmdTuples)                                                               \
-  X(PQconnectdb)                                                               \
   X(PQconnectdbParams)                                                         \
   X(PQconsumeInput)                                                            \
   X(PQerrorMessage)                                                            \
   X(PQescapeLiteral)                                                           \
-  X(PQexec)                                                                    \
-  X(PQexecParams)                                                              \
-  X(PQexecPrepared)                                                            \
   X(PQfinish)                                                                  \
   X(PQflush)                                                                   \
   X(PQfname)                                                                   \
@@ -42,10 +38,8 @@ namespace taskq::storage::libpq {
   X(PQnfields)                                                                 \
   X(PQnotifies)                                                                \
   X(PQntuples)                                                                 \
-  X(PQprepare)                                                                 \
   X(PQresultErrorField)                                                        \
   X(PQresultStatus)                                                            \
-  X(PQreset)                                                                   \
   X(PQsendPrepare)                                                             \
   X(PQsendQuery)                                                               \
   X(PQsendQueryParams)                                                         \

@@ -176,16 +176,20 @@ Result exec_within(PGconn* conn, const char* sql, Deadline& d) {
     return nullptr;
   }
   std::vector<Result> results;
-  if (!await_results(conn, d, results) || results.empty()) {
+  if (!await_results(conn, d, results)) {
     return nullptr;
   }
+  return as_exec(std::move(results));
+}
+
+Result as_exec(std::vector<Result> results) {
   for (Result& r : results) {
     const auto status = pq().PQresultStatus(r.get());
     if (status == PGRES_FATAL_ERROR || status == PGRES_BAD_RESPONSE) {
       return std::move(r);
     }
   }
-  return std::move(results.back());
+  return results.empty() ? nullptr : std::move(results.back());
 }
 
 void add_keepalives(ConnectParams& params, core::Millis bound) {

@@ -67,6 +67,10 @@ bool await_results(PGconn* conn, Deadline& d,
 // nullptr when the deadline passed or it could not be sent.
 libpq::Result exec_within(PGconn* conn, const char* sql, Deadline& d);
 
+// PQexec's answer among `results`: the first that failed, else the last
+// (nullptr: none).
+libpq::Result as_exec(std::vector<libpq::Result> results);
+
 using libpq::ConnectParams;
 
 // TCP keepalives and tcp_user_timeout matching `bound`, so that the kernel
