@@ -2,6 +2,7 @@
 
 #include "core/handler_env.hpp"
 #include "core/task.hpp"
+#include "core/task_json.hpp"
 #include "storage/task_store.hpp"
 #include "worker/run.hpp"
 
@@ -16,51 +17,10 @@
 
 namespace taskq::cli {
 
-using Json = nlohmann::ordered_json;
-
-// Compact JSON text of `value`; invalid UTF-8 in strings is replaced.
-std::string dump_json(const Json& value);
-
-// Writes a JSON object field by field; raw() embeds JSON text as it is, so
-// a stored payload keeps every digit. Keys are plain words (not escaped).
-class ObjectWriter {
-public:
-  ObjectWriter& field(std::string_view key, const Json& value) {
-    return raw(key, dump_json(value));
-  }
-  // The same text as field() gives for a number, a string (null when
-  // absent) and labels, without building a Json value: task_json runs
-  // once a task for `run --stream`.
-  ObjectWriter& number(std::string_view key, int64_t value);
-  ObjectWriter& number_or_null(std::string_view key,
-                               const std::optional<int64_t>& value);
-  ObjectWriter& text(std::string_view key, std::string_view value);
-  ObjectWriter& text_or_null(std::string_view key,
-                             const std::optional<std::string>& value);
-  ObjectWriter& labels(std::string_view key, const core::Labels& value);
-  ObjectWriter& raw(std::string_view key, std::string_view json) {
-    m_out += m_out.empty() ? '{' : ',';
-    m_out += '"';
-    m_out += key;
-    m_out += "\":";
-    m_out += json;
-    return *this;
-  }
-  std::string finish() {
-    m_out += m_out.empty() ? "{}" : "}";
-    return std::move(m_out);
-  }
-
-private:
-  std::string m_out;
-};
-
-// The task's JSON form (doc/reference/task.md#json-form) as one line of text
-// (`lease` is null unless live at `now`), with `events` appended when given.
-// The payload, checkpoint and result are embedded as stored, so numbers keep
-// every digit.
-std::string task_json(const core::Task& task, core::Time now,
-                      const std::vector<core::Event>* events = nullptr);
+using core::dump_json;
+using core::Json;
+using core::ObjectWriter;
+using core::task_json;
 void print_task_json(const core::Task& task, core::Time now,
                      const std::vector<core::Event>* events = nullptr);
 
@@ -106,15 +66,8 @@ std::string attempts_text(const core::Task& task);
 // taken, less the time it was frozen (a frozen one's time stops).
 core::Millis running_time(const core::Task& task, core::Time now);
 
-// Why a failed task failed: the error that did it ("exit status 3: oops",
-// "killed by SIGSEGV"), never the policy's own "exceeded error rate", and
-// what the error policy made of it ("gave up after 8 errors", "not
-// retried"); either may be empty. Reads the task's error history.
-struct FailureWords {
-  std::string cause;
-  std::string verdict;
-};
-FailureWords failure_words(const core::Task& task);
+using core::FailureWords;
+using core::failure_words;
 // failure_words on one line: "exit status 3: oops (gave up after 1 error)",
 // the cause shortened so that the whole fits `width` (0: no limit).
 std::string failure_text(const core::Task& task, size_t width = 0);
