@@ -491,6 +491,8 @@ std::vector<Retried> TaskStore::retry_many(const Selector& sel, LiveRetry live,
   if (sel.ids.empty() == !sel.has_filters()) {
     throw Error(ErrorKind::usage, "which tasks? give ids or filters");
   }
+  check_page_only(sel);
+  check_expect_rev(sel);
   for (const auto& s : sel.states) {
     if (s != "failed" && s != "killed" && s != "completed") {
       throw Error(ErrorKind::usage,
@@ -516,6 +518,7 @@ std::vector<Retried> TaskStore::retry_many(const Selector& sel, LiveRetry live,
         if (std::none_of(olds.begin(), olds.end(),
                          [id](const Task& t) { return t.id == id; })) {
           olds.push_back(load_full(*m_db, id));
+          check_rev(sel.expect_rev, olds.back());
         }
       }
     } else {

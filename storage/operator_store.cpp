@@ -38,6 +38,8 @@ void check_send(const Selector& sel, Message msg,
   if (sel.ids.empty() && !sel.has_filters()) {
     throw Error(ErrorKind::usage, "which tasks? name ids or filters");
   }
+  check_page_only(sel);
+  check_expect_rev(sel);
 }
 
 // The bulk send of `msg` to the tasks `sel`'s filters select (no ids, no
@@ -260,6 +262,7 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
       return changed;
     }
     for (const Task& task : chosen_locked(*m_db, sel, now)) {
+      check_rev(sel.expect_rev, task);
       const auto next = core::transition(task.state, msg);
       if (!next) {
         if (sel.has_filters()) {
@@ -323,10 +326,15 @@ std::vector<Task> TaskStore::send(const Selector& sel, Message msg,
 
 std::vector<Task> TaskStore::freeze(const std::vector<int64_t>& ids,
                                     bool frozen, const std::string& actor,
-                                    Time now) {
+                                    Time now,
+                                    std::optional<int64_t> expect_rev) {
   if (ids.empty()) {
     throw Error(ErrorKind::usage, "which tasks? give their ids");
   }
+  Selector named;
+  named.ids = ids;
+  named.expect_rev = expect_rev;
+  check_expect_rev(named);
   return retrying([&]() -> std::vector<Task> {
     Transaction tx(*m_db);
     now = locked_now(now);
@@ -339,6 +347,7 @@ std::vector<Task> TaskStore::freeze(const std::vector<int64_t>& ids,
       seen.push_back(id);
       lock_task(*m_db, id);
       const Task t = load_full(*m_db, id);
+      check_rev(expect_rev, t);
       const std::string verb = frozen ? "frozen" : "continued";
       if (t.state != TaskState::runnable || !t.leased(now)) {
         throw Error(ErrorKind::conflict,

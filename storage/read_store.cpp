@@ -175,6 +175,7 @@ void check_states(const std::vector<std::string>& states, bool erred_ok) {
 
 std::vector<Task> select_tasks(Db& db, const Selector& sel, Time now,
                                bool erred_ok) {
+  check_page_only(sel); // a page's fields: TaskStore::task_page
   std::vector<Task> out;
   if (!sel.ids.empty()) {
     std::vector<int64_t> seen;

@@ -98,4 +98,5 @@ inline std::string unique_key_moved_to(int param) {
 #include "storage/rows.hpp"
 #include "storage/schedule_store.hpp"
 #include "storage/tx_store.hpp"
+#include "storage/web_store.hpp"
 #include "storage/worker_store.hpp"

@@ -8,6 +8,7 @@
 #include "storage/queue_types.hpp"
 #include "storage/schedule_types.hpp"
 #include "storage/task_types.hpp"
+#include "storage/web_types.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -281,8 +282,11 @@ public:
   // frozen to continue. Logs a `freeze` or `continue` event, which the
   // worker holding the lease acts on (SIGSTOP, SIGCONT); the state and the
   // lease are untouched. Returns the tasks.
-  std::vector<core::Task> freeze(const std::vector<int64_t>& ids, bool frozen,
-                                 const std::string& actor, core::Time now);
+  // `expect_rev` (with exactly one id, else usage): refused as
+  // Selector::expect_rev says when the task is at another revision.
+  std::vector<core::Task>
+  freeze(const std::vector<int64_t>& ids, bool frozen, const std::string& actor,
+         core::Time now, std::optional<int64_t> expect_rev = std::nullopt);
 
   // Deletes the selected tasks with their errors and events: finished ones
   // only, unless req.force (then a deleted unfinished task counts as
@@ -356,6 +360,38 @@ public:
 
   // The cursor after everything logged so far.
   EventCursor events_end();
+
+  // --- web_store.cpp: the web view's pages, history and errors ---
+  // One page of the tasks `sel` selects (its ids, or its filters and page
+  // fields; at most sel.limit rows, k_page_rows when unset, never more than
+  // k_page_rows_max), oldest first, or newest first with sel.newest; see
+  // TaskPage for what a row holds. Costs the rows it shows: a keyset range
+  // of the index of the selector's states (running, ready and runnable
+  // read the partial indexes of unfinished tasks whole, as list does), at
+  // most k_page_scan rows for labels and the created range, at most
+  // `text_candidates` for a text search (k_text_candidates but in tests).
+  TaskPage task_page(const Selector& sel, core::Time now,
+                     int64_t text_candidates = k_text_candidates);
+
+  // How many tasks `sel` selects: what task_page lists across every page
+  // (after_id, before_id and limit are not read), and what send_bulk acts
+  // on before each task's state is asked. Ids: how many distinct, each
+  // must exist (not_found). A text search is a usage error: it is
+  // bounded. Costs O(queues) for states alone (the counts the triggers
+  // keep), else the tasks of the selector's indexes.
+  int64_t count(const Selector& sel, core::Time now);
+
+  // The history of `queue` (all when null) up to `now`, from the event log:
+  // see History. Reads at most k_history_events events and computes its
+  // percentiles from at most k_history_samples samples per window.
+  History history(const std::optional<std::string>& queue, core::Time now);
+
+  // The errors workers reported at or after `since` (taskq's own give-up
+  // is not one), grouped by message: the `limit` biggest groups, the
+  // latest first among equals. Reads at most k_error_rows errors, the
+  // latest; `bounded`, when given, is set to whether it met that bound.
+  std::vector<ErrorGroup> error_groups(core::Time since, int64_t limit,
+                                       bool* bounded = nullptr);
 
   // --- complete_store.cpp: shell completion ---
   // Shell completion: the ids of the tasks in one of `states` (any state

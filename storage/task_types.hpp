@@ -76,6 +76,21 @@ struct Selector {
   std::vector<core::LabelPattern> match;
   std::optional<int64_t> limit;
   bool newest = false; // by id, newest first (else oldest first)
+  // Read by task_page only (other commands refuse a selector with them):
+  // ids greater than after_id, less than before_id (keyset pages: a page
+  // goes on from the last id of the one before, so page 1,000 costs what
+  // page 1 does); created in [created_from, created_to); `text` found in
+  // the task's command or payload (as their JSON text, case and all),
+  // among the newest k_text_candidates tasks of the queue and states.
+  std::optional<int64_t> after_id;
+  std::optional<int64_t> before_id;
+  std::optional<core::Time> created_from;
+  std::optional<core::Time> created_to;
+  std::optional<std::string> text;
+  // The revision (core::Task::rev) the operator saw: with exactly one id,
+  // send, freeze and retry refuse (conflict, changing nothing) a task
+  // that has changed since; with anything else, a usage error.
+  std::optional<int64_t> expect_rev;
   bool has_filters() const {
     return queue || !states.empty() || !match.empty();
   }

@@ -1,0 +1,615 @@
+// TaskStore: what the web view reads (pages of tasks, counts, the history
+// of a queue, the errors grouped), each read bounded; and the checks the
+// operator's actions from the web share (a selector's page fields, the
+// revision the operator saw).
+#include "core/error.hpp"
+#include "storage/db.hpp"
+#include "storage/store_detail.hpp"
+#include "storage/task_store.hpp"
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <utility>
+#include <variant>
+#include <vector>
+
+namespace taskq::storage {
+
+using namespace detail;
+
+// ---------------------------------------------------------------------------
+// The checks of an operator's selector
+// ---------------------------------------------------------------------------
+
+namespace detail {
+
+void check_page_only(const Selector& sel) {
+  if (sel.after_id || sel.before_id || sel.created_from || sel.created_to
+      || sel.text) {
+    throw Error(ErrorKind::usage,
+                "a page's cursor, created range or text search selects a "
+                "page, not tasks to act on: select by ids, queue, state or "
+                "labels");
+  }
+}
+
+void check_expect_rev(const Selector& sel) {
+  if (sel.expect_rev && sel.ids.size() != 1) {
+    throw Error(ErrorKind::usage,
+                "a revision to expect needs exactly one task id");
+  }
+}
+
+void check_rev(const std::optional<int64_t>& expect_rev, const Task& task) {
+  if (expect_rev && *expect_rev != task.rev) {
+    throw Error(ErrorKind::conflict,
+                task_ref(task.id) + " changed since you looked (revision "
+                    + std::to_string(*expect_rev) + ", now "
+                    + std::to_string(task.rev) + ")");
+  }
+}
+
+} // namespace detail
+
+namespace {
+
+// ---------------------------------------------------------------------------
+// The selector's SQL, as list's
+// ---------------------------------------------------------------------------
+
+// One query of a selector's state, cut from list's (select_sqls) so that a
+// page, a count and list select by one predicate: `from_where` is its FROM
+// and WHERE (?1 the queue, ?2 now; a state's ?3 written as a literal), and
+// `order` the expression it orders by (id, or id + 0 for a partial index:
+// see select_sqls).
+struct Part {
+  std::string from_where;
+  std::string order;
+};
+
+std::vector<Part> parts_of(const Selector& sel) {
+  check_states(sel.states, true);
+  std::vector<std::string> states = sel.states;
+  std::sort(states.begin(), states.end());
+  states.erase(std::unique(states.begin(), states.end()), states.end());
+  if (states.empty()) {
+    states.emplace_back();
+  }
+  const std::string head = join("SELECT ", k_task_columns);
+  std::vector<Part> out;
+  for (const std::string& state : states) {
+    for (const SelectPart& part : select_sqls(sel, state, false)) {
+      const size_t order = part.sql.rfind(" ORDER BY ");
+      if (part.sql.compare(0, head.size(), head) != 0
+          || order == std::string::npos) {
+        throw Error(ErrorKind::internal, "unexpected selector SQL");
+      }
+      std::string from_where =
+          part.sql.substr(head.size(), order - head.size());
+      if (part.binds_state) {
+        // check_states has admitted only state names: a literal is safe,
+        // and lets several states share one statement.
+        const size_t at = from_where.find("?3");
+        from_where.replace(at, 2, "'" + state + "'");
+      }
+      std::string by = part.sql.substr(order + 10);
+      if (by.size() > 5 && by.compare(by.size() - 5, 5, " DESC") == 0) {
+        by.resize(by.size() - 5);
+      }
+      out.push_back({std::move(from_where), std::move(by)});
+    }
+  }
+  return out;
+}
+
+// The columns of a page row: k_task_columns with the JSON values cut to
+// k_page_value_chars characters, then the task's latest error (cut too)
+// and its time, and its latest lease's time.
+const std::string& page_columns() {
+  static const std::string columns = [] {
+    const std::string cut =
+        "substr(X, 1, " + std::to_string(k_page_value_chars) + ")";
+    std::string out;
+    std::string_view rest = k_task_columns;
+    while (!rest.empty()) {
+      const size_t comma = rest.find(", ");
+      const std::string_view name = rest.substr(0, comma);
+      rest = comma == std::string_view::npos ? "" : rest.substr(comma + 2);
+      std::string column(name);
+      if (name == "payload" || name == "result" || name == "checkpoint") {
+        column = cut;
+        column.replace(column.find('X'), 1, name);
+      }
+      out += (out.empty() ? "" : ", ") + column;
+    }
+    const std::string last_error =
+        "FROM task_errors r WHERE r.task_id = tasks.id ORDER BY r.time DESC "
+        "LIMIT 1)";
+    return out + ", (SELECT substr(r.message, 1, "
+           + std::to_string(k_page_value_chars) + ") " + last_error
+           + ", (SELECT r.time " + last_error
+           + ", (SELECT max(e.time) FROM events e WHERE e.task_id = tasks.id "
+             "AND e.message = 'lease')";
+  }();
+  return columns;
+}
+
+// Numbered parameters after a part's own (?1 queue, ?2 now), each bound
+// with its value.
+struct Params {
+  std::vector<std::variant<int64_t, std::string>> values;
+  std::string add(int64_t v) {
+    values.emplace_back(v);
+    return "?" + std::to_string(values.size() + 3);
+  }
+  std::string add(const std::string& v) {
+    values.emplace_back(v);
+    return "?" + std::to_string(values.size() + 3);
+  }
+  void bind(Statement& st, const Selector& sel, Time now) const {
+    st.bind(1, sel.queue).bind(2, to_unix_ms(now));
+    int n = 3;
+    for (const auto& v : values) {
+      ++n;
+      if (const auto* i = std::get_if<int64_t>(&v)) {
+        st.bind(n, *i);
+      } else {
+        st.bind(n, std::get<std::string>(v));
+      }
+    }
+  }
+};
+
+// The condition of a text search: `text` (a parameter) in the command or
+// the payload. replace() finds it the same way on both backends (bytes,
+// case and all), where LIKE would not.
+std::string text_term(const std::string& param) {
+  return " AND (replace(payload, " + param
+         + ", '') <> payload OR "
+           "replace(coalesce(command, ''), "
+         + param + ", '') <> coalesce(command, ''))";
+}
+
+// The oldest id a text search looks at: the `bound`-th newest task of
+// the selector's parts, the largest such among the parts that
+// hold more (so no part gives more than that many candidates); none when
+// no part does.
+std::optional<int64_t> text_floor(Db& db, const Selector& sel,
+                                  const std::vector<Part>& parts, Time now,
+                                  int64_t bound) {
+  std::optional<int64_t> floor;
+  for (const Part& part : parts) {
+    // The bound-th newest, and whether one more follows it.
+    Params p;
+    const std::string skip = p.add(bound - 1);
+    Statement st(db, "SELECT id" + part.from_where + " ORDER BY " + part.order
+                         + " DESC LIMIT 2 OFFSET " + skip);
+    p.bind(st, sel, now);
+    if (st.step()) {
+      const int64_t last = st.get_int(0);
+      if (st.step()) {
+        floor = std::max(floor.value_or(0), last);
+      }
+    }
+  }
+  return floor;
+}
+
+bool in_created(const Selector& sel, Time created) {
+  return (!sel.created_from || created >= *sel.created_from)
+         && (!sel.created_to || created < *sel.created_to);
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------
+// Pages
+// ---------------------------------------------------------------------------
+
+TaskPage TaskStore::task_page(const Selector& sel, Time now,
+                              int64_t text_candidates) {
+  const int64_t rows =
+      std::clamp<int64_t>(sel.limit.value_or(k_page_rows), 1, k_page_rows_max);
+  Transaction tx(*m_db, Transaction::Kind::read);
+  TaskPage page;
+  if (!sel.ids.empty()) {
+    // Named tasks: as list gives them (whole), in the order asked.
+    for (const int64_t id : sel.ids) {
+      if (std::none_of(page.tasks.begin(), page.tasks.end(),
+                       [id](const Task& t) { return t.id == id; })) {
+        page.tasks.push_back(load_full(*m_db, id));
+      }
+    }
+    load_lease_starts(*m_db, page.tasks);
+    return page;
+  }
+  const std::vector<Part> parts = parts_of(sel);
+  const bool text = sel.text && !sel.text->empty();
+  std::optional<int64_t> floor;
+  if (text) {
+    floor = text_floor(*m_db, sel, parts, now,
+                       std::max<int64_t>(1, text_candidates));
+    page.text_bounded = floor.has_value();
+  }
+  // Labels and the created range are read here, at most k_page_scan rows
+  // per part; the SQL asks for one row more than the page, to know whether
+  // another page follows.
+  const bool post_filter =
+      !sel.match.empty() || sel.created_from || sel.created_to;
+  const int64_t sql_limit = post_filter ? k_page_scan : rows + 1;
+  const bool desc = sel.newest;
+  std::vector<Task> found;
+  // Each part is read in full up to its frontier (the last id it read when
+  // it stopped early); past the nearest frontier, a part not read yet may
+  // hold tasks, so the page ends there.
+  std::optional<int64_t> frontier;
+  std::vector<std::optional<Time>> last_lease;
+  for (const Part& part : parts) {
+    Params p;
+    std::string where;
+    if (sel.after_id) {
+      where += " AND id > " + p.add(*sel.after_id);
+    }
+    if (sel.before_id) {
+      where += " AND id < " + p.add(*sel.before_id);
+    }
+    if (text) {
+      where += text_term(p.add(*sel.text));
+      if (floor) {
+        where += " AND id >= " + p.add(*floor);
+      }
+    }
+    Statement st(*m_db, "SELECT " + page_columns() + part.from_where + where
+                            + " ORDER BY " + part.order + (desc ? " DESC" : "")
+                            + " LIMIT " + p.add(sql_limit));
+    p.bind(st, sel, now);
+    int64_t read = 0;
+    int64_t kept = 0;
+    std::optional<int64_t> last;
+    while (st.step()) {
+      ++read;
+      Task t = read_task(st);
+      last = t.id;
+      const int c = k_task_column_count;
+      if (core::matches(t.labels, sel.match) && in_created(sel, t.created_at)) {
+        if (const auto message = st.get_opt_text(c)) {
+          t.errors.push_back({core::from_unix_ms(st.get_int(c + 1)), *message});
+        }
+        const auto leased = st.get_opt_int(c + 2);
+        const bool ended =
+            core::is_terminal(t.state) && !t.command.empty() && t.attempts > 0;
+        if (!t.lease && leased && (ended || !t.errors.empty())) {
+          t.lease_started = core::from_unix_ms(*leased);
+        }
+        found.push_back(std::move(t));
+        if (++kept > rows) {
+          break;
+        }
+      }
+    }
+    if (last && (kept > rows || read >= sql_limit)) {
+      frontier = !frontier ? *last
+                 : desc    ? std::max(*frontier, *last)
+                           : std::min(*frontier, *last);
+    }
+  }
+  const auto before = [desc](int64_t a, int64_t b) {
+    return desc ? a > b : a < b;
+  };
+  std::sort(found.begin(), found.end(),
+            [&](const Task& a, const Task& b) { return before(a.id, b.id); });
+  // `running` and `runnable` (or two indexes of one state) can both hold
+  // a task.
+  found.erase(
+      std::unique(found.begin(), found.end(),
+                  [](const Task& a, const Task& b) { return a.id == b.id; }),
+      found.end());
+  if (frontier) {
+    found.erase(
+        std::find_if(found.begin(), found.end(),
+                     [&](const Task& t) { return before(*frontier, t.id); }),
+        found.end());
+    page.next_cursor = frontier;
+  }
+  if (static_cast<int64_t>(found.size()) > rows) {
+    found.resize(static_cast<size_t>(rows));
+    page.next_cursor = found.back().id;
+  }
+  load_lease_starts(*m_db, found);
+  page.tasks = std::move(found);
+  return page;
+}
+
+int64_t TaskStore::count(const Selector& sel, Time now) {
+  if (sel.text) {
+    throw Error(ErrorKind::usage,
+                "a text search is bounded (k_text_candidates): it cannot "
+                "be counted");
+  }
+  Transaction tx(*m_db, Transaction::Kind::read);
+  if (!sel.ids.empty()) {
+    std::set<int64_t> ids(sel.ids.begin(), sel.ids.end());
+    for (const int64_t id : ids) {
+      if (!load_task(*m_db, id)) {
+        throw Error(ErrorKind::not_found, "no " + task_ref(id));
+      }
+    }
+    return static_cast<int64_t>(ids.size());
+  }
+  const bool stored_states = std::all_of(
+      sel.states.begin(), sel.states.end(),
+      [](const std::string& s) { return core::parse_state(s).has_value(); });
+  if (sel.match.empty() && !sel.created_from && !sel.created_to
+      && stored_states) {
+    check_states(sel.states, true);
+    // The counts the triggers keep (0008_counts.sql), in the transaction
+    // of every write: the same tasks the selector's SQL would find.
+    std::string in;
+    for (const std::string& s : sel.states) {
+      in += (in.empty() ? "'" : ", '") + s + "'";
+    }
+    Statement st(*m_db,
+                 "SELECT CAST(coalesce(sum(n), 0) AS BIGINT) FROM "
+                 "queue_counts WHERE "
+                     + std::string(sel.queue ? "queue = ?1" : "?1 IS NULL")
+                     + (in.empty() ? "" : " AND state IN (" + in + ")"));
+    st.bind(1, sel.queue);
+    st.step();
+    return st.get_int(0);
+  }
+  const std::vector<Part> parts = parts_of(sel);
+  Params p;
+  std::string where;
+  if (sel.created_from) {
+    where += " AND created_at >= " + p.add(to_unix_ms(*sel.created_from));
+  }
+  if (sel.created_to) {
+    where += " AND created_at < " + p.add(to_unix_ms(*sel.created_to));
+  }
+  // UNION: a task two parts hold is counted once.
+  const std::string columns = sel.match.empty() ? "id" : "id, labels";
+  std::string sql;
+  for (const Part& part : parts) {
+    sql += (sql.empty() ? "SELECT " : " UNION SELECT ") + columns
+           + part.from_where + where;
+  }
+  if (sel.match.empty()) {
+    Statement st(*m_db, "SELECT count(*) FROM (" + sql + ") u");
+    p.bind(st, sel, now);
+    st.step();
+    return st.get_int(0);
+  }
+  Statement st(*m_db, sql);
+  p.bind(st, sel, now);
+  int64_t n = 0;
+  while (st.step()) {
+    if (core::matches(labels_from_json(st.get_opt_text(1)), sel.match)) {
+      ++n;
+    }
+  }
+  return n;
+}
+
+// ---------------------------------------------------------------------------
+// History
+// ---------------------------------------------------------------------------
+
+namespace {
+
+// The p-th percentile (nearest rank) of `v`, sorted.
+core::Millis percentile(const std::vector<int64_t>& v, int p) {
+  const size_t rank = (v.size() * static_cast<size_t>(p) + 99) / 100;
+  return core::Millis(v.at(rank == 0 ? 0 : rank - 1));
+}
+
+Percentiles percentiles(std::vector<int64_t> v) {
+  Percentiles out;
+  out.samples = static_cast<int64_t>(v.size());
+  if (!v.empty()) {
+    std::sort(v.begin(), v.end());
+    out.p50 = percentile(v, 50);
+    out.p95 = percentile(v, 95);
+  }
+  return out;
+}
+
+// The latest k_history_events events in [from, now] (all queues: the
+// bound is on what is read), joined to their task when a queue is asked.
+std::string recent_events(bool by_queue) {
+  const std::string latest =
+      "(SELECT id, task_id, time, message, from_state, to_state, actor FROM "
+      "events WHERE time >= ?1 AND time <= ?2 ORDER BY time DESC LIMIT ?3) w";
+  return by_queue ? " FROM " + latest
+                        + " JOIN tasks t ON t.id = w.task_id WHERE t.queue = ?4"
+                  : " FROM " + latest + " WHERE ?4 IS NULL";
+}
+
+} // namespace
+
+History TaskStore::history(const std::optional<std::string>& queue, Time now) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  const int64_t now_ms = to_unix_ms(now);
+  History h;
+  h.day.from = now - std::chrono::hours(24);
+  h.day.bucket = std::chrono::minutes(30);
+  h.hour.from = now - std::chrono::hours(1);
+  h.hour.bucket = std::chrono::minutes(1);
+  for (HistoryWindow* w : {&h.day, &h.hour}) {
+    const auto n = (now - w->from) / w->bucket;
+    for (int64_t i = 0; i < n; ++i) {
+      w->buckets.push_back({w->from + i * w->bucket, 0, 0, 0});
+    }
+  }
+  const int64_t from_ms = to_unix_ms(h.day.from);
+  const auto bind = [&](Statement& st) {
+    st.bind(1, from_ms).bind(2, now_ms).bind(3, k_history_events);
+    st.bind(4, queue);
+  };
+  // What was read: the bound, and the oldest event within it. The same
+  // events for both windows: the hour's are the latest of the day's.
+  {
+    Statement st(*m_db, "SELECT count(*), min(time) FROM (SELECT time FROM "
+                        "events WHERE time >= ?1 AND time <= ?2 ORDER BY "
+                        "time DESC LIMIT ?3) c");
+    st.bind(1, from_ms).bind(2, now_ms).bind(3, k_history_events);
+    st.step();
+    const bool bounded = st.get_int(0) >= k_history_events;
+    for (HistoryWindow* w : {&h.day, &h.hour}) {
+      w->counted_from = w->from;
+      if (bounded) {
+        const Time oldest = core::from_unix_ms(st.get_int(1));
+        w->bounded = oldest > w->from;
+        w->counted_from = std::max(oldest, w->from);
+      }
+    }
+  }
+  // Per minute of the day, the completions, failures and workers' errors
+  // (a minute is a bucket of the hour, and a thirtieth of one of the
+  // day's: both start at a whole number of minutes before now).
+  {
+    Statement st(*m_db,
+                 "SELECT (w.time - ?1) / 60000, sum(CASE WHEN w.to_state = "
+                 "'completed' AND w.from_state <> 'completed' THEN 1 ELSE 0 "
+                 "END), sum(CASE WHEN w.to_state = 'failed' AND w.from_state "
+                 "<> 'failed' THEN 1 ELSE 0 END), sum(CASE WHEN w.message = "
+                 "'error' AND w.actor <> ?5 THEN 1 ELSE 0 END)"
+                     + recent_events(queue.has_value())
+                     + " GROUP BY (w.time - ?1) / 60000");
+    bind(st);
+    st.bind(5, k_system_actor);
+    while (st.step()) {
+      const int64_t minute = st.get_int(0);
+      for (HistoryWindow* w : {&h.day, &h.hour}) {
+        const int64_t offset =
+            minute - (w->from - h.day.from) / std::chrono::minutes(1);
+        if (offset < 0 || w->buckets.empty()) {
+          continue;
+        }
+        const auto per = w->bucket / std::chrono::minutes(1);
+        const auto i = std::min<int64_t>(
+            offset / per, static_cast<int64_t>(w->buckets.size()) - 1);
+        HistoryBucket& b = w->buckets[static_cast<size_t>(i)];
+        b.completed += st.get_int(1);
+        b.failed += st.get_int(2);
+        b.errors += st.get_int(3);
+      }
+    }
+  }
+  // Samples: the latest k_history_samples leases (wait: from the task's
+  // move before the lease, or its creation, or its due time when later,
+  // to the lease) and as many workers' ends (run: from the worker's lease
+  // before it to it). A lease's wake-up move (taskq's `run`) is part of
+  // the lease, not the move before it.
+  {
+    Statement st(
+        *m_db,
+        "SELECT s.lease, s.time, CASE WHEN s.lease = 1 THEN coalesce((SELECT "
+        "p.time FROM events p WHERE p.task_id = s.task_id AND p.id < s.id AND "
+        "NOT (p.message = 'run' AND p.actor = ?5) ORDER BY p.id DESC LIMIT 1), "
+        "s.created_at) ELSE (SELECT p.time FROM events p WHERE p.task_id = "
+        "s.task_id AND p.id < s.id AND p.message = 'lease' AND p.actor = "
+        "s.actor ORDER BY p.id DESC LIMIT 1) END, s.run_at FROM (SELECT w.id, "
+        "w.task_id, w.time, w.actor, t.created_at, t.run_at, CASE WHEN "
+        "w.message = 'lease' THEN 1 ELSE 0 END AS lease, row_number() OVER "
+        "(PARTITION BY w.message = 'lease' ORDER BY w.time DESC, w.id DESC) "
+        "AS rank FROM (SELECT id, task_id, time, message, actor FROM events "
+        "WHERE time >= ?1 AND time <= ?2 ORDER BY time DESC LIMIT ?3) w JOIN "
+        "tasks t ON t.id = w.task_id WHERE (?4 IS NULL OR t.queue = ?4) AND "
+        "(w.message = 'lease' OR (w.message IN ('complete', 'error') AND "
+        "w.actor <> ?5))) s WHERE s.rank <= ?6");
+    bind(st);
+    st.bind(5, k_system_actor).bind(6, k_history_samples);
+    std::vector<int64_t> wait[2];
+    std::vector<int64_t> run[2];
+    const int64_t hour_ms = to_unix_ms(h.hour.from);
+    while (st.step()) {
+      const int64_t at = st.get_int(1);
+      const auto start = st.get_opt_int(2);
+      if (!start) {
+        continue; // its lease was not logged (purged, imported)
+      }
+      int64_t began = *start;
+      if (st.get_int(0) == 1) {
+        // Its due time, when it came after the move before the lease and
+        // is still the task's (a later move sets a later one).
+        const int64_t due = st.get_int(3);
+        if (due <= at) {
+          began = std::max(began, due);
+        }
+      }
+      auto& into = st.get_int(0) == 1 ? wait : run;
+      const int64_t took = std::max<int64_t>(0, at - began);
+      into[0].push_back(took);
+      if (at >= hour_ms) {
+        into[1].push_back(took);
+      }
+    }
+    h.day.wait = percentiles(wait[0]);
+    h.day.run = percentiles(run[0]);
+    h.hour.wait = percentiles(wait[1]);
+    h.hour.run = percentiles(run[1]);
+  }
+  return h;
+}
+
+// ---------------------------------------------------------------------------
+// Errors
+// ---------------------------------------------------------------------------
+
+std::vector<ErrorGroup> TaskStore::error_groups(Time since, int64_t limit,
+                                                bool* bounded) {
+  Transaction tx(*m_db, Transaction::Kind::read);
+  // A range of events_errors (0013_events_errors.sql), the latest first.
+  Statement st(*m_db, "SELECT e.task_id, e.time, e.detail, t.queue FROM "
+                      "(SELECT task_id, time, detail FROM events WHERE "
+                      "message = 'error' AND time >= ?1 AND actor <> ?2 "
+                      "ORDER BY time DESC LIMIT ?3) e LEFT JOIN tasks t ON "
+                      "t.id = e.task_id");
+  st.bind(1, to_unix_ms(since)).bind(2, k_system_actor).bind(3, k_error_rows);
+  std::map<std::string, ErrorGroup> groups;
+  std::map<std::string, std::set<std::string>> queues;
+  int64_t read = 0;
+  while (st.step()) {
+    ++read;
+    const std::string message = st.get_opt_text(2).value_or("");
+    ErrorGroup& g = groups[message];
+    const Time at = core::from_unix_ms(st.get_int(1));
+    if (g.count++ == 0) {
+      g.message = message;
+      g.latest = at;
+    }
+    g.latest = std::max(g.latest, at);
+    const int64_t id = st.get_int(0);
+    if (g.sample_ids.size() < 10
+        && std::find(g.sample_ids.begin(), g.sample_ids.end(), id)
+               == g.sample_ids.end()) {
+      g.sample_ids.push_back(id);
+    }
+    if (const auto q = st.get_opt_text(3)) {
+      queues[message].insert(*q);
+    }
+  }
+  if (bounded != nullptr) {
+    *bounded = read >= k_error_rows;
+  }
+  std::vector<ErrorGroup> out;
+  for (auto& [message, g] : groups) {
+    const auto& qs = queues[message];
+    g.queues.assign(qs.begin(), qs.end());
+    out.push_back(std::move(g));
+  }
+  std::sort(
+      out.begin(), out.end(), [](const ErrorGroup& a, const ErrorGroup& b) {
+        return a.count != b.count ? a.count > b.count : a.latest > b.latest;
+      });
+  if (limit >= 0 && static_cast<int64_t>(out.size()) > limit) {
+    out.resize(static_cast<size_t>(limit));
+  }
+  return out;
+}
+
+} // namespace taskq::storage
