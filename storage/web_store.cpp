@@ -263,9 +263,14 @@ TaskPage TaskStore::task_page(const Selector& sel, Time now,
         where += " AND id >= " + p.add(*floor);
       }
     }
-    Statement st(*m_db, "SELECT " + page_columns() + part.from_where + where
-                            + " ORDER BY " + part.order + (desc ? " DESC" : "")
-                            + " LIMIT " + p.add(sql_limit));
+    // The ids chosen first, then their columns: the row's columns and
+    // subqueries are read for the rows shown, not for every row an index
+    // gives before it is sorted.
+    const std::string dir = desc ? " DESC" : "";
+    Statement st(
+        *m_db, "SELECT " + page_columns() + " FROM tasks WHERE id IN (SELECT id"
+                   + part.from_where + where + " ORDER BY " + part.order + dir
+                   + " LIMIT " + p.add(sql_limit) + ") ORDER BY id" + dir);
     p.bind(st, sel, now);
     int64_t read = 0;
     int64_t kept = 0;
@@ -505,23 +510,31 @@ History TaskStore::history(const std::optional<std::string>& queue, Time now) {
   // before it to it). A lease's wake-up move (taskq's `run`) is part of
   // the lease, not the move before it.
   {
+    // A queue's events are joined to their tasks before they are ranked;
+    // all queues' are ranked first, so that only the samples are joined.
+    const std::string ranked =
+        "SELECT w.id, w.task_id, w.time, w.actor, CASE WHEN w.message = "
+        "'lease' THEN 1 ELSE 0 END AS lease, row_number() OVER (PARTITION BY "
+        "w.message = 'lease' ORDER BY w.time DESC, w.id DESC) AS rank FROM "
+        "(SELECT id, task_id, time, message, actor FROM events WHERE time >= "
+        "?1 AND time <= ?2 ORDER BY time DESC LIMIT ?3) w"
+        + std::string(queue ? " JOIN tasks q ON q.id = w.task_id AND q.queue = "
+                              "?4 WHERE"
+                            : " WHERE ?4 IS NULL AND")
+        + " (w.message = 'lease' OR (w.message IN ('complete', 'error') AND "
+          "w.actor <> ?5))";
     Statement st(
         *m_db,
         "SELECT s.lease, s.time, CASE WHEN s.lease = 1 THEN coalesce((SELECT "
         "p.time FROM events p WHERE p.task_id = s.task_id AND p.id < s.id AND "
         "NOT (p.message = 'run' AND p.actor = ?5) ORDER BY p.id DESC LIMIT 1), "
-        "s.created_at) ELSE (SELECT p.time FROM events p WHERE p.task_id = "
+        "t.created_at) ELSE (SELECT p.time FROM events p WHERE p.task_id = "
         "s.task_id AND p.id < s.id AND p.message = 'lease' AND p.actor = "
-        "s.actor ORDER BY p.id DESC LIMIT 1) END, s.run_at FROM (SELECT w.id, "
-        "w.task_id, w.time, w.actor, t.created_at, t.run_at, CASE WHEN "
-        "w.message = 'lease' THEN 1 ELSE 0 END AS lease, row_number() OVER "
-        "(PARTITION BY w.message = 'lease' ORDER BY w.time DESC, w.id DESC) "
-        "AS rank FROM (SELECT id, task_id, time, message, actor FROM events "
-        "WHERE time >= ?1 AND time <= ?2 ORDER BY time DESC LIMIT ?3) w JOIN "
-        "tasks t ON t.id = w.task_id WHERE (?4 IS NULL OR t.queue = ?4) AND "
-        "(w.message = 'lease' OR (w.message IN ('complete', 'error') AND "
-        "w.actor <> ?5))) s WHERE s.rank <= ?6");
+        "s.actor ORDER BY p.id DESC LIMIT 1) END, t.run_at FROM ("
+            + ranked
+            + ") s JOIN tasks t ON t.id = s.task_id WHERE s.rank <= ?6");
     bind(st);
+    st.bind(3, k_history_sample_events);
     st.bind(5, k_system_actor).bind(6, k_history_samples);
     std::vector<int64_t> wait[2];
     std::vector<int64_t> run[2];

@@ -36,10 +36,11 @@ inline constexpr int64_t k_page_rows_max = 1000;
 // give the whole).
 inline constexpr int64_t k_page_value_chars = 200;
 
-// history() reads at most this many events of its day, the latest, and
-// its percentiles come from at most this many samples of each window, the
-// latest.
-inline constexpr int64_t k_history_events = 100000;
+// history() counts at most this many events of its day, the latest, and
+// takes its percentiles' samples from the latest k_history_sample_events
+// of them, at most k_history_samples of each kind (leases; workers' ends).
+inline constexpr int64_t k_history_events = 30000;
+inline constexpr int64_t k_history_sample_events = 6000;
 inline constexpr int64_t k_history_samples = 2000;
 
 // error_groups() reads at most this many errors, the latest.
