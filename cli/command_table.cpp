@@ -28,6 +28,8 @@ constexpr CommandRow k_commands[] = {
     {"logs", "Watch", "print what a task's command printed", register_logs},
     {"top", "Watch", "a live full-screen view of queues and tasks",
      register_top},
+    {"serve", "Watch", "a web view of queues, tasks, history and errors",
+     register_serve},
     {"show", "Watch", "a task with its errors and event log", register_inspect},
     {"why", "Watch", "why a task is not running now", register_inspect},
     {"stats", "Watch", "counts per queue and state, completion rates",

@@ -96,6 +96,7 @@ void register_transfer(CLI::App& app, Context& ctx); // export, import
 void register_flow(CLI::App& app, Context& ctx);     // flow ...
 void register_top(CLI::App& app, Context& ctx);      // top
 void register_logs(CLI::App& app, Context& ctx);     // logs
+void register_serve(CLI::App& app, Context& ctx);    // serve (web/)
 
 // Where the subcommand's name is in argv (0 when none).
 int subcommand_index(int argc, char** argv);

@@ -1,0 +1,91 @@
+// taskq serve: live updates and small comforts. Every page works without
+// this script; it only keeps a page current and adds buttons.
+'use strict';
+(function () {
+  const body = document.body;
+  if (!body || !body.dataset.live) { return; }
+  const status = document.getElementById('live');
+  const say = (text) => { if (status) { status.textContent = text; } };
+
+  // Times: relative as the server wrote them; a switch shows them in UTC
+  // or local time, remembered.
+  const tz = document.getElementById('tz');
+  const showTimes = () => {
+    const mode = localStorage.getItem('taskq-times') || 'relative';
+    if (tz) { tz.textContent = mode === 'relative' ? 'times: relative' : mode === 'utc' ? 'times: UTC' : 'times: local'; }
+    document.querySelectorAll('time[datetime]').forEach((el) => {
+      if (!el.dataset.rel) { el.dataset.rel = el.textContent; }
+      const d = new Date(el.getAttribute('datetime'));
+      if (mode === 'utc') { el.textContent = d.toISOString().replace('.000Z', 'Z'); }
+      else if (mode === 'local') { el.textContent = d.toLocaleString(); }
+      else { el.textContent = el.dataset.rel; }
+      el.title = d.toISOString();
+    });
+  };
+  if (tz) {
+    tz.hidden = false;
+    tz.addEventListener('click', () => {
+      const order = ['relative', 'utc', 'local'];
+      const now = localStorage.getItem('taskq-times') || 'relative';
+      localStorage.setItem('taskq-times', order[(order.indexOf(now) + 1) % 3]);
+      showTimes();
+    });
+  }
+
+  // Copy buttons beside each action's CLI twin.
+  const wireCopies = () => {
+    document.querySelectorAll('button.copy[data-copy]').forEach((b) => {
+      b.hidden = !navigator.clipboard;
+      b.onclick = () => navigator.clipboard.writeText(b.dataset.copy).then(() => { b.textContent = 'Copied'; });
+    });
+  };
+
+  // Fetch this page again and put its <main> in place, unless the reader
+  // is typing in a form of it.
+  let busy = false;
+  const refresh = async () => {
+    if (busy || document.hidden) { return; }
+    const active = document.activeElement;
+    if (active && active.closest('main') && /INPUT|SELECT|TEXTAREA/.test(active.tagName)) { return; }
+    if (document.querySelector('main input[type=checkbox]:checked')) { return; }
+    busy = true;
+    try {
+      const res = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin' });
+      if (res.ok) {
+        const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
+        const fresh = doc.getElementById('main');
+        const main = document.getElementById('main');
+        if (fresh && main) { main.replaceWith(fresh); showTimes(); wireCopies(); }
+      }
+    } catch (e) { /* the next change tries again */ }
+    busy = false;
+  };
+
+  // Live: Server-Sent Events while the tab is visible; polling when the
+  // server has no room for another stream.
+  let source = null;
+  let poll = null;
+  const start = () => {
+    if (source || poll || document.hidden) { return; }
+    source = new EventSource(body.dataset.live);
+    source.addEventListener('change', () => { say('live'); refresh(); });
+    source.onopen = () => say('live');
+    source.onerror = () => {
+      say('reconnecting');
+      if (source && source.readyState === EventSource.CLOSED) {
+        source = null;
+        poll = setInterval(refresh, 10000); // refused (429): poll instead
+        say('polling');
+      }
+    };
+  };
+  const halt = () => {
+    if (source) { source.close(); source = null; }
+    if (poll) { clearInterval(poll); poll = null; }
+    say('paused');
+  };
+  document.addEventListener('visibilitychange', () => (document.hidden ? halt() : (start(), refresh())));
+  showTimes();
+  wireCopies();
+  start();
+})();

@@ -1,0 +1,300 @@
+// A task's page: why it is not running, what it runs, its attempts and
+// errors, its output, its events, and every action an operator has at
+// the shell, each with the `taskq ...` command it equals.
+
+#include "core/duration.hpp"
+#include "core/error.hpp"
+#include "core/handler_env.hpp"
+#include "core/labels.hpp"
+#include "core/state.hpp"
+#include "core/task_json.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include "web/filters.hpp"
+#include "web/view.hpp"
+
+namespace taskq::web {
+
+namespace {
+
+// JSON text indented for reading, cut at `limit` bytes (saying so).
+std::string pretty(const std::string& json, size_t limit = 20000) {
+  std::string out;
+  try {
+    out = nlohmann::ordered_json::parse(json).dump(
+        2, ' ', false, nlohmann::ordered_json::error_handler_t::replace);
+  } catch (const std::exception&) {
+    out = json;
+  }
+  if (out.size() > limit) {
+    out.resize(limit);
+    out += "\n... (cut at " + std::to_string(limit)
+           + " bytes; taskq show "
+             "gives the whole)";
+  }
+  return out;
+}
+
+struct Action {
+  std::string_view name;
+  std::string_view label;
+  std::string_view cli; // the taskq command, before the id
+};
+
+constexpr Action k_actions[] = {
+    {"pause", "Pause", "pause"},       {"resume", "Resume", "resume"},
+    {"freeze", "Freeze", "freeze"},    {"continue", "Continue", "continue"},
+    {"sleep", "Sleep", "sleep"},       {"kill", "Kill", "kill"},
+    {"release", "Release", "release"}, {"retry", "Retry", "retry"},
+};
+
+// Which actions the task's state allows now (the rest would be refused).
+bool offered(const core::Task& t, std::string_view a, core::Time now) {
+  const bool running = t.leased(now);
+  if (a == "freeze") {
+    return running && !t.frozen;
+  }
+  if (a == "continue") {
+    return running && t.frozen;
+  }
+  if (a == "retry") {
+    return t.state == core::TaskState::failed
+           || t.state == core::TaskState::killed;
+  }
+  if (a == "release") {
+    return running;
+  }
+  const core::Message m = a == "pause"   ? core::Message::pause
+                          : a == "sleep" ? core::Message::sleep
+                          : a == "kill"  ? core::Message::kill
+                                         : core::Message::run;
+  return core::transition(t.state, m).has_value();
+}
+
+Html actions_html(const View& view, const core::Task& t) {
+  Html h;
+  h.put("<section class=\"actions\"><h2>Actions</h2><ul>");
+  for (const Action& a : k_actions) {
+    if (!offered(t, a.name, view.now)) {
+      continue;
+    }
+    std::string cli =
+        "taskq " + std::string(a.cli) + " " + std::to_string(t.id);
+    if (a.name == "sleep") {
+      cli += " --for 10m";
+    }
+    h.put(
+        "<li><form method=\"post\" action=\"{}\">"
+        "<input type=\"hidden\" name=\"rev\" value=\"{}\">",
+        view.link("/tasks/" + std::to_string(t.id) + "/" + std::string(a.name)),
+        t.rev);
+    if (a.name == "sleep") {
+      h.put("<label>for <input name=\"for\" value=\"10m\" size=\"5\">"
+            "</label> ");
+    }
+    if (view.options.rights.operate) {
+      h.put("<button type=\"submit\" class=\"act-{}\">{}</button> ", a.name,
+            a.label);
+    }
+    h.put("<code class=\"cli\">{}</code> <button type=\"button\" "
+          "class=\"copy\" data-copy=\"{}\" hidden>Copy</button></form></li>",
+          cli, cli);
+  }
+  h.put("</ul></section>");
+  return h;
+}
+
+} // namespace
+
+Response task_page(View& view, int64_t id) {
+  const storage::TaskDetail d = view.store.show(id);
+  const core::Task& t = d.task;
+  const auto sizes = view.store.output_sizes(id);
+  if (view.json) {
+    // show -o json: the task, its events and which output is kept.
+    std::string text = core::task_json(t, view.now, &d.events);
+    text.pop_back();
+    text += ",\"output\":[";
+    for (const auto& o : sizes) {
+      text += text.back() == '[' ? "" : ",";
+      text += core::ObjectWriter()
+                  .field("attempt", o.attempt)
+                  .field("stream", o.stream)
+                  .field("kept", o.kept)
+                  .field("printed", o.total)
+                  .finish();
+    }
+    text += "]}";
+    return json_answer(std::move(text));
+  }
+  const std::string state = display_state(t, view.now);
+  const auto why = view.store.why(id, view.now, "");
+  Html b;
+  b.put("<h1>Task {} <span class=\"state s-{}\">{}</span></h1>", t.id, state,
+        state);
+  b.put("<section class=\"why\" aria-label=\"why\">");
+  if (why.empty()) {
+    b.put("<p>{}</p>", state == "running" ? "It is running."
+                       : t.state == core::TaskState::runnable
+                           ? "It can run now: a worker of its queue will "
+                             "lease it."
+                           : "It has finished.");
+  } else {
+    b.put("<ul>");
+    for (const auto& line : why) {
+      b.put("<li>{}</li>", line);
+    }
+    b.put("</ul>");
+  }
+  b.put("</section>");
+  b.put("<dl class=\"facts\"><dt>queue</dt><dd><a href=\"{}\">{}</a></dd>",
+        view.link("/tasks?queue=" + url_encode(t.queue)), t.queue);
+  if (!t.reason.empty()) {
+    b.put("<dt>reason</dt><dd>{}</dd>", t.reason);
+  }
+  if (!t.command.empty()) {
+    if (t.command.size() == 3 && t.command[0] == "/bin/sh"
+        && t.command[1] == "-c") {
+      b.put("<dt>command</dt><dd><code>sh: {}</code></dd>", t.command[2]);
+    } else {
+      b.put("<dt>command</dt><dd><code>{}</code></dd>",
+            core::command_line(t.command));
+    }
+  }
+  if (!t.labels.empty()) {
+    b.put("<dt>labels</dt><dd>");
+    for (const auto& [k, v] : t.labels) {
+      b.put("<a class=\"label\" href=\"{}\">{}={}</a> ",
+            view.link("/tasks?match=" + url_encode(k + "=" + v)), k, v);
+    }
+    b.put("</dd>");
+  }
+  b.put("<dt>priority</dt><dd>{}</dd><dt>attempts</dt><dd>{}{}</dd>",
+        t.priority, t.attempts,
+        t.max_attempts ? " of " + std::to_string(*t.max_attempts) : "");
+  b.put("<dt>run at</dt><dd>{}</dd><dt>created</dt><dd>{}</dd>"
+        "<dt>updated</dt><dd>{}</dd>",
+        time_html(t.run_at, view.now), time_html(t.created_at, view.now),
+        time_html(t.updated_at, view.now));
+  if (t.leased(view.now)) {
+    b.put("<dt>lease</dt><dd>held by {} until {}</dd>", t.lease->worker,
+          time_html(t.lease->expires_at, view.now));
+  }
+  if (!t.after.empty()) {
+    b.put("<dt>waits for</dt><dd>");
+    for (const int64_t a : t.after) {
+      b.put("<a href=\"{}\">{}</a> ", view.link("/tasks/" + std::to_string(a)),
+            a);
+    }
+    b.put("</dd>");
+  }
+  if (t.retry_of) {
+    b.put("<dt>retry of</dt><dd><a href=\"{}\">{}</a></dd>",
+          view.link("/tasks/" + std::to_string(*t.retry_of)), *t.retry_of);
+  }
+  b.put("<dt>revision</dt><dd>{}</dd></dl>", t.rev);
+  b.add(actions_html(view, t));
+  b.put("<section><h2>Payload</h2><pre>{}</pre></section>", pretty(t.payload));
+  if (t.result) {
+    b.put("<section><h2>Result</h2><pre>{}</pre></section>", pretty(*t.result));
+  }
+  if (!t.errors.empty()) {
+    b.put("<section><h2>Errors</h2><ol class=\"errors\">");
+    for (const auto& e : t.errors) {
+      b.put("<li>{} <span class=\"error\">{}</span></li>",
+            time_html(e.time, view.now), e.message);
+    }
+    b.put("</ol></section>");
+  }
+  if (!sizes.empty()) {
+    b.put("<section><h2>Output</h2>");
+    for (const auto& o : sizes) {
+      std::string text;
+      for (const auto& c : view.store.output(id, o.attempt, o.stream)) {
+        text += c.data;
+        if (text.size() > 64 * 1024) {
+          text += "\n... (taskq logs " + std::to_string(id)
+                  + " gives the "
+                    "whole)";
+          break;
+        }
+      }
+      b.put("<h3>attempt {}, {}</h3><pre class=\"output\">{}</pre>", o.attempt,
+            o.stream, text);
+    }
+    b.put("</section>");
+  }
+  b.put("<section><h2>Events</h2><ol class=\"events\">");
+  for (const auto& e : d.events) {
+    b.put("<li>{} <b>{}</b> {}{}{} <span class=\"actor\">{}</span> {}</li>",
+          time_html(e.time, view.now), e.message, e.from,
+          e.from.empty() && e.to.empty() ? "" : " → ", e.to, e.actor, e.detail);
+  }
+  b.put("</ol></section>");
+  return page(view, "Task " + std::to_string(id), "tasks", b);
+}
+
+Response task_action(View& view, int64_t id, std::string_view action) {
+  const auto form = parse_form<Pairs>(view.request.body);
+  std::optional<int64_t> rev;
+  std::optional<core::Millis> sleep_for;
+  for (const auto& [k, v] : form) {
+    if (k == "rev") {
+      rev = parse_id_text(v);
+      if (!rev) {
+        throw Error(ErrorKind::usage, "not a revision: " + v);
+      }
+    } else if (k == "for") {
+      sleep_for = core::parse_duration(v);
+      if (!sleep_for || sleep_for->count() <= 0) {
+        throw Error(ErrorKind::usage, "not a duration: " + v);
+      }
+    }
+  }
+  storage::Selector sel;
+  sel.ids = {id};
+  sel.expect_rev = rev;
+  int64_t shown = id;
+  if (action == "freeze" || action == "continue") {
+    view.store.freeze({id}, action == "freeze", view.actor, view.now, rev);
+  } else if (action == "retry") {
+    if (rev) {
+      const auto t = view.store.find(id);
+      if (t && t->rev != *rev) {
+        throw Error(ErrorKind::conflict,
+                    "task " + std::to_string(id)
+                        + " changed since you looked (revision "
+                        + std::to_string(*rev) + ", now "
+                        + std::to_string(t->rev) + ")");
+      }
+    }
+    shown = view.store.retry(id, view.actor, view.now);
+  } else {
+    std::optional<core::Message> msg;
+    std::optional<core::Time> until;
+    if (action == "pause") {
+      msg = core::Message::pause;
+    } else if (action == "resume") {
+      msg = core::Message::run;
+    } else if (action == "kill") {
+      msg = core::Message::kill;
+    } else if (action == "release") {
+      msg = core::Message::release;
+    } else if (action == "sleep") {
+      msg = core::Message::sleep;
+      until = view.now + sleep_for.value_or(core::Millis{10 * 60 * 1000});
+    }
+    if (!msg) {
+      return error_answer(&view, 404, "no such action: " + std::string(action));
+    }
+    view.store.send(sel, *msg, until, view.actor, view.now);
+  }
+  if (view.json) {
+    const auto t = view.store.find(shown);
+    return json_answer(t ? core::task_json(*t, view.now) : "null");
+  }
+  return see_other(view, "/tasks/" + std::to_string(shown));
+}
+
+} // namespace taskq::web
