@@ -93,7 +93,7 @@ else()
     string(APPEND CPACK_DEBIAN_PACKAGE_DEPENDS ", libncursesw6, libtinfo6")
   endif()
 endif()
-set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libpq5")
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "libpq5, libmicrohttpd12") # loaded on use: PostgreSQL, serve
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
 # Debian policy: man pages gzipped (cmake/deb-gzip-man.cmake runs on the
 # staged files before they are packed).
