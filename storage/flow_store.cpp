@@ -573,6 +573,9 @@ FlowDetail TaskStore::flow(int64_t id) {
       if (node < model->nodes.size()) {
         const int sub = model->nodes[node].flow;
         a.flow = model->flows[static_cast<size_t>(sub)].name;
+        for (const int p : model->nodes[node].preds) {
+          a.preds.push_back(model->nodes[static_cast<size_t>(p)].name);
+        }
       }
       a.state = st.get_text(3);
       a.intention = st.get_text(4);

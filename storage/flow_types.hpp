@@ -32,6 +32,9 @@ struct FlowAtomInfo {
   std::optional<std::string> result; // JSON text
   std::optional<std::string> failure;
   std::optional<std::string> history; // JSON text: a retry's history
+  // The atoms (by name) that must finish before it runs: its direct
+  // predecessors in the compiled graph, a subflow's controller among them.
+  std::vector<std::string> preds;
 };
 struct FlowEventInfo {
   core::Time time;
