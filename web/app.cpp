@@ -320,6 +320,43 @@ Response App::route(const Request& request) {
         return queue_action(view, std::string(parts[1]), parts[2]);
       }
     }
+    if (parts[0] == "schedules") {
+      if (parts.size() == 1 && !post) {
+        return schedules_page(view);
+      }
+      if (parts.size() == 3 && post) {
+        if (!allowed(m_options.rights, "queues")) {
+          return error_answer(&view, 403,
+                              "read-only: schedule actions need serve "
+                              "--allow-actions");
+        }
+        return schedule_action(view, std::string(parts[1]), parts[2]);
+      }
+    }
+    if (parts[0] == "gates" && parts.size() == 1 && !post) {
+      return gates_page(view);
+    }
+    if (parts[0] == "flows") {
+      if (parts.size() == 1 && !post) {
+        return flows_page(view);
+      }
+      const auto id = parts.size() > 1 ? parse_id_text(parts[1]) : std::nullopt;
+      if (parts.size() > 1 && !id) {
+        return error_answer(&view, 400,
+                            "not a flow id: " + std::string(parts[1]));
+      }
+      if (parts.size() == 2 && !post) {
+        return flow_page(view, *id);
+      }
+      if (parts.size() == 3 && post) {
+        if (!allowed(m_options.rights, "operate")) {
+          return error_answer(&view, 403,
+                              "read-only: actions need serve "
+                              "--allow-actions");
+        }
+        return flow_action(view, *id, parts[2]);
+      }
+    }
     return error_answer(&view, 404, "no such page: " + req.path);
   } catch (const Error& e) {
     switch (e.kind()) {

@@ -66,5 +66,13 @@ Response bulk_action(View& view); // POST /tasks/bulk
 Response queues_page(View& view);
 Response queue_action(View& view, const std::string& queue,
                       std::string_view action);
+Response schedules_page(View& view); // GET /schedules
+Response schedule_action(View& view, const std::string& name,
+                         std::string_view action); // pause, resume
+Response gates_page(View& view);                   // GET /gates
+Response flows_page(View& view);                   // GET /flows[?state=S]
+Response flow_page(View& view, int64_t id);        // GET /flows/ID
+Response flow_action(View& view, int64_t id,
+                     std::string_view action); // suspend, resume
 
 } // namespace taskq::web
