@@ -233,12 +233,16 @@ Response App::route(const Request& request) {
           }
         }
       }
+      const bool login = parts.size() == 1 && parts[0] == "login";
+      if (login && req.method == "POST") {
+        return login_page(m_options, true); // a wrong token
+      }
       if (json || req.method == "POST") {
         Response r = error_answer(nullptr, 401, "a token is needed");
         r.headers.emplace_back("WWW-Authenticate", "Bearer");
         return r;
       }
-      return login_page(m_options, parts.size() == 1 && parts[0] == "login");
+      return login_page(m_options, false);
     }
     user = "token";
   }
@@ -264,16 +268,22 @@ Response App::route(const Request& request) {
     }
   }
 
-  auto store = m_stores.take();
+  if (parts.size() == 1 && parts[0] == "live" && req.method != "POST") {
+    return m_live->stream(req); // needs no store of its own
+  }
+  std::optional<StorePool::Lease> lease;
+  try {
+    lease.emplace(m_stores.take());
+  } catch (const Error& e) {
+    return error_answer(nullptr, 503, e.what());
+  }
+  StorePool::Lease& store = *lease;
   View view{req, *store, m_clock(), m_options, "web:" + user + "@" + req.peer,
             json};
   try {
     const bool post = req.method == "POST";
     if (parts.empty()) {
       return post ? error_answer(&view, 405, "use GET") : overview_page(view);
-    }
-    if (parts[0] == "live" && parts.size() == 1 && !post) {
-      return m_live->stream(req);
     }
     if (parts[0] == "tasks") {
       if (parts.size() == 1) {

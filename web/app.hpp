@@ -13,6 +13,7 @@
 #include <mutex>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "web/http.hpp"
@@ -45,7 +46,9 @@ public:
     Lease(StorePool& pool, std::unique_ptr<storage::TaskStore> store)
         : m_pool(&pool), m_store(std::move(store)) {}
     ~Lease();
-    Lease(Lease&&) = default;
+    Lease(Lease&& other) noexcept
+        : m_pool(std::exchange(other.m_pool, nullptr)),
+          m_store(std::move(other.m_store)) {}
     Lease& operator=(Lease&&) = delete;
     Lease(const Lease&) = delete;
     storage::TaskStore& operator*() { return *m_store; }

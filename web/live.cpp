@@ -70,14 +70,18 @@ Response App::Live::stream(const Request& request) {
     last = parse_id_text(*id).value_or(-1);
   }
   // Counted while the stream lives, whoever ends it.
+  // (Made in place: a temporary's destructor would take the lock held.)
   struct Count {
-    App::Live* live;
+    explicit Count(App::Live* l) : live(l) {}
+    Count(const Count&) = delete;
+    Count& operator=(const Count&) = delete;
     ~Count() {
       std::lock_guard l(live->m_mutex);
       --live->m_streams;
     }
+    App::Live* live;
   };
-  auto count = std::make_shared<Count>(Count{this});
+  auto count = std::make_shared<Count>(this);
   auto first = std::make_shared<bool>(true);
   Response r;
   r.type = "text/event-stream";
