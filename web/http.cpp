@@ -74,6 +74,37 @@ void free_stream(void* cls) {
   delete static_cast<Streaming*>(cls);
 }
 
+int hex_digit(char c) {
+  return c >= '0' && c <= '9'   ? c - '0'
+         : c >= 'a' && c <= 'f' ? c - 'a' + 10
+         : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                : -1;
+}
+
+// libmicrohttpd's unescaping of the path and the query (%HH), except that
+// %00 becomes C0 80, an overlong NUL that the view refuses as not UTF-8:
+// a NUL would end the C string libmicrohttpd hands on, and /tasks/1%00x
+// would be answered as /tasks/1.
+size_t unescape(void*, MHD_Connection*, char* s) {
+  char* out = s;
+  for (const char* in = s; *in != '\0'; ++in) {
+    const int hi = *in == '%' ? hex_digit(in[1]) : -1;
+    const int lo = hi >= 0 ? hex_digit(in[2]) : -1;
+    if (lo < 0) {
+      *out++ = *in;
+    } else if (hi == 0 && lo == 0) {
+      *out++ = '\xC0';
+      *out++ = '\x80';
+      in += 2;
+    } else {
+      *out++ = static_cast<char>(hi * 16 + lo);
+      in += 2;
+    }
+  }
+  *out = '\0';
+  return static_cast<size_t>(out - s);
+}
+
 std::string peer_of(MHD_Connection* connection) {
   const auto* info = mhd().MHD_get_connection_info(
       connection, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
@@ -247,6 +278,7 @@ Server::Server(const ServerOptions& options, Handler handler)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, options.per_address,
         MHD_OPTION_CONNECTION_TIMEOUT, options.idle_seconds,
         MHD_OPTION_NOTIFY_COMPLETED, &State::completed, nullptr,
+        MHD_OPTION_UNESCAPE_CALLBACK, &unescape, nullptr,
         MHD_OPTION_HTTPS_MEM_KEY, options.tls_key.c_str(),
         MHD_OPTION_HTTPS_MEM_CERT, options.tls_cert.c_str(), MHD_OPTION_END);
   } else {
@@ -256,6 +288,7 @@ Server::Server(const ServerOptions& options, Handler handler)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, options.per_address,
         MHD_OPTION_CONNECTION_TIMEOUT, options.idle_seconds,
         MHD_OPTION_NOTIFY_COMPLETED, &State::completed, nullptr,
+        MHD_OPTION_UNESCAPE_CALLBACK, &unescape, nullptr,
         MHD_OPTION_END);
   }
   if (s.daemon == nullptr) {
