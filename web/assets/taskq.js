@@ -43,11 +43,15 @@
   // Fetch this page again and put its <main> in place, unless the reader
   // is typing in a form of it.
   let busy = false;
-  const refresh = async () => {
-    if (busy || document.hidden) { return; }
+  const reading = () => {
     const active = document.activeElement;
-    if (active && active.closest('main') && /INPUT|SELECT|TEXTAREA/.test(active.tagName)) { return; }
-    if (document.querySelector('main input[type=checkbox]:checked')) { return; }
+    return (active && active.closest('main') && /INPUT|SELECT|TEXTAREA/.test(active.tagName))
+      || document.querySelector('main input[type=checkbox]:checked') !== null;
+  };
+  let again = false; // a change heard while a fetch was under way
+  const refresh = async () => {
+    if (busy) { again = true; return; }
+    if (document.hidden || reading()) { return; }
     busy = true;
     try {
       const res = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin' });
@@ -55,10 +59,12 @@
         const doc = new DOMParser().parseFromString(await res.text(), 'text/html');
         const fresh = doc.getElementById('main');
         const main = document.getElementById('main');
-        if (fresh && main) { main.replaceWith(fresh); showTimes(); wireCopies(); }
+        // Asked again: the reader may have ticked or typed while it loaded.
+        if (fresh && main && !reading()) { main.replaceWith(fresh); showTimes(); wireCopies(); }
       }
     } catch (e) { /* the next change tries again */ }
     busy = false;
+    if (again) { again = false; refresh(); }
   };
 
   // Live: Server-Sent Events while the tab is visible; polling when the
