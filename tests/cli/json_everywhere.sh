@@ -159,6 +159,9 @@ j 0 queue show q9
 expect_json "$out" .queue q9
 # top is a full-screen view: it refuses -o json (exit 2, stdout empty).
 j 2 top
+# serve is a web view: its JSON is each page's (Accept: application/json,
+# tests/web); -o json is refused (exit 2) before it listens.
+j 2 serve
 
 section "the database"
 j 0 db path
