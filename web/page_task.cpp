@@ -84,11 +84,16 @@ Html actions_html(const View& view, const core::Task& t) {
     if (a.name == "sleep") {
       cli += " --for 10m";
     }
-    h.put(
-        "<li><form method=\"post\" action=\"{}\">"
-        "<input type=\"hidden\" name=\"rev\" value=\"{}\">",
-        view.link("/tasks/" + std::to_string(t.id) + "/" + std::string(a.name)),
-        t.rev);
+    h.put("<li><form method=\"post\" action=\"{}\">",
+          view.link("/tasks/" + std::to_string(t.id) + "/"
+                    + std::string(a.name)));
+    // The revision the page showed: an action from a stale page is
+    // refused. Not for the actions on a running command: each heartbeat
+    // moves the revision, and freeze, continue and release are refused
+    // by their own rules when the lease is not as the page showed it.
+    if (a.name != "freeze" && a.name != "continue" && a.name != "release") {
+      h.put("<input type=\"hidden\" name=\"rev\" value=\"{}\">", t.rev);
+    }
     if (a.name == "sleep") {
       h.put("<label>for <input name=\"for\" value=\"10m\" size=\"5\">"
             "</label> ");
