@@ -125,14 +125,15 @@ void run_serve(const ServeArgs& a, Context& ctx) {
       o.app.rights.operate || o.app.rights.bulk || o.app.rights.queues
           ? storage::OpenMode::update
           : storage::OpenMode::read;
-  ctx.store(mode);
-  const std::string path = ctx.db_path();
-  // SIGINT and SIGTERM end serve; the server's threads must not take them.
+  // SIGINT and SIGTERM end serve; the server's threads must not take them
+  // (blocked before the store opens: a store may start a thread).
   sigset_t stops;
   sigemptyset(&stops);
   sigaddset(&stops, SIGINT);
   sigaddset(&stops, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stops, nullptr);
+  ctx.store(mode);
+  const std::string path = ctx.db_path();
   auto clock_mutex = std::make_shared<std::mutex>();
   web::serve(
       o,

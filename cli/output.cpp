@@ -16,7 +16,6 @@
 namespace taskq::cli {
 namespace {
 
-
 // `3, 5`.
 std::string ids_line(const std::vector<int64_t>& ids) {
   std::string out;
@@ -68,7 +67,6 @@ std::string cell(std::string text, size_t width) {
   text.resize(end);
   return text + std::string(std::min<size_t>(width, 3), '.');
 }
-
 
 void print_task_json(const core::Task& task, core::Time now,
                      const std::vector<core::Event>* events) {

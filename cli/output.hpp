@@ -66,8 +66,8 @@ std::string attempts_text(const core::Task& task);
 // taken, less the time it was frozen (a frozen one's time stops).
 core::Millis running_time(const core::Task& task, core::Time now);
 
-using core::FailureWords;
 using core::failure_words;
+using core::FailureWords;
 // failure_words on one line: "exit status 3: oops (gave up after 1 error)",
 // the cause shortened so that the whole fits `width` (0: no limit).
 std::string failure_text(const core::Task& task, size_t width = 0);

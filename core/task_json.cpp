@@ -59,8 +59,7 @@ ObjectWriter::text_or_null(std::string_view key,
   return value ? text(key, std::string_view(*value)) : raw(key, "null");
 }
 
-ObjectWriter& ObjectWriter::labels(std::string_view key,
-                                   const Labels& value) {
+ObjectWriter& ObjectWriter::labels(std::string_view key, const Labels& value) {
   raw(key, "{");
   bool first = true;
   for (const auto& [k, v] : value) {
@@ -130,10 +129,9 @@ std::string task_json(const Task& t, Time now,
       .raw("waiting", t.waiting ? "true" : "false")
       .labels("root", t.root)
       .text_or_null("to", t.to_worker)
-      .text_or_null("broadcast_until",
-                    t.broadcast_until
-                        ? std::optional(format_time(*t.broadcast_until))
-                        : std::nullopt)
+      .text_or_null("broadcast_until", t.broadcast_until ? std::optional(
+                                           format_time(*t.broadcast_until))
+                                                         : std::nullopt)
       .text_or_null("trigger", t.trigger)
       .text_or_null("schedule", t.schedule)
       .text_or_null("gate", t.gate)

@@ -8,6 +8,7 @@
 #include "core/time.hpp"
 
 #include <nlohmann/json.hpp>
+
 #include <optional>
 #include <string>
 #include <string_view>

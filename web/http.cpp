@@ -288,8 +288,7 @@ Server::Server(const ServerOptions& options, Handler handler)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, options.per_address,
         MHD_OPTION_CONNECTION_TIMEOUT, options.idle_seconds,
         MHD_OPTION_NOTIFY_COMPLETED, &State::completed, nullptr,
-        MHD_OPTION_UNESCAPE_CALLBACK, &unescape, nullptr,
-        MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, &unescape, nullptr, MHD_OPTION_END);
   }
   if (s.daemon == nullptr) {
     throw Error(ErrorKind::unavailable,

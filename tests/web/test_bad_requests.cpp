@@ -22,8 +22,8 @@ int g_cases = 0; // the 4xx cases run, across the test cases
 
 struct Case {
   std::string name;
-  std::string bytes;            // the whole request, as sent
-  std::vector<int> statuses{};  // the statuses allowed; empty: any 4xx
+  std::string bytes;           // the whole request, as sent
+  std::vector<int> statuses{}; // the statuses allowed; empty: any 4xx
   // libmicrohttpd may close the connection without an answer (its memory
   // pool for one request's headers and arguments is full).
   bool may_close = false;
@@ -137,28 +137,47 @@ private:
 TEST_CASE("malformed ids: 400 (or 404 for a number that is no task)") {
   Bench b;
   std::vector<Case> cases;
-  const std::vector<std::string> not_ids = {
-      "abc",   "-1",  "+1",  "1a",   "0x1f", "1e3",   "1.0",  "1,2",
-      "%201",  "1%20", "%EF%BC%91" /* fullwidth 1 */, "%D9%A3" /* Arabic 3 */,
-      "9223372036854775807", "9223372036854775808",
-      "99999999999999999999999999999999", "1%2B1", "12a", "NaN", "null",
-      "true", "%5B1%5D", "%7B%7D", "0b1", "1_000", "%E2%80%8B1", "%09"};
+  const std::vector<std::string> not_ids = {"abc",
+                                            "-1",
+                                            "+1",
+                                            "1a",
+                                            "0x1f",
+                                            "1e3",
+                                            "1.0",
+                                            "1,2",
+                                            "%201",
+                                            "1%20",
+                                            "%EF%BC%91" /* fullwidth 1 */,
+                                            "%D9%A3" /* Arabic 3 */,
+                                            "9223372036854775807",
+                                            "9223372036854775808",
+                                            "99999999999999999999999999999999",
+                                            "1%2B1",
+                                            "12a",
+                                            "NaN",
+                                            "null",
+                                            "true",
+                                            "%5B1%5D",
+                                            "%7B%7D",
+                                            "0b1",
+                                            "1_000",
+                                            "%E2%80%8B1",
+                                            "%09"};
   const std::vector<std::string> no_task = {"0", "000", "999999999999999999",
                                             "123456789012345678"};
   for (const bool number : {false, true}) {
     const std::vector<int> expect =
         number ? std::vector<int>{404} : std::vector<int>{400};
     for (const auto& id : number ? no_task : not_ids) {
-      cases.push_back({"GET /tasks/" + id, request("GET", "/tasks/" + id),
-                       expect});
+      cases.push_back(
+          {"GET /tasks/" + id, request("GET", "/tasks/" + id), expect});
       cases.push_back({"GET /tasks/" + id + "/",
                        request("GET", "/tasks/" + id + "/"), expect});
       cases.push_back({"POST /tasks/" + id + "/pause",
                        request("POST", "/tasks/" + id + "/pause", "rev=1"),
                        expect});
       cases.push_back({"POST /tasks/" + id + "/retry",
-                       request("POST", "/tasks/" + id + "/retry", ""),
-                       expect});
+                       request("POST", "/tasks/" + id + "/retry", ""), expect});
     }
   }
   const std::string id = b.id(0);
@@ -216,15 +235,16 @@ TEST_CASE("bad filters: states, patterns, times, cursors, limits: 400") {
   std::vector<Case> cases;
   for (const auto& f : filters) {
     cases.push_back({"GET /tasks?" + f.substr(0, 40),
-                     request("GET", "/tasks?" + f), {400}});
+                     request("GET", "/tasks?" + f),
+                     {400}});
     cases.push_back({"GET /tasks/bulk?...&" + f.substr(0, 40),
                      request("GET", "/tasks/bulk?bulk=pause&queue=beta&" + f),
                      {400}});
   }
-  for (const std::string& q :
-       std::vector<std::string>{"/tasks/bulk?bulk=explode&queue=beta", "/tasks/bulk?queue=beta",
-        "/tasks/bulk?bulk=pause", "/tasks/bulk?bulk=pause&q=x",
-        "/tasks/bulk?bulk=&queue=beta"}) {
+  for (const std::string& q : std::vector<std::string>{
+           "/tasks/bulk?bulk=explode&queue=beta", "/tasks/bulk?queue=beta",
+           "/tasks/bulk?bulk=pause", "/tasks/bulk?bulk=pause&q=x",
+           "/tasks/bulk?bulk=&queue=beta"}) {
     cases.push_back({"GET " + q, request("GET", q), {400}});
   }
   b.run_all(cases);
@@ -236,13 +256,17 @@ TEST_CASE("huge bodies: 413") {
   const std::string big(64 * 1024 + 1, 'a');
   const std::string bigger = "rev=1&" + std::string(1024 * 1024, 'b');
   std::vector<Case> cases = {
-      {"pause, 64 KiB + 1", request("POST", "/tasks/" + id + "/pause", big),
+      {"pause, 64 KiB + 1",
+       request("POST", "/tasks/" + id + "/pause", big),
        {413}},
-      {"pause, 1 MiB", request("POST", "/tasks/" + id + "/pause", bigger),
+      {"pause, 1 MiB",
+       request("POST", "/tasks/" + id + "/pause", bigger),
        {413}},
       {"bulk, 100 KiB of ids",
-       request("POST", "/tasks/bulk",
-               "action=kill" + [&] {
+       request(
+           "POST", "/tasks/bulk",
+           "action=kill" +
+               [&] {
                  std::string ids;
                  while (ids.size() < 100 * 1024) {
                    ids += "&id=" + id;
@@ -272,15 +296,16 @@ TEST_CASE("bad methods: 405") {
   Bench b;
   const std::string id = b.id(0);
   std::vector<Case> cases;
-  for (const std::string& method :
-       std::vector<std::string>{"PUT", "DELETE", "PATCH", "OPTIONS", "FOO", "TRACE"}) {
-    for (const std::string& path :
-         std::vector<std::string>{"/", "/tasks", "/tasks/" + id, "/tasks/" + id + "/pause",
-          "/tasks/bulk", "/queues/alpha/pause", "/live", "/assets/taskq.css"}) {
-      cases.push_back({method + " " + path,
-                       request(method, path, "rev=1&action=kill&id=" + id),
-                       method == "TRACE" ? std::vector<int>{}
-                                         : std::vector<int>{405}});
+  for (const std::string& method : std::vector<std::string>{
+           "PUT", "DELETE", "PATCH", "OPTIONS", "FOO", "TRACE"}) {
+    for (const std::string& path : std::vector<std::string>{
+             "/", "/tasks", "/tasks/" + id, "/tasks/" + id + "/pause",
+             "/tasks/bulk", "/queues/alpha/pause", "/live",
+             "/assets/taskq.css"}) {
+      cases.push_back(
+          {method + " " + path,
+           request(method, path, "rev=1&action=kill&id=" + id),
+           method == "TRACE" ? std::vector<int>{} : std::vector<int>{405}});
     }
   }
   b.run_all(cases);
@@ -336,12 +361,13 @@ TEST_CASE("paths with .., ., %2e%2e, NUL, bad UTF-8: 400 or 404") {
   }
   for (const auto& p : {"/tasks/1%00/pause", "/tasks/%2e%2e/pause",
                         "/queues/%2e%2e/pause", "/queues/a%ffb/pause"}) {
-    cases.push_back({"POST " + std::string(p), request("POST", p, "rev=1"),
-                     {400, 404}});
+    cases.push_back(
+        {"POST " + std::string(p), request("POST", p, "rev=1"), {400, 404}});
   }
   // A NUL byte and bad bytes in the request line and in a header.
   cases.push_back({"a request line without a version",
-                   "GET /tasks\r\nHost: a\r\n\r\n", {}});
+                   "GET /tasks\r\nHost: a\r\n\r\n",
+                   {}});
   cases.push_back({"not HTTP", "HELLO\r\n\r\n", {}, true});
   // libmicrohttpd's own answer, the one HTTP has for it.
   cases.push_back({"HTTP/2.0", "GET / HTTP/2.0\r\nHost: a\r\n\r\n", {505}});
@@ -376,48 +402,60 @@ TEST_CASE("bad forms: missing fields, bad revisions, bad durations: 4xx") {
   Bench b;
   const std::string id = b.id(0);
   std::vector<Case> cases;
-  for (const std::string& rev :
-       std::vector<std::string>{"rev=abc", "rev=-1", "rev=", "rev=1.5", "rev=99999999999999999999",
-        "rev=%ff", "rev=1&rev=x", "rev=0x1", "rev=%2B1", "rev"}) {
-    for (const std::string& action : std::vector<std::string>{"pause", "kill", "freeze", "retry"}) {
+  for (const std::string& rev : std::vector<std::string>{
+           "rev=abc", "rev=-1", "rev=", "rev=1.5", "rev=99999999999999999999",
+           "rev=%ff", "rev=1&rev=x", "rev=0x1", "rev=%2B1", "rev"}) {
+    for (const std::string& action :
+         std::vector<std::string>{"pause", "kill", "freeze", "retry"}) {
       cases.push_back({action + " " + rev,
                        request("POST", "/tasks/" + id + "/" + action, rev),
                        {}});
     }
   }
-  for (const std::string& d :
-       std::vector<std::string>{"for=abc", "for=-5m", "for=0s", "for=", "for=5x",
-        "for=99999999999999999999d", "for=9223372036854775807ms",
-        "for=999999999999h", "for=1e9s", "for=%ff", "for=5m5"}) {
-    cases.push_back(
-        {"sleep " + d, request("POST", "/tasks/" + id + "/sleep", "rev=1&" + d),
-         {}});
-    cases.push_back(
-        {"sleep (no rev) " + d,
-         request("POST", "/tasks/" + id + "/sleep", d), {}});
+  for (const std::string& d : std::vector<std::string>{
+           "for=abc", "for=-5m", "for=0s", "for=", "for=5x",
+           "for=99999999999999999999d", "for=9223372036854775807ms",
+           "for=999999999999h", "for=1e9s", "for=%ff", "for=5m5"}) {
+    cases.push_back({"sleep " + d,
+                     request("POST", "/tasks/" + id + "/sleep", "rev=1&" + d),
+                     {}});
+    cases.push_back({"sleep (no rev) " + d,
+                     request("POST", "/tasks/" + id + "/sleep", d),
+                     {}});
   }
-  for (const std::string& body :
-       std::vector<std::string>{"", "action=", "action=explode&id=1", "action=pause&id=abc",
-        "action=pause&id=-1", "action=pause&id=", "action=pause",
-        "action=pause&queue=beta", "action=pause&queue=beta&expect=abc",
-        "action=pause&queue=beta&expect=-1", "action=pause&queue=beta&expect=24",
-        "action=kill&queue=beta&expect=25",
-        "action=kill&queue=beta&expect=25&confirm=24",
-        "action=kill&queue=beta&expect=25&confirm=abc",
-        "action=retry&queue=beta&expect=25",
-        "action=pause&state=bogus&expect=1", "action=pause&id=999999",
-        "action=resume&queue=beta&match=%3D&expect=1",
-        "action=pause&queue=beta&from=yesterday&expect=25",
-        "action=pause&queue=beta&limit=0&expect=25", "%ff=1&action=pause",
-        "action=retry&id=" + id, "action=sleep&queue=beta&expect=25",
-        "action=pause&id=" + id + "&id=999999",
-        "action=pause&id=1%00"}) {
+  for (const std::string& body : std::vector<std::string>{
+           "",
+           "action=",
+           "action=explode&id=1",
+           "action=pause&id=abc",
+           "action=pause&id=-1",
+           "action=pause&id=",
+           "action=pause",
+           "action=pause&queue=beta",
+           "action=pause&queue=beta&expect=abc",
+           "action=pause&queue=beta&expect=-1",
+           "action=pause&queue=beta&expect=24",
+           "action=kill&queue=beta&expect=25",
+           "action=kill&queue=beta&expect=25&confirm=24",
+           "action=kill&queue=beta&expect=25&confirm=abc",
+           "action=retry&queue=beta&expect=25",
+           "action=pause&state=bogus&expect=1",
+           "action=pause&id=999999",
+           "action=resume&queue=beta&match=%3D&expect=1",
+           "action=pause&queue=beta&from=yesterday&expect=25",
+           "action=pause&queue=beta&limit=0&expect=25",
+           "%ff=1&action=pause",
+           "action=retry&id=" + id,
+           "action=sleep&queue=beta&expect=25",
+           "action=pause&id=" + id + "&id=999999",
+           "action=pause&id=1%00"}) {
     cases.push_back({"bulk " + body.substr(0, 60),
-                     request("POST", "/tasks/bulk", body), {}});
+                     request("POST", "/tasks/bulk", body),
+                     {}});
   }
-  for (const std::string& p :
-       std::vector<std::string>{"/queues/nosuch/pause", "/queues/alpha/explode", "/queues/alpha",
-        "/queues", "/queues/alpha/pause/now", "/login", "/tasks/bulk/x"}) {
+  for (const std::string& p : std::vector<std::string>{
+           "/queues/nosuch/pause", "/queues/alpha/explode", "/queues/alpha",
+           "/queues", "/queues/alpha/pause/now", "/login", "/tasks/bulk/x"}) {
     cases.push_back({"POST " + p, request("POST", p, "x=1"), {}});
   }
   // Not a form at all.
@@ -439,22 +477,25 @@ TEST_CASE("huge headers and many query parameters: 4xx") {
   for (int i = 0; i < 400; ++i) {
     many += "X-H" + std::to_string(i) + ": " + std::string(150, 'v') + "\r\n";
   }
-  cases.push_back({"400 headers of 150 bytes", request("GET", "/", "", many),
-                   {}});
+  cases.push_back(
+      {"400 headers of 150 bytes", request("GET", "/", "", many), {}});
   cases.push_back({"a 40 KiB cookie",
                    request("GET", "/tasks", "",
                            "Cookie: a=" + std::string(40 * 1024, 'c') + "\r\n"),
                    {}});
-  cases.push_back({"a 40 KiB Accept", request("GET", "/tasks", "",
-                                              "Accept: " + std::string(40 * 1024, 'j') + "\r\n"),
+  cases.push_back({"a 40 KiB Accept",
+                   request("GET", "/tasks", "",
+                           "Accept: " + std::string(40 * 1024, 'j') + "\r\n"),
                    {}});
   cases.push_back({"a 10 KiB path",
                    request("GET", "/tasks/" + std::string(10 * 1024, '1')),
                    {}});
   cases.push_back({"a 100 KiB path",
-                   request("GET", "/" + std::string(100 * 1024, 'p')), {}});
+                   request("GET", "/" + std::string(100 * 1024, 'p')),
+                   {}});
   cases.push_back({"a 3000-byte path",
-                   request("GET", "/" + std::string(3000, 'p')), {400}});
+                   request("GET", "/" + std::string(3000, 'p')),
+                   {400}});
   cases.push_back({"a 5000-byte query value",
                    request("GET", "/tasks?queue=" + std::string(5000, 'q')),
                    {400}});
@@ -463,8 +504,10 @@ TEST_CASE("huge headers and many query parameters: 4xx") {
     for (int i = 0; i < n; ++i) {
       q += (i == 0 ? "" : "&") + std::string("p") + std::to_string(i) + "=1";
     }
-    cases.push_back({std::to_string(n) + " query parameters", request("GET", q),
-                     {}, n >= 1000});
+    cases.push_back({std::to_string(n) + " query parameters",
+                     request("GET", q),
+                     {},
+                     n >= 1000});
   }
   std::string same = "/tasks?";
   for (int i = 0; i < 100; ++i) {
@@ -538,8 +581,8 @@ TEST_CASE("thousands of connections at once: the server stays up") {
   a.sin_port = htons(port);
   a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   for (int i = 0; i < n; ++i) {
-    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
-                            0);
+    const int fd =
+        ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     REQUIRE(fd >= 0);
     ::connect(fd, reinterpret_cast<const sockaddr*>(&a), sizeof a);
     fds.push_back(fd);
@@ -618,15 +661,14 @@ TEST_CASE("a bad Last-Event-ID is ignored") {
   // A bad Last-Event-ID: the stream starts as without one (the SSE spec:
   // the browser sends back what it was given), nothing else happens.
   int streams_ok = 0;
-  for (const std::string& id :
-       std::vector<std::string>{"abc", "-1", "", "99999999999999999999", "1e9", "\xff\xfe",
-        std::string(8000, '9'), "1 2", "0x10", "%31"}) {
+  for (const std::string& id : std::vector<std::string>{
+           "abc", "-1", "", "99999999999999999999", "1e9", "\xff\xfe",
+           std::string(8000, '9'), "1 2", "0x10", "%31"}) {
     Socket s(port);
     REQUIRE(s.send_all(get("/live").header("Last-Event-ID", id).bytes(port)));
     std::string got;
     s.read_until(got, 3s, [](const std::string& t) {
-      return has(t, "retry: 3000")
-             || (has(t, "\r\n\r\n") && !has(t, " 200 "));
+      return has(t, "retry: 3000") || (has(t, "\r\n\r\n") && !has(t, " 200 "));
     });
     const Answer a = parse_answer(got);
     INFO("Last-Event-ID: " << id.substr(0, 20) << " -> " << got.substr(0, 200));
@@ -652,9 +694,8 @@ TEST_CASE("more live streams than the cap: 429") {
     open.push_back(std::make_unique<Socket>(port));
     REQUIRE(open.back()->send_all(get("/live").bytes(port)));
     std::string got;
-    open.back()->read_until(got, 5s, [](const std::string& t) {
-      return has(t, "retry: 3000");
-    });
+    open.back()->read_until(
+        got, 5s, [](const std::string& t) { return has(t, "retry: 3000"); });
     REQUIRE(has(got, " 200 "));
   }
   const Answer over = b.served().send(get_json("/live"), 3s);

@@ -220,8 +220,8 @@ TEST_CASE("GET /tasks/ID: the page, 404, and its JSON is show -o json") {
     CHECK(has(page.body, "<h1>Task " + std::to_string(id)));
     const Answer json = s.send(get_json("/tasks/" + std::to_string(id)));
     REQUIRE(json.status == 200);
-    const std::string shown = cli(db.path(), "show " + std::to_string(id)
-                                                 + " -o json");
+    const std::string shown =
+        cli(db.path(), "show " + std::to_string(id) + " -o json");
     REQUIRE_FALSE(shown.empty());
     CHECK(parse(json.body) == parse(shown));
   }
@@ -263,9 +263,8 @@ TEST_CASE("POST /tasks/ID/ACTION: each action changes the task; a stale "
   const auto task = [&](int64_t id) { return *find_task(db.path(), id); };
   const auto act = [&](int64_t id, const std::string& action,
                        const std::string& extra = "") {
-    const Answer a =
-        s.send(post("/tasks/" + std::to_string(id) + "/" + action,
-                    form_rev(task(id)) + extra));
+    const Answer a = s.send(post("/tasks/" + std::to_string(id) + "/" + action,
+                                 form_rev(task(id)) + extra));
     INFO(action << " " << id << ": " << a.body);
     CHECK(a.status == 303);
     return a;
@@ -277,11 +276,11 @@ TEST_CASE("POST /tasks/ID/ACTION: each action changes the task; a stale "
     const core::Task t = task(seeded.runnable);
     for (const char* action : {"pause", "kill", "sleep", "release", "retry",
                                "freeze", "continue", "resume"}) {
-      for (const int64_t id : {seeded.runnable, seeded.leased, seeded.killed,
-                               seeded.paused}) {
-        const Answer a = s.send(
-            post("/tasks/" + std::to_string(id) + "/" + action,
-                 "rev=" + std::to_string(task(id).rev + 7)));
+      for (const int64_t id :
+           {seeded.runnable, seeded.leased, seeded.killed, seeded.paused}) {
+        const Answer a =
+            s.send(post("/tasks/" + std::to_string(id) + "/" + action,
+                        "rev=" + std::to_string(task(id).rev + 7)));
         INFO(action << " " << id << ": " << a.body);
         CHECK(a.status >= 400);
         CHECK(a.status < 500);
@@ -290,9 +289,9 @@ TEST_CASE("POST /tasks/ID/ACTION: each action changes the task; a stale "
         }
       }
     }
-    const Answer stale = s.send(
-        post("/tasks/" + std::to_string(seeded.runnable) + "/pause",
-             "rev=" + std::to_string(t.rev + 1)));
+    const Answer stale =
+        s.send(post("/tasks/" + std::to_string(seeded.runnable) + "/pause",
+                    "rev=" + std::to_string(t.rev + 1)));
     CHECK(stale.status == 409);
     CHECK(snapshot(db.path()) == before);
   }
@@ -335,13 +334,14 @@ TEST_CASE("POST /tasks/ID/ACTION: each action changes the task; a stale "
   CHECK(json.status == 200);
   CHECK(parse(json.body)["state"] == "paused");
   // The event log names the web's actor.
-  const Answer shown = s.send(get_json("/tasks/" + std::to_string(seeded.beta[0])));
+  const Answer shown =
+      s.send(get_json("/tasks/" + std::to_string(seeded.beta[0])));
   CHECK(has(shown.body, "web:anonymous@127.0.0.1"));
   // An action the task's state does not allow: 4xx, nothing changed.
   const std::string before = snapshot(db.path());
-  const Answer refused = s.send(post(
-      "/tasks/" + std::to_string(seeded.beta[1]) + "/retry",
-      form_rev(task(seeded.beta[1]))));
+  const Answer refused =
+      s.send(post("/tasks/" + std::to_string(seeded.beta[1]) + "/retry",
+                  form_rev(task(seeded.beta[1]))));
   CHECK(refused.status >= 400);
   CHECK(refused.status < 500);
   CHECK(snapshot(db.path()) == before);
@@ -356,9 +356,9 @@ TEST_CASE("POST /tasks/bulk: ticked ids, every match with expect and confirm, "
     return find_task(db.path(), id)->state;
   };
   // Ticked.
-  Req ticked = post("/tasks/bulk", "action=pause&id="
-                                       + std::to_string(seeded.beta[1]) + "&id="
-                                       + std::to_string(seeded.beta[2]));
+  Req ticked =
+      post("/tasks/bulk", "action=pause&id=" + std::to_string(seeded.beta[1])
+                              + "&id=" + std::to_string(seeded.beta[2]));
   ticked.json = true;
   const Answer a = s.send(ticked);
   REQUIRE(a.status == 200);
@@ -370,12 +370,12 @@ TEST_CASE("POST /tasks/bulk: ticked ids, every match with expect and confirm, "
   // Every match: a wrong count, a missing or wrong confirmation: refused.
   const std::string before = snapshot(db.path());
   const std::string filter = "queue=beta&match=color%3Dred";
-  for (const std::string& body :
-       std::vector<std::string>{"action=kill&" + filter + "&expect=8&confirm=8",
-        "action=kill&" + filter + "&expect=9",
-        "action=kill&" + filter + "&expect=9&confirm=8",
-        "action=pause&" + filter + "&expect=10", "action=pause&" + filter,
-        "action=pause&expect=9", "action=explode&" + filter + "&expect=9"}) {
+  for (const std::string& body : std::vector<std::string>{
+           "action=kill&" + filter + "&expect=8&confirm=8",
+           "action=kill&" + filter + "&expect=9",
+           "action=kill&" + filter + "&expect=9&confirm=8",
+           "action=pause&" + filter + "&expect=10", "action=pause&" + filter,
+           "action=pause&expect=9", "action=explode&" + filter + "&expect=9"}) {
     const Answer r = s.send(post("/tasks/bulk", body));
     INFO(body << ": " << r.body);
     CHECK(r.status >= 400);
@@ -383,8 +383,8 @@ TEST_CASE("POST /tasks/bulk: ticked ids, every match with expect and confirm, "
   }
   CHECK(snapshot(db.path()) == before);
 
-  const Answer killed =
-      s.send(post("/tasks/bulk", "action=kill&" + filter + "&expect=9&confirm=9"));
+  const Answer killed = s.send(
+      post("/tasks/bulk", "action=kill&" + filter + "&expect=9&confirm=9"));
   CHECK(killed.status == 200);
   CHECK(has(killed.body, "kill: 9 tasks changed"));
   for (size_t i = 0; i < seeded.beta.size(); ++i) {
@@ -392,7 +392,8 @@ TEST_CASE("POST /tasks/bulk: ticked ids, every match with expect and confirm, "
     CHECK((state(seeded.beta[i]) == core::TaskState::killed) == (i % 3 == 0));
   }
   // retry every killed task of beta.
-  Req retry = post("/tasks/bulk", "action=retry&queue=beta&state=killed&expect=9");
+  Req retry =
+      post("/tasks/bulk", "action=retry&queue=beta&state=killed&expect=9");
   retry.json = true;
   const Answer retried = s.send(retry);
   CHECK(retried.status == 200);
@@ -456,16 +457,14 @@ TEST_CASE("GET /live: the first bytes, a change announced with an id, "
   Socket live(s.port());
   REQUIRE(live.send_all(get("/live").bytes(s.port())));
   std::string got;
-  live.read_until(got, 5s, [](const std::string& t) {
-    return has(t, "retry: 3000");
-  });
+  live.read_until(got, 5s,
+                  [](const std::string& t) { return has(t, "retry: 3000"); });
   REQUIRE(has(got, "HTTP/1.1 200"));
   CHECK(has(got, "text/event-stream"));
   CHECK(has(got, "retry: 3000"));
   // The first look (within a second) is announced.
-  live.read_until(got, 5s, [](const std::string& t) {
-    return has(t, "event: change");
-  });
+  live.read_until(got, 5s,
+                  [](const std::string& t) { return has(t, "event: change"); });
   const int64_t first = last_id(got);
   REQUIRE(first >= 0);
   // A change: announced with a new id.
@@ -474,9 +473,8 @@ TEST_CASE("GET /live: the first bytes, a change announced with an id, "
     add_task(store, "alpha", k_now);
   }
   got.clear();
-  live.read_until(got, 5s, [](const std::string& t) {
-    return has(t, "event: change");
-  });
+  live.read_until(got, 5s,
+                  [](const std::string& t) { return has(t, "event: change"); });
   const int64_t second = last_id(got);
   CHECK(second > first);
 
@@ -495,9 +493,8 @@ TEST_CASE("GET /live: the first bytes, a change announced with an id, "
                       .header("Last-Event-ID", std::to_string(first))
                       .bytes(s.port()));
   std::string b;
-  behind.read_until(b, 3s, [](const std::string& t) {
-    return has(t, "event: change");
-  });
+  behind.read_until(
+      b, 3s, [](const std::string& t) { return has(t, "event: change"); });
   CHECK(last_id(b) == second);
 }
 
@@ -514,19 +511,19 @@ TEST_CASE("read-only: every POST is 403, nothing changes, no action button") {
     CHECK(a.status == 403);
     CHECK(has(a.body, "read-only"));
   }
-  CHECK(s.send(post("/tasks/bulk", "action=pause&id="
-                                       + std::to_string(seeded.runnable)))
-            .status
-        == 403);
   CHECK(s.send(post("/tasks/bulk",
-                    "action=kill&queue=beta&expect=25&confirm=25"))
+                    "action=pause&id=" + std::to_string(seeded.runnable)))
             .status
         == 403);
+  CHECK(
+      s.send(post("/tasks/bulk", "action=kill&queue=beta&expect=25&confirm=25"))
+          .status
+      == 403);
   CHECK(s.send(post("/queues/alpha/pause")).status == 403);
   CHECK(snapshot(db.path()) == before);
-  for (const std::string& page :
-       std::vector<std::string>{"/", "/tasks", "/tasks/" + std::to_string(seeded.runnable),
-        "/tasks/" + std::to_string(seeded.leased), "/queues"}) {
+  for (const std::string& page : std::vector<std::string>{
+           "/", "/tasks", "/tasks/" + std::to_string(seeded.runnable),
+           "/tasks/" + std::to_string(seeded.leased), "/queues"}) {
     const Answer a = s.send(get(page));
     INFO(page);
     CHECK(a.status == 200);
@@ -560,18 +557,16 @@ TEST_CASE("a token: 401 without, Bearer, the sign-in cookie, a wrong one") {
   // The assets need none (the sign-in page uses them).
   CHECK(s.send(get("/assets/taskq.css")).status == 200);
 
-  CHECK(s.send(get("/tasks").header("Authorization", "Bearer " + token))
-            .status
+  CHECK(s.send(get("/tasks").header("Authorization", "Bearer " + token)).status
         == 200);
-  for (const std::string& wrong :
-       std::vector<std::string>{"Bearer " + token + "x", "Bearer x" + token.substr(1), "Bearer ",
-        "Basic " + token, token}) {
+  for (const std::string& wrong : std::vector<std::string>{
+           "Bearer " + token + "x", "Bearer x" + token.substr(1), "Bearer ",
+           "Basic " + token, token}) {
     INFO(wrong);
     CHECK(s.send(get_json("/tasks").header("Authorization", wrong)).status
           == 401);
   }
-  CHECK(s.send(get_json("/tasks").header("Cookie", "taskq_token=nope"))
-            .status
+  CHECK(s.send(get_json("/tasks").header("Cookie", "taskq_token=nope")).status
         == 401);
   CHECK(s.send(post("/login", "token=wrong-token-wrong-token")).status == 401);
   CHECK(snapshot(db.path()) == before);
@@ -638,10 +633,11 @@ TEST_CASE("a prefix: /taskq/... works and every link carries it") {
   ServerSetup setup = actions_allowed();
   setup.app.prefix = "/taskq";
   Served s(db.path(), setup);
-  for (const std::string& page :
-       std::vector<std::string>{"/taskq", "/taskq/", "/taskq/tasks", "/taskq/tasks?queue=beta&limit=5",
-        "/taskq/tasks/" + std::to_string(seeded.leased), "/taskq/queues",
-        "/taskq/tasks/bulk?queue=beta&bulk=pause"}) {
+  for (const std::string& page : std::vector<std::string>{
+           "/taskq", "/taskq/", "/taskq/tasks",
+           "/taskq/tasks?queue=beta&limit=5",
+           "/taskq/tasks/" + std::to_string(seeded.leased), "/taskq/queues",
+           "/taskq/tasks/bulk?queue=beta&bulk=pause"}) {
     INFO(page);
     const Answer a = s.send(get(page));
     CHECK(a.status == 200);
@@ -662,9 +658,9 @@ TEST_CASE("a prefix: /taskq/... works and every link carries it") {
   CHECK(s.send(get("/taskq/assets/taskq.css")).status == 200);
   // Behind a proxy that strips the prefix.
   CHECK(s.send(get("/tasks")).status == 200);
-  const Answer a = s.send(post(
-      "/taskq/tasks/" + std::to_string(seeded.runnable) + "/pause",
-      form_rev(*find_task(db.path(), seeded.runnable))));
+  const Answer a =
+      s.send(post("/taskq/tasks/" + std::to_string(seeded.runnable) + "/pause",
+                  form_rev(*find_task(db.path(), seeded.runnable))));
   CHECK(a.status == 303);
   CHECK(a.header("Location")
         == "/taskq/tasks/" + std::to_string(seeded.runnable));
@@ -698,8 +694,8 @@ TEST_CASE("security headers on every answer the view gives") {
       post("/tasks/" + id + "/pause",
            form_rev(*find_task(db.path(), seeded.runnable))),
       post("/tasks/" + id + "/pause", std::string(70000, 'x')),
-      post("/tasks/" + id + "/pause", "rev=1").header("Sec-Fetch-Site",
-                                                      "cross-site"),
+      post("/tasks/" + id + "/pause", "rev=1")
+          .header("Sec-Fetch-Site", "cross-site"),
       post("/"),
   };
   Req put = get("/tasks");
@@ -708,7 +704,8 @@ TEST_CASE("security headers on every answer the view gives") {
   for (const Req& r : reqs) {
     const Answer a = s.send(r);
     REQUIRE(a.status != 0);
-    check_hardened(a, r.method + " " + r.target + " " + std::to_string(a.status));
+    check_hardened(a,
+                   r.method + " " + r.target + " " + std::to_string(a.status));
   }
   ServerSetup token = {};
   token.app.token = "0123456789abcdef0123";
@@ -719,9 +716,8 @@ TEST_CASE("security headers on every answer the view gives") {
   Socket live(s.port());
   live.send_all(get("/live").bytes(s.port()));
   std::string got;
-  live.read_until(got, 5s, [](const std::string& x) {
-    return has(x, "retry: 3000");
-  });
+  live.read_until(got, 5s,
+                  [](const std::string& x) { return has(x, "retry: 3000"); });
   check_hardened(parse_answer(got), "/live");
 }
 
@@ -731,8 +727,8 @@ TEST_CASE("HTML escaping: <script> and quotes in a task's command, payload, "
   const Seeded seeded = seed(db.path(), true);
   {
     storage::TaskStore store(db.path(), storage::OpenMode::update);
-    const auto leased = store.lease(lease_request(k_evil_queue, 2h, k_evil),
-                                    t0 + 60s);
+    const auto leased =
+        store.lease(lease_request(k_evil_queue, 2h, k_evil), t0 + 60s);
     REQUIRE(leased.size() == 1);
     storage::FailRequest fail = fail_request(k_evil);
     store.fail(seeded.hostile, leased.front().lease->token, fail, t0 + 61s);
@@ -740,11 +736,11 @@ TEST_CASE("HTML escaping: <script> and quotes in a task's command, payload, "
   Served s(db.path(), actions_allowed());
   const std::string id = std::to_string(seeded.hostile);
   const std::string q = web::url_encode(k_evil_queue);
-  for (const std::string& page :
-       std::vector<std::string>{"/", "/tasks", "/tasks?queue=" + q, "/tasks/" + id, "/queues",
-        "/tasks?q=" + web::url_encode(k_evil),
-        "/tasks/bulk?bulk=pause&queue=" + q, "/tasks?state=" + q,
-        "/tasks?match=" + web::url_encode("evil=" + k_evil)}) {
+  for (const std::string& page : std::vector<std::string>{
+           "/", "/tasks", "/tasks?queue=" + q, "/tasks/" + id, "/queues",
+           "/tasks?q=" + web::url_encode(k_evil),
+           "/tasks/bulk?bulk=pause&queue=" + q, "/tasks?state=" + q,
+           "/tasks?match=" + web::url_encode("evil=" + k_evil)}) {
     INFO(page);
     const Answer a = s.send(get(page));
     CHECK(a.status < 500);
@@ -782,7 +778,8 @@ TEST_CASE("no database password in any page, header or error") {
   };
   if (on_postgresql()) {
     // The test's own database, with a password it does not need (trust).
-    const std::string name = db.path().substr(std::string("postgresql:///").size());
+    const std::string name =
+        db.path().substr(std::string("postgresql:///").size());
     urls.push_back("postgresql://postgres:" + secret + "@/" + name);
     urls.push_back("postgresql:///" + name + "?password=" + secret);
   }

@@ -20,7 +20,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
-#include <strings.h>
 #include <memory>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -28,6 +27,7 @@
 #include <poll.h>
 #include <string>
 #include <string_view>
+#include <strings.h>
 #include <sys/socket.h>
 #include <unistd.h>
 #include <utility>
@@ -45,7 +45,7 @@ using namespace std::chrono_literals;
 // --- the client ---
 
 struct Answer {
-  int status = 0; // 0: no status line came (the server closed, or stalled)
+  int status = 0;   // 0: no status line came (the server closed, or stalled)
   std::string head; // the status line and headers, as sent
   std::string body; // as sent (chunks unframed when chunked)
   std::string raw;
@@ -56,8 +56,7 @@ struct Answer {
     while (at != std::string::npos && at + 2 < head.size()) {
       const size_t end = head.find("\r\n", at + 2);
       const std::string_view line(head.data() + at + 2,
-                                  (end == std::string::npos ? head.size()
-                                                            : end)
+                                  (end == std::string::npos ? head.size() : end)
                                       - at - 2);
       const size_t colon = line.find(':');
       if (colon != std::string_view::npos && colon == name.size()
@@ -148,8 +147,8 @@ inline std::string unchunk(std::string_view in) {
     if (eol == std::string_view::npos) {
       break;
     }
-    const size_t n = std::strtoul(std::string(in.substr(0, eol)).c_str(),
-                                  nullptr, 16);
+    const size_t n =
+        std::strtoul(std::string(in.substr(0, eol)).c_str(), nullptr, 16);
     in.remove_prefix(eol + 2);
     if (n == 0) {
       break;
@@ -293,11 +292,11 @@ private:
 // --- the database ---
 
 struct Seeded {
-  int64_t runnable = 0; // alpha: runnable, due
-  int64_t paused = 0;   // alpha: paused
-  int64_t leased = 0;   // alpha: leased by w1 until k_now + 1h
-  int64_t killed = 0;   // alpha: killed
-  int64_t hostile = 0;  // <script> in its command, payload, labels, queue
+  int64_t runnable = 0;      // alpha: runnable, due
+  int64_t paused = 0;        // alpha: paused
+  int64_t leased = 0;        // alpha: leased by w1 until k_now + 1h
+  int64_t killed = 0;        // alpha: killed
+  int64_t hostile = 0;       // <script> in its command, payload, labels, queue
   std::vector<int64_t> beta; // 25 tasks of beta, colors red/blue
 };
 
@@ -312,8 +311,8 @@ inline Seeded seed(const std::string& path, bool hostile = false) {
   };
   s.runnable = add("alpha", t0);
   s.paused = add("alpha", t0 + 1s);
-  store.send(by_ids({s.paused}), core::Message::pause, std::nullopt,
-             k_operator, t0 + 2s);
+  store.send(by_ids({s.paused}), core::Message::pause, std::nullopt, k_operator,
+             t0 + 2s);
   s.leased = add("alpha", t0 + 3s);
   {
     storage::LeaseRequest req = lease_request("alpha", 2h);
@@ -329,8 +328,8 @@ inline Seeded seed(const std::string& path, bool hostile = false) {
     storage::NewTask t = new_task("beta", "{\"i\":" + std::to_string(i) + "}");
     t.labels["color"] = i % 3 == 0 ? "red" : "blue";
     t.command = {"/bin/echo", "beta-" + std::to_string(i)};
-    s.beta.push_back(store.add(t, t0 + 10s + std::chrono::seconds(i),
-                               k_operator));
+    s.beta.push_back(
+        store.add(t, t0 + 10s + std::chrono::seconds(i), k_operator));
   }
   if (hostile) {
     storage::NewTask t = new_task(k_evil_queue);
@@ -366,8 +365,8 @@ inline std::string snapshot(storage::TaskStore& store) {
   }
   const storage::EventCursor end = store.events_end();
   out += "events " + std::to_string(end.event_id) + " "
-         + std::to_string(end.task_id) + " "
-         + std::to_string(end.flow_event_id) + "\n";
+         + std::to_string(end.task_id) + " " + std::to_string(end.flow_event_id)
+         + "\n";
   return out;
 }
 
@@ -391,8 +390,7 @@ inline std::optional<core::Task> find_task(const std::string& path,
 inline std::string cli(const std::string& db, const std::string& args) {
   const std::string line = "TASKQ_NOW=" + core::format_time(k_now) + " "
                            + std::string(TASKQ_BIN) + " --db "
-                           + detail::sh_quote(db) + " " + args
-                           + " 2>/dev/null";
+                           + detail::sh_quote(db) + " " + args + " 2>/dev/null";
   std::string out;
   FILE* p = ::popen(line.c_str(), "r");
   REQUIRE(p != nullptr);
