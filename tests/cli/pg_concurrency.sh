@@ -228,7 +228,7 @@ else
   rewind="PRAGMA user_version = 10"
 fi
 # Schema 12's column goes too, so that the upgrade runs 11 and 12 again.
-raw_sql "ALTER TABLE tasks DROP COLUMN attempts_base; DROP INDEX tasks_unique_key; CREATE INDEX tasks_unique ON tasks (queue, unique_key) WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'failed', 'killed'); $rewind"
+raw_sql "DROP INDEX events_errors; ALTER TABLE tasks DROP COLUMN attempts_base; DROP INDEX tasks_unique_key; CREATE INDEX tasks_unique ON tasks (queue, unique_key) WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'failed', 'killed'); $rewind"
 hammer upgrade $pc_n "$TASKQ" add uq --unique k
 expect_eq "$(rcs upgrade)" "$pc_n 0" "16 adds upgrading at once exit 0 ($(errs upgrade))"
 expect_eq "$(count_tasks)" 1 "one task holds k"

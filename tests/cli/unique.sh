@@ -81,7 +81,7 @@ else
   rewind="PRAGMA user_version = 10"
 fi
 # Schema 12's column goes too, so that the upgrade runs 11 and 12 again.
-raw_sql "ALTER TABLE tasks DROP COLUMN attempts_base; DROP INDEX tasks_unique_key; CREATE INDEX tasks_unique ON tasks (queue, unique_key) WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'failed', 'killed'); UPDATE tasks SET unique_key = 'k' WHERE id = $later; $rewind"
+raw_sql "DROP INDEX events_errors; ALTER TABLE tasks DROP COLUMN attempts_base; DROP INDEX tasks_unique_key; CREATE INDEX tasks_unique ON tasks (queue, unique_key) WHERE unique_key IS NOT NULL AND state NOT IN ('completed', 'failed', 'killed'); UPDATE tasks SET unique_key = 'k' WHERE id = $later; $rewind"
 expect_eq "$(raw_sql "SELECT count(*) FROM tasks WHERE unique_key = 'k' AND state = 'runnable'")" 2 \
   "two unfinished holders of k before the upgrade"
 expect_exit 0 "$TASKQ" list -o id
