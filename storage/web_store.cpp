@@ -199,6 +199,16 @@ std::optional<int64_t> text_floor(Db& db, const Selector& sel,
   return floor;
 }
 
+// True when every state named is an unfinished one (and one is named).
+bool only_unfinished(const std::vector<std::string>& states) {
+  return !states.empty()
+         && std::all_of(states.begin(), states.end(), [](const auto& s) {
+              const auto state = core::parse_state(s);
+              return state ? !core::is_terminal(*state)
+                           : s == "running" || s == "ready";
+            });
+}
+
 bool in_created(const Selector& sel, Time created) {
   return (!sel.created_from || created >= *sel.created_from)
          && (!sel.created_to || created < *sel.created_to);
@@ -374,6 +384,20 @@ int64_t TaskStore::count(const Selector& sel, Time now) {
   }
   if (sel.created_to) {
     where += " AND created_at < " + p.add(to_unix_ms(*sel.created_to));
+  }
+  if (only_unfinished(sel.states)) {
+    // task_labels holds every unfinished task's labels (0003_rescue.sql):
+    // a pattern with an exact key reads the candidates from its range, not
+    // from every task of the parts.
+    for (const core::LabelPattern& m : sel.match) {
+      if (m.key.find('*') == std::string::npos) {
+        where += " AND id IN (SELECT task_id FROM task_labels WHERE key = "
+                 + p.add(m.key)
+                 + (m.value == "*" ? "" : " AND value = " + p.add(m.value))
+                 + ")";
+        break;
+      }
+    }
   }
   // UNION: a task two parts hold is counted once.
   const std::string columns = sel.match.empty() ? "id" : "id, labels";

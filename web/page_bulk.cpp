@@ -5,6 +5,8 @@
 #include "core/error.hpp"
 #include "core/state.hpp"
 
+#include <algorithm>
+
 #include "web/filters.hpp"
 #include "web/view.hpp"
 
@@ -45,6 +47,41 @@ void check_action(std::string_view action) {
   }
 }
 
+// The filter narrowed to the states the action acts on (of those it
+// names; all of them when it names none), so that the count is of the
+// tasks the action would change, as send_bulk changes them. A pseudo-state
+// (running, ready, erred) stays when the action acts on some state it can
+// hold. Retry names its states itself (failed, killed, completed). False
+// when the action acts on none of the states named.
+bool narrow_to_action(storage::Selector& sel, std::string_view action) {
+  const auto msg = message_of(action);
+  if (!msg) {
+    return true;
+  }
+  const std::vector<core::TaskState> acted = core::states_acted_on(*msg);
+  const auto acts_on = [&](core::TaskState s) {
+    return std::find(acted.begin(), acted.end(), s) != acted.end();
+  };
+  std::vector<std::string> states;
+  if (sel.states.empty()) {
+    for (const core::TaskState s : acted) {
+      states.emplace_back(core::to_string(s));
+    }
+  }
+  for (const std::string& name : sel.states) {
+    const auto s = core::parse_state(name);
+    const bool unfinished_kind = name == "running" || name == "ready";
+    if ((s && acts_on(*s)) || name == "erred"
+        || (unfinished_kind
+            && (acts_on(core::TaskState::runnable)
+                || acts_on(core::TaskState::sleeping)))) {
+      states.push_back(name);
+    }
+  }
+  sel.states = std::move(states);
+  return !sel.states.empty();
+}
+
 } // namespace
 
 Response bulk_page(View& view) {
@@ -59,14 +96,24 @@ Response bulk_page(View& view) {
     throw Error(ErrorKind::usage, "a bulk action needs a filter: queue, "
                                   "state or labels");
   }
-  const int64_t n = view.store.count(sel, view.now);
+  storage::Selector acted = sel;
+  const int64_t n =
+      narrow_to_action(acted, *action) ? view.store.count(acted, view.now) : 0;
+  Filters seen = f; // the tasks counted, to list them
+  if (!acted.states.empty()) {
+    seen.state.clear();
+    for (const std::string& s : acted.states) {
+      seen.state += (seen.state.empty() ? "" : ",") + s;
+    }
+  }
   if (view.json) {
     return json_answer("{\"match\":" + std::to_string(n) + "}");
   }
   Html b;
   b.put("<h1>{} every task that matches</h1><p class=\"count\"><strong>{} "
-        "tasks match</strong> <a href=\"{}\">see them</a>.</p>",
-        *action, n, view.link("/tasks?" + query_of(f)));
+        "tasks match</strong> in the states {} acts on. <a href=\"{}\">See "
+        "them</a>.</p>",
+        *action, n, *action, view.link("/tasks?" + query_of(seen)));
   if (n > 0) {
     b.put("<form method=\"post\" action=\"{}\">{}"
           "<input type=\"hidden\" name=\"action\" value=\"{}\">"
@@ -118,7 +165,7 @@ Response bulk_action(View& view) {
     }
   } else {
     const Filters f = read_filters(form);
-    const storage::Selector sel = selector_of(f);
+    storage::Selector sel = selector_of(f);
     if (!sel.has_filters()) {
       throw Error(ErrorKind::usage, "tick tasks, or give a filter");
     }
@@ -134,11 +181,15 @@ Response bulk_action(View& view) {
                     "type " + std::to_string(*n) + " to " + *action + " them");
       }
     }
-    const int64_t now_n = view.store.count(sel, view.now);
+    const bool any = narrow_to_action(sel, *action);
+    const int64_t now_n = any ? view.store.count(sel, view.now) : 0;
     if (now_n != *n) {
       throw Error(ErrorKind::conflict,
                   std::to_string(*n) + " tasks matched when you looked, "
                       + std::to_string(now_n) + " now: count them again");
+    }
+    if (!any) {
+      throw Error(ErrorKind::usage, "no task to " + *action);
     }
     if (*action == "retry") {
       changed = static_cast<int64_t>(

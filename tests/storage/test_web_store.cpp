@@ -201,6 +201,7 @@ TEST_CASE("count is the number of tasks the pages list") {
   store.complete(leased->id, leased->lease->token, std::nullopt, t0 + 1s);
   REQUIRE(lease_one(store, "a", t0 + 1s));
   send_one(store, 9, Message::kill, t0 + 1s);
+  send_one(store, 3, Message::pause, t0 + 1s); // red, of queue a
   std::vector<storage::Selector> sels;
   sels.push_back({});
   sels.push_back(by_queue("a"));
@@ -218,6 +219,18 @@ TEST_CASE("count is the number of tasks the pages list") {
     s.match = {*core::parse_label_pattern("color=red")};
     sels.push_back(s);
     s.states = {"runnable"};
+    sels.push_back(s);
+    // Unfinished states only: candidates from task_labels (an exact key,
+    // with a value or `*`); a key with `*` reads the states' tasks.
+    s.states = {"ready", "paused", "running"};
+    sels.push_back(s);
+    s.match = {*core::parse_label_pattern("color=*")};
+    sels.push_back(s);
+    s.match = {*core::parse_label_pattern("*lor=blue")};
+    sels.push_back(s);
+    s.states = {"sleeping", "runnable"};
+    s.match = {*core::parse_label_pattern("*=*"),
+               *core::parse_label_pattern("color=blue")};
     sels.push_back(s);
   }
   for (const auto& s : sels) {

@@ -236,6 +236,54 @@ TEST_CASE("GET /tasks/ID: the page, 404, and its JSON is show -o json") {
   CHECK(parse(missing_json.body).contains("error"));
 }
 
+TEST_CASE("GET /tasks/bulk counts every task that matches, in the states "
+          "the action acts on") {
+  TempDb db;
+  const Seeded seeded = seed(db.path());
+  Served s(db.path(), actions_allowed());
+  {
+    // A red task killed: a match still, but not one pause or kill changes.
+    storage::TaskStore store(db.path(), storage::OpenMode::write);
+    store.send(by_ids({seeded.beta[24]}), core::Message::kill, std::nullopt,
+               k_operator, t0 + 1min);
+    store.send(by_ids({seeded.beta[21]}), core::Message::pause, std::nullopt,
+               k_operator, t0 + 1min);
+  }
+  CHECK(
+      parse(
+          s.send(get_json("/tasks?queue=beta&match=color%3Dred")).body)["tasks"]
+          .size()
+      == 9);
+  CHECK(parse(s.send(get_json("/tasks/bulk?queue=beta&match=color%3Dred&"
+                              "bulk=resume"))
+                  .body)["match"]
+        == 1);
+  CHECK(parse(s.send(get_json("/tasks/bulk?queue=beta&match=color%3Dred&"
+                              "state=killed&bulk=retry"))
+                  .body)["match"]
+        == 1);
+  CHECK(parse(s.send(get_json("/tasks/bulk?queue=beta&state=completed&"
+                              "bulk=pause"))
+                  .body)["match"]
+        == 0);
+  const Answer narrowed =
+      s.send(get("/tasks/bulk?queue=beta&match=color%3Dred&bulk=pause"));
+  CHECK(has(narrowed.body, "7 tasks match")); // not the paused, the killed
+  CHECK(has(narrowed.body, "state=runnable%2Csleeping"));
+  // The form carries the filters; the count is checked against them again.
+  const Answer stale = s.send(post(
+      "/tasks/bulk", "action=pause&queue=beta&match=color%3Dred&expect=9"));
+  CHECK(stale.status == 409);
+  const Answer paused = s.send(post(
+      "/tasks/bulk", "action=pause&queue=beta&match=color%3Dred&expect=7"));
+  CHECK(paused.status == 200);
+  CHECK(has(paused.body, "pause: 7 tasks changed"));
+  CHECK(s.send(post("/tasks/bulk",
+                    "action=pause&queue=beta&state=completed&expect=1"))
+            .status
+        == 409);
+}
+
 TEST_CASE("GET /tasks/bulk counts every task that matches") {
   TempDb db;
   seed(db.path());
