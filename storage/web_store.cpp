@@ -199,6 +199,39 @@ std::optional<int64_t> text_floor(Db& db, const Selector& sel,
   return floor;
 }
 
+// The queues a page of settled states (paused, sleeping, finished) of
+// every queue reads one by one: tasks_settled is (state, queue, id), so a
+// queue's tasks come in id order from a range of it, where all queues'
+// at once are sorted whole first (1.1 s for a page of 900,000 completed
+// tasks on SQLite; four ranges of 51 rows instead). None (read at once)
+// when a queue is named, a state is runnable or a pseudo-state, or more
+// than k_split_queues queues hold such tasks (queue_counts).
+constexpr int64_t k_split_queues = 32;
+std::vector<std::string> settled_queues(Db& db, const Selector& sel) {
+  std::string in;
+  for (const std::string& s : sel.states) {
+    const auto state = core::parse_state(s);
+    if (!state || *state == core::TaskState::runnable) {
+      return {};
+    }
+    in += (in.empty() ? "'" : ", '") + s + "'";
+  }
+  if (sel.queue || in.empty()) {
+    return {};
+  }
+  Statement st(db, "SELECT queue FROM queue_counts WHERE state IN (" + in
+                       + ") GROUP BY queue HAVING sum(n) <> 0 LIMIT "
+                       + std::to_string(k_split_queues + 1));
+  std::vector<std::string> out;
+  while (st.step()) {
+    out.push_back(st.get_text(0));
+  }
+  if (static_cast<int64_t>(out.size()) > k_split_queues) {
+    return {};
+  }
+  return out;
+}
+
 // True when every state named is an unfinished one (and one is named).
 bool only_unfinished(const std::vector<std::string>& states) {
   return !states.empty()
@@ -257,8 +290,23 @@ TaskPage TaskStore::task_page(const Selector& sel, Time now,
   // it stopped early); past the nearest frontier, a part not read yet may
   // hold tasks, so the page ends there.
   std::optional<int64_t> frontier;
-  std::vector<std::optional<Time>> last_lease;
-  for (const Part& part : parts) {
+  std::vector<std::pair<Selector, Part>> reads;
+  const std::vector<std::string> queues = text || post_filter
+                                              ? std::vector<std::string>()
+                                              : settled_queues(*m_db, sel);
+  for (const std::string& queue : queues) {
+    Selector one = sel;
+    one.queue = queue;
+    for (Part& part : parts_of(one)) {
+      reads.emplace_back(one, std::move(part));
+    }
+  }
+  if (queues.empty()) {
+    for (const Part& part : parts) {
+      reads.emplace_back(sel, part);
+    }
+  }
+  for (const auto& [part_sel, part] : reads) {
     Params p;
     std::string where;
     if (sel.after_id) {
@@ -281,7 +329,7 @@ TaskPage TaskStore::task_page(const Selector& sel, Time now,
         *m_db, "SELECT " + page_columns() + " FROM tasks WHERE id IN (SELECT id"
                    + part.from_where + where + " ORDER BY " + part.order + dir
                    + " LIMIT " + p.add(sql_limit) + ") ORDER BY id" + dir);
-    p.bind(st, sel, now);
+    p.bind(st, part_sel, now);
     int64_t read = 0;
     int64_t kept = 0;
     std::optional<int64_t> last;

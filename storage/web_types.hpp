@@ -44,7 +44,7 @@ inline constexpr int64_t k_history_sample_events = 6000;
 inline constexpr int64_t k_history_samples = 2000;
 
 // error_groups() reads at most this many errors, the latest.
-inline constexpr int64_t k_error_rows = 20000;
+inline constexpr int64_t k_error_rows = 5000;
 
 // One page of tasks (TaskStore::task_page). Each task as list gives it,
 // except that payload, result and checkpoint are cut to

@@ -169,9 +169,15 @@ Response overview_page(View& view) {
     }
   }
   b.put("</section>");
-  const auto workers =
-      view.store.workers(view.now - core::Millis{3600 * 1000}, view.now);
+  // Workers seen in the last hour, within the events the charts read (so
+  // the page reads an hour's events once, bounded); one holding a lease
+  // is there whatever its last event.
+  const auto workers = view.store.workers(history.hour.counted_from, view.now);
   b.put("<section><h2>Workers</h2>");
+  if (history.hour.bounded) {
+    b.put("<p class=\"note\">Seen since {} (the latest events only).</p>",
+          time_html(history.hour.counted_from, view.now));
+  }
   if (workers.empty()) {
     b.put("<p class=\"empty\">No worker seen in the last hour.</p>");
   } else {

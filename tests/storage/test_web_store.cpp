@@ -91,6 +91,43 @@ TEST_CASE("keyset pages give every selected task once, in either direction") {
   CHECK(page.next_cursor == a_ids[13]);
 }
 
+TEST_CASE("keyset pages of settled states over every queue, read queue by "
+          "queue, give every task once in id order") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  std::vector<int64_t> killed;
+  std::vector<int64_t> settled; // killed or paused
+  for (int i = 0; i < 31; ++i) {
+    // Three queues, interleaved, so that each page draws on several.
+    const int64_t id =
+        store.add(labelled("q" + std::to_string(i % 3), "red"), t0, k_operator);
+    if (i % 5 == 4) {
+      continue; // stays runnable: never listed
+    }
+    const bool kill = i % 2 == 0;
+    send_one(store, id, kill ? Message::kill : Message::pause, t0 + 1s);
+    settled.push_back(id);
+    if (kill) {
+      killed.push_back(id);
+    }
+  }
+  storage::Selector sel = by_state("killed");
+  for (const int64_t limit : {1, 2, 4, 50}) {
+    CAPTURE(limit);
+    sel.limit = limit;
+    sel.newest = false;
+    CHECK(all_pages(store, sel, t0 + 1h) == killed);
+    sel.newest = true;
+    CHECK(all_pages(store, sel, t0 + 1h) == reversed(killed));
+  }
+  sel.states = {"paused", "killed"};
+  sel.limit = 3;
+  CHECK(all_pages(store, sel, t0 + 1h) == reversed(settled));
+  sel.newest = false;
+  CHECK(all_pages(store, sel, t0 + 1h) == settled);
+  CHECK(store.count(sel, t0 + 1h) == static_cast<int64_t>(settled.size()));
+}
+
 TEST_CASE("keyset pages over states read from several indexes (running and "
           "runnable) give each task once") {
   TempDb db;
