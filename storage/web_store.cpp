@@ -242,6 +242,24 @@ bool only_unfinished(const std::vector<std::string>& states) {
             });
 }
 
+// task_labels holds every unfinished task's labels (0003_rescue.sql): for
+// unfinished states, the first pattern with an exact key reads its
+// candidates from a range of it, not every task of the parts (the
+// patterns are still matched on the rows read).
+std::string label_candidates(const Selector& sel, Params& p) {
+  if (!only_unfinished(sel.states)) {
+    return "";
+  }
+  for (const core::LabelPattern& m : sel.match) {
+    if (m.key.find('*') == std::string::npos) {
+      return " AND id IN (SELECT task_id FROM task_labels WHERE key = "
+             + p.add(m.key)
+             + (m.value == "*" ? "" : " AND value = " + p.add(m.value)) + ")";
+    }
+  }
+  return "";
+}
+
 bool in_created(const Selector& sel, Time created) {
   return (!sel.created_from || created >= *sel.created_from)
          && (!sel.created_to || created < *sel.created_to);
@@ -315,6 +333,7 @@ TaskPage TaskStore::task_page(const Selector& sel, Time now,
     if (sel.before_id) {
       where += " AND id < " + p.add(*sel.before_id);
     }
+    where += label_candidates(sel, p);
     if (text) {
       where += text_term(p.add(*sel.text));
       if (floor) {
@@ -433,20 +452,7 @@ int64_t TaskStore::count(const Selector& sel, Time now) {
   if (sel.created_to) {
     where += " AND created_at < " + p.add(to_unix_ms(*sel.created_to));
   }
-  if (only_unfinished(sel.states)) {
-    // task_labels holds every unfinished task's labels (0003_rescue.sql):
-    // a pattern with an exact key reads the candidates from its range, not
-    // from every task of the parts.
-    for (const core::LabelPattern& m : sel.match) {
-      if (m.key.find('*') == std::string::npos) {
-        where += " AND id IN (SELECT task_id FROM task_labels WHERE key = "
-                 + p.add(m.key)
-                 + (m.value == "*" ? "" : " AND value = " + p.add(m.value))
-                 + ")";
-        break;
-      }
-    }
-  }
+  where += label_candidates(sel, p);
   // UNION: a task two parts hold is counted once.
   const std::string columns = sel.match.empty() ? "id" : "id, labels";
   std::string sql;

@@ -39,9 +39,9 @@ inline constexpr int64_t k_page_value_chars = 200;
 // history() counts at most this many events of its day, the latest, and
 // takes its percentiles' samples from the latest k_history_sample_events
 // of them, at most k_history_samples of each kind (leases; workers' ends).
-inline constexpr int64_t k_history_events = 30000;
-inline constexpr int64_t k_history_sample_events = 6000;
-inline constexpr int64_t k_history_samples = 2000;
+inline constexpr int64_t k_history_events = 20000;
+inline constexpr int64_t k_history_sample_events = 4000;
+inline constexpr int64_t k_history_samples = 1000;
 
 // error_groups() reads at most this many errors, the latest.
 inline constexpr int64_t k_error_rows = 5000;

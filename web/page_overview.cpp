@@ -186,10 +186,17 @@ Response overview_page(View& view) {
           "<th>last heartbeat</th></tr></thead><tbody>");
     for (const auto& w : workers) {
       Html leases;
-      for (const auto& t : w.running) {
+      // Its first ten leases; the running page lists them all.
+      constexpr size_t shown = 10;
+      for (size_t i = 0; i < w.running.size() && i < shown; ++i) {
+        const auto& t = w.running[i];
         leases.put("<a href=\"{}\">{}</a> ({}, until {}) ",
                    view.link("/tasks/" + std::to_string(t.id)), t.id, t.queue,
                    time_html(t.expires_at, view.now));
+      }
+      if (w.running.size() > shown) {
+        leases.put("<a href=\"{}\">and {} more</a>",
+                   view.link("/tasks?state=running"), w.running.size() - shown);
       }
       b.put("<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td></tr>", w.name,
             leases, time_html(w.last_seen, view.now),

@@ -11,6 +11,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cstdio>
+
 #include "web/filters.hpp"
 #include "web/view.hpp"
 
@@ -34,6 +36,45 @@ std::string pretty(const std::string& json, size_t limit = 20000) {
              "gives the whole)";
   }
   return out;
+}
+
+// How far a task says it is, from its checkpoint (`taskq heartbeat
+// --checkpoint`): an object with "progress" between 0 and 1, or with
+// "done" and "total" (total above 0). The fraction, and "done of total"
+// when given so.
+struct Progress {
+  double fraction;
+  std::string of;
+};
+std::optional<Progress> progress_of(const std::optional<std::string>& json) {
+  if (!json) {
+    return std::nullopt;
+  }
+  const auto j = nlohmann::json::parse(*json, nullptr, false);
+  if (!j.is_object()) {
+    return std::nullopt;
+  }
+  const auto number = [&j](const char* key) -> std::optional<double> {
+    const auto it = j.find(key);
+    if (it == j.end() || !it->is_number()) {
+      return std::nullopt;
+    }
+    return it->get<double>();
+  };
+  if (const auto p = number("progress"); p && *p >= 0 && *p <= 1) {
+    return Progress{*p, ""};
+  }
+  const auto done = number("done");
+  const auto total = number("total");
+  if (done && total && *total > 0 && *done >= 0 && *done <= *total) {
+    const auto count = [](double v) {
+      char text[32];
+      std::snprintf(text, sizeof text, "%.15g", v);
+      return std::string(text);
+    };
+    return Progress{*done / *total, count(*done) + " of " + count(*total)};
+  }
+  return std::nullopt;
 }
 
 struct Action {
@@ -200,9 +241,19 @@ Response task_page(View& view, int64_t id) {
   }
   b.put("<dt>revision</dt><dd>{}</dd></dl>", t.rev);
   b.add(actions_html(view, t));
+  if (const auto p = progress_of(t.checkpoint)) {
+    const int percent = static_cast<int>(p->fraction * 100);
+    b.put("<section class=\"progress\"><h2>Progress</h2><p><progress "
+          "max=\"100\" value=\"{}\">{}%</progress> {}%{}</p></section>",
+          percent, percent, percent, p->of.empty() ? "" : ": " + p->of);
+  }
   b.put("<section><h2>Payload</h2><pre>{}</pre></section>", pretty(t.payload));
   if (t.result) {
     b.put("<section><h2>Result</h2><pre>{}</pre></section>", pretty(*t.result));
+  }
+  if (t.checkpoint) {
+    b.put("<section><h2>Checkpoint</h2><pre>{}</pre></section>",
+          pretty(*t.checkpoint));
   }
   if (!t.errors.empty()) {
     b.put("<section><h2>Errors</h2><ol class=\"errors\">");

@@ -236,6 +236,36 @@ TEST_CASE("GET /tasks/ID: the page, 404, and its JSON is show -o json") {
   CHECK(parse(missing_json.body).contains("error"));
 }
 
+TEST_CASE("GET /tasks/ID: a checkpoint that says how far the task is "
+          "draws a progress bar; one that does not, none") {
+  TempDb db;
+  const Seeded seeded = seed(db.path());
+  Served s(db.path());
+  const std::string token = [&] {
+    storage::TaskStore store(db.path(), storage::OpenMode::write);
+    return store.find(seeded.leased)->lease->token;
+  }();
+  const auto with = [&](const std::string& checkpoint) {
+    storage::TaskStore store(db.path(), storage::OpenMode::write);
+    store.heartbeat(seeded.leased, token, std::nullopt, checkpoint, t0 + 5min);
+    return s.send(get("/tasks/" + std::to_string(seeded.leased))).body;
+  };
+  const std::string of = with(R"({"done": 3, "total": 12, "file": "a.csv"})");
+  CHECK(has(of, "<progress max=\"100\" value=\"25\">25%</progress> 25%: "
+                "3 of 12"));
+  CHECK(has(of, "<h2>Checkpoint</h2>"));
+  CHECK(has(of, "a.csv"));
+  CHECK(has(with(R"({"progress": 0.5})"), "value=\"50\">50%</progress> 50%<"));
+  for (const char* none : {R"({"progress": 2})", R"({"done": 5, "total": 0})",
+                           R"({"done": 13, "total": 12})", R"([0.5])",
+                           R"({"progress": "half"})"}) {
+    INFO(none);
+    const std::string body = with(none);
+    CHECK_FALSE(has(body, "<progress"));
+    CHECK(has(body, "<h2>Checkpoint</h2>"));
+  }
+}
+
 TEST_CASE("GET /tasks/bulk counts every task that matches, in the states "
           "the action acts on") {
   TempDb db;
@@ -476,6 +506,51 @@ TEST_CASE("GET /queues and POST /queues/NAME/pause|resume") {
   storage::TaskStore store(db.path(), storage::OpenMode::read);
   CHECK_FALSE(store.queue("alpha", k_now).paused);
   CHECK(s.send(post("/queues/nosuch/pause")).status == 404);
+}
+
+TEST_CASE("POST /queues/NAME/set: a queue's limits as queue set sets them; "
+          "a bad one changes nothing") {
+  TempDb db;
+  seed(db.path());
+  Served s(db.path(), actions_allowed());
+  CHECK(has(s.send(get("/queues")).body, "action=\"/queues/beta/set\""));
+  const Answer set =
+      s.send(post("/queues/beta/set", "max_running=3&max_attempts=5"));
+  CHECK(set.status == 303);
+  CHECK(set.header("Location") == "/queues");
+  const auto limits = [&] {
+    storage::TaskStore store(db.path(), storage::OpenMode::read);
+    const auto q = store.queue("beta", k_now);
+    return std::pair(q.max_running, q.max_attempts);
+  };
+  CHECK(limits()
+        == std::pair(std::optional<int64_t>(3), std::optional<int64_t>(5)));
+  // An empty field leaves its limit as it is.
+  Req only = post("/queues/beta/set", "max_running=0&max_attempts=");
+  only.json = true;
+  const Answer zero = s.send(only);
+  CHECK(zero.status == 200);
+  CHECK(parse(zero.body)["max_running"] == 0);
+  CHECK(parse(zero.body)["max_attempts"] == 5);
+  CHECK(limits()
+        == std::pair(std::optional<int64_t>(0), std::optional<int64_t>(5)));
+  CHECK(has(s.send(get("/queues")).body, "value=\"5\""));
+  const std::string before = snapshot(db.path());
+  for (const char* bad :
+       {"max_running=-1", "max_running=x", "max_attempts=0", "max_attempts=1.5",
+        "max_running=1&max_attempts=-3", "max_running=99999999999999999999"}) {
+    INFO(bad);
+    const Answer a = s.send(post("/queues/beta/set", bad));
+    CHECK(a.status == 400);
+    CHECK(has(a.body, "must be a whole number"));
+  }
+  CHECK(s.send(post("/queues/nosuch/set", "max_running=1")).status == 404);
+  CHECK(snapshot(db.path()) == before);
+  Served ro(db.path());
+  CHECK(ro.send(get("/queues")).status == 200);
+  CHECK_FALSE(has(ro.send(get("/queues")).body, "/set\""));
+  CHECK(ro.send(post("/queues/beta/set", "max_running=1")).status == 403);
+  CHECK(snapshot(db.path()) == before);
 }
 
 TEST_CASE("the assets: CSS and JavaScript") {
