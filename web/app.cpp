@@ -278,8 +278,9 @@ Response App::route(const Request& request) {
     return error_answer(nullptr, 503, e.what());
   }
   StorePool::Lease& store = *lease;
-  View view{req, *store, m_clock(), m_options, "web:" + user + "@" + req.peer,
-            json};
+  View view{
+      req,  *store,   m_clock(), m_options, "web:" + user + "@" + req.peer,
+      json, &m_follow};
   try {
     const bool post = req.method == "POST";
     if (parts.empty()) {
@@ -307,6 +308,9 @@ Response App::route(const Request& request) {
       }
       if (parts.size() == 2 && !post) {
         return task_page(view, *id);
+      }
+      if (parts.size() == 3 && !post && parts[2] == "output") {
+        return task_output(view, *id);
       }
       if (parts.size() == 3 && post) {
         if (!allowed(m_options.rights, "operate")) {

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "web/follow.hpp"
 #include "web/http.hpp"
 
 namespace taskq::web {
@@ -96,6 +97,7 @@ private:
   StorePool m_stores;
   std::function<core::Time()> m_clock;
   std::unique_ptr<Live> m_live;
+  OutputFollow m_follow;
 };
 
 } // namespace taskq::web

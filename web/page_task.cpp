@@ -267,17 +267,29 @@ Response task_page(View& view, int64_t id) {
     b.put("<section><h2>Output</h2>");
     for (const auto& o : sizes) {
       std::string text;
+      int64_t last = 0;
+      bool cut = false;
       for (const auto& c : view.store.output(id, o.attempt, o.stream)) {
         text += c.data;
+        last = c.id;
         if (text.size() > 64 * 1024) {
           text += "\n... (taskq logs " + std::to_string(id)
                   + " gives the "
                     "whole)";
+          cut = true;
           break;
         }
       }
-      b.put("<h3>attempt {}, {}</h3><pre class=\"output\">{}</pre>", o.attempt,
-            o.stream, text);
+      b.put("<h3>attempt {}, {}</h3><pre class=\"output\"", o.attempt,
+            o.stream);
+      if (state == "running" && o.attempt == t.attempts && !cut) {
+        // Followed while it runs (taskq.js, every 2 s).
+        b.put(" data-follow=\"{}\" data-after=\"{}\"",
+              view.link("/tasks/" + std::to_string(id) + "/output?attempt="
+                        + std::to_string(o.attempt) + "&stream=" + o.stream),
+              last);
+      }
+      b.put(">{}</pre>", text);
     }
     b.put("</section>");
   }
@@ -351,6 +363,52 @@ Response task_action(View& view, int64_t id, std::string_view action) {
     return json_answer(t ? core::task_json(*t, view.now) : "null");
   }
   return see_other(view, "/tasks/" + std::to_string(shown));
+}
+
+Response task_output(View& view, int64_t id) {
+  const auto number = [&view](const char* name, int64_t least) {
+    const std::string* text = view.request.param(name);
+    const auto n = text == nullptr ? std::nullopt
+                   : *text == "0"  ? std::optional<int64_t>(0)
+                                   : parse_id_text(*text);
+    if (!n || *n < least) {
+      throw Error(ErrorKind::usage, std::string(name)
+                                        + "= must be a whole "
+                                          "number, "
+                                        + std::to_string(least) + " or more");
+    }
+    return *n;
+  };
+  const int64_t attempt = number("attempt", 1);
+  const int64_t after = number("after", 0);
+  const std::string* stream = view.request.param("stream");
+  if (stream == nullptr || (*stream != "stdout" && *stream != "stderr")) {
+    throw Error(ErrorKind::usage, "stream= must be stdout or stderr");
+  }
+  return json_answer(view.follow->answer(
+      {id, attempt, *stream, after}, [&view, id, attempt, after, stream] {
+        const auto t = view.store.find(id);
+        if (!t) {
+          throw Error(ErrorKind::not_found, "no task " + std::to_string(id));
+        }
+        // At most 64 KiB an answer: the next asks after its last chunk.
+        std::string data;
+        int64_t last = after;
+        for (const auto& c : view.store.output(id, attempt, *stream, after)) {
+          data += c.data;
+          last = c.id;
+          if (data.size() >= 64 * 1024) {
+            break;
+          }
+        }
+        const bool running =
+            display_state(*t, view.now) == "running" && t->attempts == attempt;
+        return core::ObjectWriter()
+            .text("data", data)
+            .number("after", last)
+            .raw("running", running ? "true" : "false")
+            .finish();
+      }));
 }
 
 } // namespace taskq::web

@@ -25,6 +25,7 @@ struct View {
   const AppOptions& options;
   std::string actor; // `web:USER@ADDR`, as the event log names it
   bool json = false; // the client asked for JSON (Accept, or ?format=json)
+  OutputFollow* follow = nullptr; // the answers of output followed live
 
   // `path` (starting with /) under the view's prefix.
   std::string link(std::string_view path) const {
@@ -61,6 +62,9 @@ Response overview_page(View& view);
 Response tasks_page(View& view);
 Response task_page(View& view, int64_t id);
 Response task_action(View& view, int64_t id, std::string_view action);
+// GET /tasks/ID/output?attempt=A&stream=S&after=C: what the attempt's
+// stream printed after chunk C, as JSON (web/follow.hpp).
+Response task_output(View& view, int64_t id);
 Response bulk_page(View& view);   // GET /tasks/bulk: count, confirm
 Response bulk_action(View& view); // POST /tasks/bulk
 Response queues_page(View& view);

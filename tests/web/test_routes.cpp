@@ -266,6 +266,71 @@ TEST_CASE("GET /tasks/ID: a checkpoint that says how far the task is "
   }
 }
 
+TEST_CASE("GET /tasks/ID/output: a running attempt's output after a chunk, "
+          "each answer kept a second for every page that follows it") {
+  TempDb db;
+  const Seeded seeded = seed(db.path());
+  Served s(db.path());
+  const int64_t id = seeded.leased; // running, attempt 1
+  int64_t offset = 0;
+  const auto print = [&](const std::string& text) {
+    storage::TaskStore store(db.path(), storage::OpenMode::write);
+    storage::OutputChunk c;
+    c.task = id;
+    c.attempt = 1;
+    c.stream = "stdout";
+    c.offset = offset;
+    c.data = text;
+    offset += static_cast<int64_t>(text.size());
+    store.append_output({c}, 1 << 20);
+  };
+  print("one\n");
+  const Answer page = s.send(get("/tasks/" + std::to_string(id)));
+  CHECK(has(page.body, "data-follow=\"/tasks/" + std::to_string(id)
+                           + "/output?attempt=1&amp;stream=stdout\""));
+  const std::string url =
+      "/tasks/" + std::to_string(id) + "/output?attempt=1&stream=stdout&after=";
+  const core::Json all = parse(s.send(get(url + "0")).body);
+  CHECK(all["data"] == "one\n");
+  CHECK(all["running"] == true);
+  const int64_t first = all["after"].get<int64_t>();
+  CHECK(first > 0);
+  CHECK(parse(s.send(get(url + std::to_string(first))).body)["data"] == "");
+  print("two\n");
+  // Asked again within the second: the kept answer, not a second read.
+  CHECK(parse(s.send(get(url + std::to_string(first))).body)["data"] == "");
+  // A second later, the new chunk (awaited: at most 5 s).
+  core::Json next;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  for (;;) {
+    next = parse(s.send(get(url + std::to_string(first))).body);
+    if (next["data"] != "" || std::chrono::steady_clock::now() > until) {
+      break;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  CHECK(next["data"] == "two\n");
+  CHECK(next["after"].get<int64_t>() > first);
+  // Not a running attempt: running false, and no follow on its page.
+  CHECK(parse(s.send(get("/tasks/" + std::to_string(seeded.killed)
+                         + "/output?attempt=1&stream=stderr&after=0"))
+                  .body)["running"]
+        == false);
+  CHECK_FALSE(has(s.send(get("/tasks/" + std::to_string(seeded.killed))).body,
+                  "data-follow"));
+  for (const std::string bad :
+       {"attempt=0&stream=stdout&after=0", "attempt=1&stream=stdin&after=0",
+        "attempt=1&after=0", "attempt=1&stream=stdout&after=-1",
+        "attempt=x&stream=stdout&after=0", "stream=stdout&after=0"}) {
+    INFO(bad);
+    CHECK(s.send(get("/tasks/" + std::to_string(id) + "/output?" + bad)).status
+          == 400);
+  }
+  CHECK(
+      s.send(get("/tasks/999999/output?attempt=1&stream=stdout&after=0")).status
+      == 404);
+}
+
 TEST_CASE("GET /tasks/bulk counts every task that matches, in the states "
           "the action acts on") {
   TempDb db;

@@ -67,6 +67,24 @@
     if (again) { again = false; refresh(); }
   };
 
+  // A running task's output, followed every 2 s while the tab is visible
+  // (serve keeps each answer a second for every page that follows it).
+  const follow = async () => {
+    if (document.hidden) { return; }
+    for (const pre of document.querySelectorAll('pre[data-follow]')) {
+      try {
+        const res = await fetch(pre.dataset.follow + '&after=' + pre.dataset.after,
+          { headers: { Accept: 'application/json' }, credentials: 'same-origin' });
+        if (!res.ok) { delete pre.dataset.follow; continue; }
+        const got = await res.json();
+        if (got.data) { pre.append(got.data); }
+        pre.dataset.after = got.after;
+        if (!got.running) { delete pre.dataset.follow; }
+      } catch (e) { /* the next turn tries again */ }
+    }
+  };
+  if (document.querySelector('pre[data-follow]') || body.dataset.live) { setInterval(follow, 2000); }
+
   // Live: Server-Sent Events while the tab is visible; polling when the
   // server has no room for another stream.
   let source = null;
