@@ -33,6 +33,28 @@ StorePool::Lease StorePool::take() {
   }
 }
 
+std::optional<StorePool::Lease> StorePool::try_take() {
+  std::unique_lock lock(m_mutex);
+  if (m_idle.empty() && m_out >= m_max) {
+    return std::nullopt;
+  }
+  ++m_out;
+  if (!m_idle.empty()) {
+    auto store = std::move(m_idle.back());
+    m_idle.pop_back();
+    return Lease(*this, std::move(store));
+  }
+  lock.unlock();
+  try {
+    return Lease(*this, m_open());
+  } catch (...) {
+    lock.lock();
+    --m_out;
+    m_freed.notify_one();
+    throw;
+  }
+}
+
 void StorePool::give_back(std::unique_ptr<storage::TaskStore> store) {
   std::lock_guard lock(m_mutex);
   --m_out;
@@ -279,8 +301,8 @@ Response App::route(const Request& request) {
   }
   StorePool::Lease& store = *lease;
   View view{
-      req,  *store,   m_clock(), m_options, "web:" + user + "@" + req.peer,
-      json, &m_follow};
+      req,  *store,    m_clock(), m_options, "web:" + user + "@" + req.peer,
+      json, &m_follow, &m_stores};
   try {
     const bool post = req.method == "POST";
     if (parts.empty()) {

@@ -62,6 +62,10 @@ public:
     std::unique_ptr<storage::TaskStore> m_store;
   };
   Lease take();
+  // One when the pool has one free or room to open one; never waits (a
+  // request that already holds a store asks this way: two such requests
+  // waiting for each other's would wait for ever).
+  std::optional<Lease> try_take();
 
 private:
   friend class Lease;

@@ -4,10 +4,13 @@
 // grouped by message; the workers and their leases.
 
 #include "core/duration.hpp"
+#include "core/error.hpp"
 #include "core/task_json.hpp"
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <optional>
 
 #include "web/view.hpp"
 
@@ -68,9 +71,48 @@ Html chart(const storage::HistoryWindow& w, std::string_view label) {
   return h;
 }
 
+// What the page reads from the event log, beside the queues' stats.
+struct Recent {
+  storage::History history;
+  std::vector<storage::ErrorGroup> groups;
+  bool groups_bounded = false;
+  std::vector<storage::WorkerInfo> workers;
+};
+
+Recent read_recent(storage::TaskStore& store, core::Time now) {
+  Recent r;
+  r.history = store.history(std::nullopt, now);
+  r.groups = store.error_groups(now - core::Millis{3600 * 1000}, 20,
+                                &r.groups_bounded);
+  // Workers seen in the last hour, within the events the charts read (so
+  // the page reads an hour's events once, bounded); one holding a lease
+  // is there whatever its last event.
+  r.workers = store.workers(r.history.hour.counted_from, now);
+  return r;
+}
+
 } // namespace
 
 Response overview_page(View& view) {
+  // The event log's reads go on a second store of the pool while stats
+  // reads on this one, when the pool has one free: the page costs the
+  // longer of the two, not their sum.
+  std::optional<StorePool::Lease> second = !view.json && view.stores != nullptr
+                                               ? view.stores->try_take()
+                                               : std::nullopt;
+  std::future<Recent> recent;
+  if (second) {
+    recent = std::async(std::launch::async, [&second, now = view.now] {
+      try {
+        return read_recent(**second, now);
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::unavailable) {
+          second->discard(); // its connection broke: not given back
+        }
+        throw;
+      }
+    });
+  }
   const auto stats = view.store.stats(std::nullopt, view.now);
   if (view.json) {
     // stats -o json: one object a queue (here in an array).
@@ -135,12 +177,13 @@ Response overview_page(View& view) {
     b.put("<p class=\"empty\">No tasks yet: <code>taskq add QUEUE -- "
           "CMD</code> adds one.</p>");
   }
-  const auto history = view.store.history(std::nullopt, view.now);
+  const Recent r =
+      recent.valid() ? recent.get() : read_recent(view.store, view.now);
+  const auto& history = r.history;
   b.put("<section><h2>Throughput</h2>{}{}</section>",
         chart(history.hour, "Last hour"), chart(history.day, "Last day"));
-  bool bounded = false;
-  const auto groups = view.store.error_groups(
-      view.now - core::Millis{3600 * 1000}, 20, &bounded);
+  const bool bounded = r.groups_bounded;
+  const auto& groups = r.groups;
   b.put("<section><h2>Errors in the last hour</h2>");
   if (groups.empty()) {
     b.put("<p class=\"empty\">None.</p>");
@@ -169,10 +212,7 @@ Response overview_page(View& view) {
     }
   }
   b.put("</section>");
-  // Workers seen in the last hour, within the events the charts read (so
-  // the page reads an hour's events once, bounded); one holding a lease
-  // is there whatever its last event.
-  const auto workers = view.store.workers(history.hour.counted_from, view.now);
+  const auto& workers = r.workers;
   b.put("<section><h2>Workers</h2>");
   if (history.hour.bounded) {
     b.put("<p class=\"note\">Seen since {} (the latest events only).</p>",

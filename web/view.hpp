@@ -26,6 +26,7 @@ struct View {
   std::string actor; // `web:USER@ADDR`, as the event log names it
   bool json = false; // the client asked for JSON (Accept, or ?format=json)
   OutputFollow* follow = nullptr; // the answers of output followed live
+  StorePool* stores = nullptr;    // a second store, for reads side by side
 
   // `path` (starting with /) under the view's prefix.
   std::string link(std::string_view path) const {

@@ -618,6 +618,31 @@ TEST_CASE("POST /queues/NAME/set: a queue's limits as queue set sets them; "
   CHECK(snapshot(db.path()) == before);
 }
 
+TEST_CASE("StorePool::try_take never waits: none when every store is out") {
+  TempDb db;
+  seed(db.path());
+  int opened = 0;
+  web::StorePool pool(
+      [&] {
+        ++opened;
+        return std::make_unique<storage::TaskStore>(db.path(),
+                                                    storage::OpenMode::read);
+      },
+      2);
+  {
+    web::StorePool::Lease a = pool.take();
+    auto b = pool.try_take();
+    REQUIRE(b);
+    CHECK_FALSE(pool.try_take()); // two out of two: none, at once
+    b.reset();
+    auto c = pool.try_take(); // b's, given back
+    CHECK(c);
+  }
+  CHECK(opened == 2);
+  CHECK(pool.try_take());
+  CHECK(opened == 2);
+}
+
 TEST_CASE("the assets: CSS and JavaScript") {
   TempDb db;
   seed(db.path());
