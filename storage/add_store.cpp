@@ -523,6 +523,7 @@ std::vector<Retried> TaskStore::retry_many(const Selector& sel, LiveRetry live,
       }
     } else {
       olds = select_tasks(*m_db, sel, now); // finished: they stay so
+      check_count(sel.expect_count, static_cast<int64_t>(olds.size()));
       std::vector<int64_t> ids;
       for (const Task& t : olds) {
         ids.push_back(t.id);

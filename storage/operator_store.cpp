@@ -238,6 +238,7 @@ int64_t TaskStore::send_bulk(const Selector& sel, Message msg,
     Transaction tx(*m_db);
     now = locked_now(now);
     const int64_t n = bulk_send(*m_db, sel, msg, until, actor, now, ids);
+    check_count(sel.expect_count, n);
     tx.commit();
     return n;
   });

@@ -91,6 +91,10 @@ struct Selector {
   // send, freeze and retry refuse (conflict, changing nothing) a task
   // that has changed since; with anything else, a usage error.
   std::optional<int64_t> expect_rev;
+  // With filters, the number of tasks send_bulk changes (or retry_many
+  // selects) as the operator counted them: another number is refused
+  // (conflict) in the action's own transaction, and nothing changes.
+  std::optional<int64_t> expect_count;
   bool has_filters() const {
     return queue || !states.empty() || !match.empty();
   }

@@ -42,6 +42,21 @@ void check_expect_rev(const Selector& sel) {
     throw Error(ErrorKind::usage,
                 "a revision to expect needs exactly one task id");
   }
+  if (sel.expect_count
+      && (!sel.ids.empty() || !sel.has_filters() || sel.limit || sel.newest)) {
+    throw Error(ErrorKind::usage, "a count to expect needs filters, and "
+                                  "no ids, limit or newest");
+  }
+}
+
+void check_count(const std::optional<int64_t>& expect_count, int64_t n) {
+  if (expect_count && *expect_count != n) {
+    throw Error(ErrorKind::conflict, std::to_string(*expect_count)
+                                         + " tasks matched when you "
+                                           "looked, "
+                                         + std::to_string(n)
+                                         + " now: count them again");
+  }
 }
 
 void check_rev(const std::optional<int64_t>& expect_rev, const Task& task) {

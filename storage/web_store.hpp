@@ -15,8 +15,14 @@ namespace taskq::storage::detail {
 // tasks to act on or to list them otherwise would ignore it.
 void check_page_only(const Selector& sel);
 
-// Usage error when `sel` has expect_rev but does not name exactly one id.
+// Usage error when `sel` has expect_rev but does not name exactly one id,
+// or expect_count but is not a filter's whole selection (ids, a limit or
+// newest).
 void check_expect_rev(const Selector& sel);
+
+// Conflict "N tasks matched when you looked, M now" when `expect_count`
+// is set and is not `n`, the number the action's transaction found.
+void check_count(const std::optional<int64_t>& expect_count, int64_t n);
 
 // Conflict "task N changed since you looked (revision R, now S)" when
 // `expect_rev` is set and `task` (read with its row held) is at another

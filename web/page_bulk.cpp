@@ -169,6 +169,9 @@ Response bulk_action(View& view) {
     if (!sel.has_filters()) {
       throw Error(ErrorKind::usage, "tick tasks, or give a filter");
     }
+    // Every match: a page's order and size do not cut it.
+    sel.newest = false;
+    sel.limit.reset();
     const std::string* expect = value(form, "expect");
     const auto n = expect == nullptr ? std::nullopt : parse_id_text(*expect);
     if (!n) {
@@ -181,16 +184,15 @@ Response bulk_action(View& view) {
                     "type " + std::to_string(*n) + " to " + *action + " them");
       }
     }
-    const bool any = narrow_to_action(sel, *action);
-    const int64_t now_n = any ? view.store.count(sel, view.now) : 0;
-    if (now_n != *n) {
+    if (!narrow_to_action(sel, *action)) {
       throw Error(ErrorKind::conflict,
-                  std::to_string(*n) + " tasks matched when you looked, "
-                      + std::to_string(now_n) + " now: count them again");
+                  std::to_string(*n)
+                      + " tasks matched when you looked, 0 "
+                        "now: count them again");
     }
-    if (!any) {
-      throw Error(ErrorKind::usage, "no task to " + *action);
-    }
+    // Counted again in the action's own transaction: another number
+    // changes nothing (conflict).
+    sel.expect_count = *n;
     if (*action == "retry") {
       changed = static_cast<int64_t>(
           view.store

@@ -396,6 +396,70 @@ TEST_CASE("error_groups groups workers' errors by message, the biggest first") {
   CHECK(store.error_groups(t0 - 2h, 10).size() == 3);
 }
 
+TEST_CASE("a bulk action carrying the count the operator saw is refused in "
+          "its own transaction when another number matches, and changes "
+          "nothing") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  std::vector<int64_t> ids;
+  for (int i = 0; i < 6; ++i) {
+    ids.push_back(add_task(store, "q"));
+  }
+  storage::Selector sel = by_queue("q");
+  sel.states = {"runnable"};
+  sel.expect_count = store.count(sel, t0 + 1s);
+  REQUIRE(sel.expect_count == 6);
+  send_one(store, ids[0], Message::pause, t0 + 1s); // someone else's, since
+  const auto states = [&] {
+    std::vector<TaskState> out;
+    for (const int64_t id : ids) {
+      out.push_back(store.find(id)->state);
+    }
+    return out;
+  };
+  const auto before = states();
+  CHECK(error_kind([&] {
+          store.send_bulk(sel, Message::kill, std::nullopt, k_operator,
+                          t0 + 2s);
+        })
+        == ErrorKind::conflict);
+  CHECK(states() == before);
+  sel.expect_count = 5;
+  CHECK(store.send_bulk(sel, Message::kill, std::nullopt, k_operator, t0 + 2s)
+        == 5);
+  // Retry: the tasks it selects, counted in its transaction.
+  storage::Selector killed = by_queue("q");
+  killed.states = {"killed"};
+  killed.expect_count = 4;
+  CHECK(error_kind([&] {
+          store.retry_many(killed, storage::LiveRetry::refuse, k_operator,
+                           t0 + 3s);
+        })
+        == ErrorKind::conflict);
+  CHECK(store.count(by_state("runnable"), t0 + 3s) == 0);
+  killed.expect_count = 5;
+  CHECK(
+      store.retry_many(killed, storage::LiveRetry::refuse, k_operator, t0 + 3s)
+          .size()
+      == 5);
+  // Only with a filter's whole selection.
+  storage::Selector named = by_ids({ids[0]});
+  named.expect_count = 1;
+  CHECK(error_kind([&] {
+          store.send_bulk(named, Message::run, std::nullopt, k_operator,
+                          t0 + 4s);
+        })
+        == ErrorKind::usage);
+  storage::Selector cut = by_queue("q");
+  cut.limit = 2;
+  cut.expect_count = 2;
+  CHECK(error_kind([&] {
+          store.send_bulk(cut, Message::pause, std::nullopt, k_operator,
+                          t0 + 4s);
+        })
+        == ErrorKind::usage);
+}
+
 TEST_CASE("an action carrying the revision the operator saw is refused when "
           "the task changed since, and changes nothing") {
   TempDb db;
