@@ -12,9 +12,10 @@ import { after, before, describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
 import { once } from 'node:events';
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import { createRequire } from 'node:module';
+import os from 'node:os';
 import path from 'node:path';
 import { chromium } from 'playwright-core';
 import { expect as baseExpect } from 'playwright/test';
@@ -544,6 +545,57 @@ describe('the view', () => {
     await expect(page.locator('h1 .state')).toHaveText('paused');
     assert.equal(await page.evaluate(() => window.notReloaded), true, 'the page was not reloaded');
     await page.close();
+  });
+
+  it('a running task\'s output arrives on its open page, appended to its <pre>, without a reload', async () => {
+    // A handler that prints a line, waits for a file, prints a second line
+    // and waits for another (each wait bounded at a minute), leased by a
+    // worker of its own queue that keeps output.
+    const dir = mkdtempSync(path.join(os.tmpdir(), 'taskq-web-follow-'));
+    const first = 'tail: first line';
+    const second = 'tail: second line';
+    const waitFor = (f) => `i=0; until [ -e '${dir}/${f}' ] || [ $i -ge 1200 ]; do sleep 0.05; i=$((i+1)); done`;
+    const id = add('tails', '--sh', `echo '${first}'; ${waitFor('go')}; echo '${second}'; ${waitFor('end')}`);
+    const worker = spawn(TASKQ, ['run', 'tails', '--worker', 'tailer-1', '--keep-output', '1M', '--for', '2m', '--grace', '1s'],
+      { env, stdio: 'ignore' });
+    children.push(worker);
+    const page = await open();
+    try {
+      // Stored before the page is opened: a running task's page shows an
+      // output stream (and follows it) once something of it is stored.
+      await until('the first line stored', () => tq('logs', String(id)).includes(first));
+      // The page's <main> as loaded: the live channel's first change
+      // event replaces it (a refresh) before the <pre> is marked below.
+      await page.addInitScript(() => {
+        document.addEventListener('DOMContentLoaded', () => { window.loadedMain = document.getElementById('main'); });
+      });
+      await page.goto(`${main.url}/tasks/${id}`);
+      await expect(page.locator('h1 .state')).toHaveText('running');
+      const pre = page.locator(`pre.output[data-follow^="/tasks/${id}/output?attempt=1&stream=stdout"]`);
+      await expect(pre).toHaveText(first);
+      await expect.poll(() => page.evaluate(() => document.getElementById('main') !== window.loadedMain)).toBe(true);
+      // A reader typing in the page's form holds off refreshes (a later
+      // change event, as the live channel catches up with the lease, would
+      // bring the new line in a new <main>): the line can only come by
+      // following.
+      await page.locator('section.actions input[name=for]').focus();
+      await pre.evaluate((el) => { window.notReloaded = true; window.followed = el; });
+      const followed = page.waitForResponse(async (r) => r.url().includes(`/tasks/${id}/output?`)
+        && r.ok() && (await r.json()).data.includes(second));
+      writeFileSync(path.join(dir, 'go'), '');
+      const answer = await (await followed).json();
+      assert.equal(answer.running, true, 'the task runs on while it is followed');
+      await expect(pre).toContainText(second);
+      assert.equal(await pre.evaluate((el) => el.textContent), `${first}\n${second}\n`, 'each line once, in order');
+      assert.deepEqual(await page.evaluate(() => [window.notReloaded, window.followed === document.querySelector('pre.output[data-follow]')]),
+        [true, true], 'the page was not reloaded and the line appended to the same <pre>');
+      writeFileSync(path.join(dir, 'end'), '');
+      await until('the task to complete', () => show(id).state === 'completed');
+    } finally {
+      await page.close();
+      await stop(worker);
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   it('--prefix /taskq behind a proxy that strips it: links, assets, live and forms work', async () => {
