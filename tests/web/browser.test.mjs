@@ -302,14 +302,18 @@ describe('pages show the database', () => {
     await page.close();
   });
 
-  it('/tasks/bulk?state=paused&bulk=pause: counts as taskq list --state paused', async () => {
+  it('/tasks/bulk?state=paused&bulk=resume: counts as taskq list --state paused; pause counts none of them', async () => {
     const page = await open();
-    await page.goto(`${main.url}/tasks/bulk?state=paused&bulk=pause`);
+    await page.goto(`${main.url}/tasks/bulk?state=paused&bulk=resume`);
     const n = list('--state', 'paused').length;
     assert.ok(n >= 1);
     await expect(page.locator('p.count strong')).toHaveText(`${n} tasks match`);
-    await expect(page.locator('main button[type=submit]')).toHaveText(`pause ${n} tasks`);
+    await expect(page.locator('main button[type=submit]')).toHaveText(`resume ${n} tasks`);
     await audit(page, 'bulk');
+    // A bulk action counts the tasks it acts on: pause acts on no paused one.
+    await page.goto(`${main.url}/tasks/bulk?state=paused&bulk=pause`);
+    await expect(page.locator('p.count strong')).toHaveText('0 tasks match');
+    await expect(page.locator('main button[type=submit]')).toHaveCount(0);
     await page.close();
   });
 });
