@@ -359,32 +359,62 @@ TaskPage TaskStore::task_page(const Selector& sel, Time now,
     // subqueries are read for the rows shown, not for every row an index
     // gives before it is sorted.
     const std::string dir = desc ? " DESC" : "";
-    Statement st(
-        *m_db, "SELECT " + page_columns() + " FROM tasks WHERE id IN (SELECT id"
-                   + part.from_where + where + " ORDER BY " + part.order + dir
-                   + " LIMIT " + p.add(sql_limit) + ") ORDER BY id" + dir);
-    p.bind(st, part_sel, now);
+    const std::string chosen = part.from_where + where + " ORDER BY "
+                               + part.order + dir + " LIMIT "
+                               + p.add(sql_limit);
     int64_t read = 0;
     int64_t kept = 0;
     std::optional<int64_t> last;
-    while (st.step()) {
-      ++read;
+    const auto take = [&](Statement& st) {
       Task t = read_task(st);
-      last = t.id;
       const int c = k_task_column_count;
-      if (core::matches(t.labels, sel.match) && in_created(sel, t.created_at)) {
-        if (const auto message = st.get_opt_text(c)) {
-          t.errors.push_back({core::from_unix_ms(st.get_int(c + 1)), *message});
+      if (const auto message = st.get_opt_text(c)) {
+        t.errors.push_back({core::from_unix_ms(st.get_int(c + 1)), *message});
+      }
+      const auto leased = st.get_opt_int(c + 2);
+      const bool ended =
+          core::is_terminal(t.state) && !t.command.empty() && t.attempts > 0;
+      if (!t.lease && leased && (ended || !t.errors.empty())) {
+        t.lease_started = core::from_unix_ms(*leased);
+      }
+      found.push_back(std::move(t));
+    };
+    if (!post_filter) {
+      Statement st(*m_db, "SELECT " + page_columns()
+                              + " FROM tasks WHERE id IN (SELECT id" + chosen
+                              + ") ORDER BY id" + dir);
+      p.bind(st, part_sel, now);
+      while (st.step()) {
+        ++read;
+        last = st.get_int(0);
+        take(st);
+        ++kept;
+      }
+    } else {
+      // Labels and creation times of up to k_page_scan candidates, matched
+      // here; then the page's columns of the rows kept only (a page of 50
+      // reads 50 rows' subqueries, not 5,000).
+      Statement scan(*m_db, "SELECT id, labels, created_at" + chosen);
+      p.bind(scan, part_sel, now);
+      std::string ids;
+      while (scan.step()) {
+        ++read;
+        last = scan.get_int(0);
+        if (core::matches(labels_from_json(scan.get_opt_text(1)), sel.match)
+            && in_created(sel, core::from_unix_ms(scan.get_int(2)))) {
+          ids += (ids.empty() ? "" : ", ") + std::to_string(*last);
+          if (++kept > rows) {
+            break;
+          }
         }
-        const auto leased = st.get_opt_int(c + 2);
-        const bool ended =
-            core::is_terminal(t.state) && !t.command.empty() && t.attempts > 0;
-        if (!t.lease && leased && (ended || !t.errors.empty())) {
-          t.lease_started = core::from_unix_ms(*leased);
-        }
-        found.push_back(std::move(t));
-        if (++kept > rows) {
-          break;
+      }
+      scan.reset();
+      if (!ids.empty()) {
+        Statement st(*m_db, "SELECT " + page_columns()
+                                + " FROM tasks WHERE id IN (" + ids
+                                + ") ORDER BY id" + dir);
+        while (st.step()) {
+          take(st);
         }
       }
     }
