@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "web/filters.hpp"
@@ -263,9 +264,21 @@ Response task_page(View& view, int64_t id) {
     }
     b.put("</ol></section>");
   }
-  if (!sizes.empty()) {
+  // A running command's streams are followed before they print: a worker
+  // run with --keep-output stores what they print while they run.
+  std::vector<storage::OutputSize> streams = sizes;
+  if (state == "running" && !t.command.empty() && t.attempts > 0) {
+    for (const char* stream : {"stdout", "stderr"}) {
+      if (std::none_of(streams.begin(), streams.end(), [&](const auto& o) {
+            return o.attempt == t.attempts && o.stream == stream;
+          })) {
+        streams.push_back({t.attempts, stream, 0, 0});
+      }
+    }
+  }
+  if (!streams.empty()) {
     b.put("<section><h2>Output</h2>");
-    for (const auto& o : sizes) {
+    for (const auto& o : streams) {
       std::string text;
       int64_t last = 0;
       bool cut = false;
@@ -280,8 +293,8 @@ Response task_page(View& view, int64_t id) {
           break;
         }
       }
-      b.put("<h3>attempt {}, {}</h3><pre class=\"output\"", o.attempt,
-            o.stream);
+      b.put("<h3>attempt {}, {}{}</h3><pre class=\"output\"", o.attempt,
+            o.stream, o.total == 0 ? " (nothing kept yet)" : "");
       if (state == "running" && o.attempt == t.attempts && !cut) {
         // Followed while it runs (taskq.js, every 2 s).
         b.put(" data-follow=\"{}\" data-after=\"{}\"",

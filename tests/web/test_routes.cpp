@@ -284,6 +284,21 @@ TEST_CASE("GET /tasks/ID/output: a running attempt's output after a chunk, "
     offset += static_cast<int64_t>(text.size());
     store.append_output({c}, 1 << 20);
   };
+  {
+    // A running command that has printed nothing yet: its streams are
+    // followed from the start.
+    storage::TaskStore store(db.path(), storage::OpenMode::write);
+    storage::NewTask quiet = new_task("gamma");
+    quiet.command = {"/bin/sleep", "60"};
+    const int64_t quiet_id = store.add(quiet, t0, k_operator);
+    REQUIRE(store.lease(lease_request("gamma", 2h), t0 + 1s).size() == 1);
+    const std::string body =
+        s.send(get("/tasks/" + std::to_string(quiet_id))).body;
+    CHECK(has(body, "attempt 1, stdout (nothing kept yet)"));
+    CHECK(has(body, "/tasks/" + std::to_string(quiet_id)
+                        + "/output?attempt=1&amp;stream=stderr\" "
+                          "data-after=\"0\""));
+  }
   print("one\n");
   const Answer page = s.send(get("/tasks/" + std::to_string(id)));
   CHECK(has(page.body, "data-follow=\"/tasks/" + std::to_string(id)
