@@ -16,6 +16,10 @@ StorePool::StorePool(Open open, size_t max)
 StorePool::Lease StorePool::take() {
   std::unique_lock lock(m_mutex);
   m_freed.wait(lock, [&] { return !m_idle.empty() || m_out < m_max; });
+  return lend(lock);
+}
+
+StorePool::Lease StorePool::lend(std::unique_lock<std::mutex>& lock) {
   ++m_out;
   if (!m_idle.empty()) {
     auto store = std::move(m_idle.back());
@@ -38,21 +42,7 @@ std::optional<StorePool::Lease> StorePool::try_take() {
   if (m_idle.empty() && m_out >= m_max) {
     return std::nullopt;
   }
-  ++m_out;
-  if (!m_idle.empty()) {
-    auto store = std::move(m_idle.back());
-    m_idle.pop_back();
-    return Lease(*this, std::move(store));
-  }
-  lock.unlock();
-  try {
-    return Lease(*this, m_open());
-  } catch (...) {
-    lock.lock();
-    --m_out;
-    m_freed.notify_one();
-    throw;
-  }
+  return lend(lock);
 }
 
 void StorePool::give_back(std::unique_ptr<storage::TaskStore> store) {

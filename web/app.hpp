@@ -69,6 +69,8 @@ public:
 
 private:
   friend class Lease;
+  // An idle store, or a new one (`lock` held on entry, with room).
+  Lease lend(std::unique_lock<std::mutex>& lock);
   void give_back(std::unique_ptr<storage::TaskStore> store);
 
   Open m_open;

@@ -340,17 +340,12 @@ Response task_action(View& view, int64_t id, std::string_view action) {
   if (action == "freeze" || action == "continue") {
     view.store.freeze({id}, action == "freeze", view.actor, view.now, rev);
   } else if (action == "retry") {
-    if (rev) {
-      const auto t = view.store.find(id);
-      if (t && t->rev != *rev) {
-        throw Error(ErrorKind::conflict,
-                    "task " + std::to_string(id)
-                        + " changed since you looked (revision "
-                        + std::to_string(*rev) + ", now "
-                        + std::to_string(t->rev) + ")");
-      }
-    }
-    shown = view.store.retry(id, view.actor, view.now);
+    // The revision is checked in the retry's own transaction.
+    shown =
+        view.store
+            .retry_many(sel, storage::LiveRetry::refuse, view.actor, view.now)
+            .at(0)
+            .retry;
   } else {
     std::optional<core::Message> msg;
     std::optional<core::Time> until;
