@@ -275,6 +275,27 @@ std::string label_candidates(const Selector& sel, Params& p) {
   return "";
 }
 
+// A row of page_columns(): the task, its latest error, and when its latest
+// lease started (for a task that ran and ended, or erred).
+Task page_row(Statement& st) {
+  Task t = read_task(st);
+  const int c = k_task_column_count;
+  if (const auto message = st.get_opt_text(c)) {
+    t.errors.push_back({core::from_unix_ms(st.get_int(c + 1)), *message});
+  }
+  const auto leased = st.get_opt_int(c + 2);
+  const bool ended =
+      core::is_terminal(t.state) && !t.command.empty() && t.attempts > 0;
+  if (!t.lease && leased && (ended || !t.errors.empty())) {
+    t.lease_started = core::from_unix_ms(*leased);
+  }
+  return t;
+}
+
+// How many ids along the primary key a page of `runnable` tasks of every
+// queue looks at first (TaskStore::task_page).
+constexpr int64_t k_runnable_window = 2000;
+
 bool in_created(const Selector& sel, Time created) {
   return (!sel.created_from || created >= *sel.created_from)
          && (!sel.created_to || created < *sel.created_to);
@@ -319,6 +340,55 @@ TaskPage TaskStore::task_page(const Selector& sel, Time now,
   const int64_t sql_limit = post_filter ? k_page_scan : rows + 1;
   const bool desc = sel.newest;
   std::vector<Task> found;
+  if (!text && !post_filter && !sel.queue
+      && sel.states == std::vector<std::string>{"runnable"}) {
+    // Runnable tasks of every queue: their four indexes (by kind) give them
+    // by queue and priority, so a page of them sorts every unleased one
+    // (88,000 at 100,000 unfinished tasks: 76 ms on SQLite). Unfinished
+    // tasks are mostly the newest, so the next k_runnable_window ids along
+    // the primary key are read first: when they hold more than a page of
+    // runnable tasks, those are the page, exactly (every task between the
+    // cursor and the last of them was seen). Otherwise, the indexes.
+    Params p;
+    std::string where;
+    if (sel.after_id) {
+      where += " AND id > " + p.add(*sel.after_id);
+    }
+    if (sel.before_id) {
+      where += " AND id < " + p.add(*sel.before_id);
+    }
+    const std::string dir = desc ? " DESC" : "";
+    Statement window(
+        *m_db, "SELECT id FROM (SELECT id, state FROM tasks WHERE ?1 IS NULL "
+               "AND ?2 IS NOT NULL"
+                   + where + " ORDER BY id" + dir + " LIMIT "
+                   + p.add(k_runnable_window)
+                   + ") w WHERE state = 'runnable' ORDER BY id" + dir
+                   + " LIMIT " + p.add(rows + 1));
+    p.bind(window, sel, now);
+    std::vector<int64_t> ids;
+    while (window.step()) {
+      ids.push_back(window.get_int(0));
+    }
+    window.reset();
+    if (static_cast<int64_t>(ids.size()) > rows) {
+      std::string list;
+      for (int64_t i = 0; i < rows; ++i) {
+        list += (list.empty() ? "" : ", ")
+                + std::to_string(ids[static_cast<size_t>(i)]);
+      }
+      Statement st(*m_db, "SELECT " + page_columns()
+                              + " FROM tasks WHERE id IN (" + list
+                              + ") ORDER BY id" + dir);
+      while (st.step()) {
+        found.push_back(page_row(st));
+      }
+      page.next_cursor = found.back().id;
+      load_lease_starts(*m_db, found);
+      page.tasks = std::move(found);
+      return page;
+    }
+  }
   // Each part is read in full up to its frontier (the last id it read when
   // it stopped early); past the nearest frontier, a part not read yet may
   // hold tasks, so the page ends there.
@@ -365,20 +435,7 @@ TaskPage TaskStore::task_page(const Selector& sel, Time now,
     int64_t read = 0;
     int64_t kept = 0;
     std::optional<int64_t> last;
-    const auto take = [&](Statement& st) {
-      Task t = read_task(st);
-      const int c = k_task_column_count;
-      if (const auto message = st.get_opt_text(c)) {
-        t.errors.push_back({core::from_unix_ms(st.get_int(c + 1)), *message});
-      }
-      const auto leased = st.get_opt_int(c + 2);
-      const bool ended =
-          core::is_terminal(t.state) && !t.command.empty() && t.attempts > 0;
-      if (!t.lease && leased && (ended || !t.errors.empty())) {
-        t.lease_started = core::from_unix_ms(*leased);
-      }
-      found.push_back(std::move(t));
-    };
+    const auto take = [&](Statement& st) { found.push_back(page_row(st)); };
     if (!post_filter) {
       Statement st(*m_db, "SELECT " + page_columns()
                               + " FROM tasks WHERE id IN (SELECT id" + chosen

@@ -158,6 +158,40 @@ TEST_CASE("keyset pages over states read from several indexes (running and "
         == reversed(std::vector<int64_t>(ids.begin(), ids.begin() + 5)));
 }
 
+TEST_CASE("pages of runnable tasks of every queue, from the primary key's "
+          "window or the indexes, give every runnable task once in order") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  std::vector<int64_t> runnable;
+  for (int i = 0; i < 40; ++i) {
+    const int64_t id =
+        store.add(labelled("q" + std::to_string(i % 3), "red"), t0, k_operator);
+    if (i % 4 == 1) {
+      send_one(store, id, i % 8 == 1 ? Message::pause : Message::kill, t0);
+    } else {
+      runnable.push_back(id);
+    }
+  }
+  for (int i = 0; i < 4; ++i) {
+    REQUIRE(lease_one(store, "q" + std::to_string(i % 3), t0)); // running
+  }
+  storage::Selector sel = by_state("runnable");
+  for (const int64_t limit : {1, 3, 7, 29, 30, 50}) {
+    CAPTURE(limit);
+    sel.limit = limit;
+    sel.newest = true;
+    CHECK(all_pages(store, sel, t0 + 1s) == reversed(runnable));
+    sel.newest = false;
+    CHECK(all_pages(store, sel, t0 + 1s) == runnable);
+  }
+  // A cursor in the middle: the page after it.
+  storage::Selector after = by_state("runnable");
+  after.after_id = runnable[10];
+  after.limit = 3;
+  CHECK(ids_of(store.task_page(after, t0 + 1s).tasks)
+        == std::vector<int64_t>(runnable.begin() + 11, runnable.begin() + 14));
+}
+
 TEST_CASE("a page's rows cut the payload and keep the latest error") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
