@@ -279,8 +279,9 @@ Server::Server(const ServerOptions& options, Handler handler)
         MHD_OPTION_CONNECTION_TIMEOUT, options.idle_seconds,
         MHD_OPTION_NOTIFY_COMPLETED, &State::completed, nullptr,
         MHD_OPTION_UNESCAPE_CALLBACK, &unescape, nullptr,
-        MHD_OPTION_HTTPS_MEM_KEY, options.tls_key.c_str(),
-        MHD_OPTION_HTTPS_MEM_CERT, options.tls_cert.c_str(), MHD_OPTION_END);
+        MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_HTTPS_MEM_KEY,
+        options.tls_key.c_str(), MHD_OPTION_HTTPS_MEM_CERT,
+        options.tls_cert.c_str(), MHD_OPTION_END);
   } else {
     s.daemon = m.MHD_start_daemon(
         flags, 0, nullptr, nullptr, &State::answer, &s, MHD_OPTION_SOCK_ADDR,
@@ -288,7 +289,8 @@ Server::Server(const ServerOptions& options, Handler handler)
         MHD_OPTION_PER_IP_CONNECTION_LIMIT, options.per_address,
         MHD_OPTION_CONNECTION_TIMEOUT, options.idle_seconds,
         MHD_OPTION_NOTIFY_COMPLETED, &State::completed, nullptr,
-        MHD_OPTION_UNESCAPE_CALLBACK, &unescape, nullptr, MHD_OPTION_END);
+        MHD_OPTION_UNESCAPE_CALLBACK, &unescape, nullptr,
+        MHD_OPTION_STRICT_FOR_CLIENT, 1, MHD_OPTION_END);
   }
   if (s.daemon == nullptr) {
     throw Error(ErrorKind::unavailable,
