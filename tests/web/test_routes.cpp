@@ -4,7 +4,10 @@
 // checks every request passes (read-only, token, cross-site, prefix,
 // security headers, escaping, no password shown).
 
+#include <cstdio>
+#include <fstream>
 #include <set>
+#include <sstream>
 #include <thread>
 
 #include "web/html.hpp"
@@ -631,6 +634,63 @@ TEST_CASE("POST /queues/NAME/set: a queue's limits as queue set sets them; "
   CHECK_FALSE(has(ro.send(get("/queues")).body, "/set\""));
   CHECK(ro.send(post("/queues/beta/set", "max_running=1")).status == 403);
   CHECK(snapshot(db.path()) == before);
+}
+
+// The CLI's -o json of a list: one object a line, as an array.
+core::Json cli_lines(const std::string& db, const std::string& args) {
+  core::Json lines = core::Json::array();
+  std::istringstream in(cli(db, args + " -o json"));
+  for (std::string line; std::getline(in, line);) {
+    if (!line.empty()) {
+      lines.push_back(core::Json::parse(line));
+    }
+  }
+  return lines;
+}
+
+TEST_CASE("GET /schedules, /gates, /flows and /flows/ID: the pages, and "
+          "their JSON is the CLI's") {
+  TempDb db;
+  seed(db.path());
+  cli(db.path(), "schedule add nightly reports --every day");
+  cli(db.path(), "gate add deploy gq --keys b,a --payload '{\"go\": true}'");
+  const std::string doc = (db.dir() / "flow.json").string();
+  {
+    std::ofstream f(doc);
+    f << R"({"name": "lin", "pattern": "linear", "store": {"v": "1.0"},
+      "atoms": [{"name": "a", "execute": {"queue": "fq"},
+                 "revert": {"queue": "fq"}, "requires": ["v"],
+                 "provides": "pa"},
+                {"name": "b", "execute": {"queue": "fq"},
+                 "requires": ["pa"]}]})";
+  }
+  const std::string flow = cli(db.path(), "flow submit " + doc);
+  REQUIRE_FALSE(flow.empty());
+  const int64_t flow_id = std::stoll(flow);
+  Served s(db.path(), actions_allowed());
+  const Answer schedules = s.send(get("/schedules"));
+  CHECK(schedules.status == 200);
+  CHECK(has(schedules.body, "nightly"));
+  CHECK(has(schedules.body, "taskq schedule pause nightly"));
+  CHECK(parse(s.send(get_json("/schedules")).body)
+        == cli_lines(db.path(), "schedule list"));
+  const Answer gates = s.send(get("/gates"));
+  CHECK(gates.status == 200);
+  CHECK(has(gates.body, "deploy"));
+  CHECK(parse(s.send(get_json("/gates")).body)
+        == cli_lines(db.path(), "gate list"));
+  const Answer flows = s.send(get("/flows"));
+  CHECK(flows.status == 200);
+  CHECK(has(flows.body, "lin"));
+  CHECK(parse(s.send(get_json("/flows")).body)
+        == cli_lines(db.path(), "flow list"));
+  const Answer one = s.send(get("/flows/" + std::to_string(flow_id)));
+  CHECK(one.status == 200);
+  CHECK(has(one.body, "<svg"));
+  CHECK(parse(s.send(get_json("/flows/" + std::to_string(flow_id))).body)
+        == parse(cli(db.path(),
+                     "flow show " + std::to_string(flow_id) + " -o json")));
+  CHECK(s.send(get("/flows/999999")).status == 404);
 }
 
 TEST_CASE("StorePool::try_take never waits: none when every store is out") {
