@@ -361,7 +361,8 @@ public:
   // The cursor after everything logged so far.
   EventCursor events_end();
 
-  // --- web_store.cpp: the web view's pages, history and errors ---
+  // --- web_store.cpp: the web view's pages and counts; history_store.cpp:
+  // its history and errors ---
   // One page of the tasks `sel` selects (its ids, or its filters and page
   // fields; at most sel.limit rows, k_page_rows when unset, never more than
   // k_page_rows_max), oldest first, or newest first with sel.newest; see

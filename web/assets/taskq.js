@@ -83,7 +83,7 @@
       } catch (e) { /* the next turn tries again */ }
     }
   };
-  if (document.querySelector('pre[data-follow]') || body.dataset.live) { setInterval(follow, 2000); }
+  setInterval(follow, 2000); // a no-op on a page that follows nothing
 
   // Live: Server-Sent Events while the tab is visible; polling when the
   // server has no room for another stream.
