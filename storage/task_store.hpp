@@ -361,8 +361,7 @@ public:
   // The cursor after everything logged so far.
   EventCursor events_end();
 
-  // --- web_store.cpp: the web view's pages and counts; history_store.cpp:
-  // its history and errors ---
+  // --- web_store.cpp: the web view's pages and counts ---
   // One page of the tasks `sel` selects (its ids, or its filters and page
   // fields; at most sel.limit rows, k_page_rows when unset, never more than
   // k_page_rows_max), oldest first, or newest first with sel.newest; see
@@ -382,6 +381,8 @@ public:
   // keep), else the tasks of the selector's indexes.
   int64_t count(const Selector& sel, core::Time now);
 
+  // --- history_store.cpp: the web view's history and errors, from the
+  // event log ---
   // The history of `queue` (all when null) up to `now`, from the event log:
   // see History. Reads at most k_history_events events and computes its
   // percentiles from at most k_history_samples samples per window.
