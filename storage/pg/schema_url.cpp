@@ -198,6 +198,10 @@ settings_of(const std::string& schema, core::Millis idle) {
   if (idle.count() > 0) {
     out.emplace_back("idle_in_transaction_session_timeout",
                      std::to_string(idle.count()));
+    // A worker's: it runs the same few statements for ever, each planned
+    // once when it is prepared (the lease's custom plans cost more to make
+    // than to run, and the server kept making them).
+    out.emplace_back("plan_cache_mode", "force_generic_plan");
   }
   out.emplace_back("search_path", schema);
   return out;

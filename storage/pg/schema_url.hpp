@@ -78,7 +78,9 @@ std::string with_schema(std::string_view begin, const std::string& schema,
 // `idle` (0: none) is the idle_in_transaction_session_timeout: a client
 // cut off by a silent network mid-transaction leaves its server process
 // holding row locks, which the server ends this long after (twice the
-// answer bound: the client gave up on it by then).
+// answer bound: the client gave up on it by then); a worker's connection,
+// that has it, also plans its prepared statements once
+// (plan_cache_mode = force_generic_plan; see storage/server_wait.hpp).
 std::string session_settings(std::string_view set, std::string_view sep,
                              const std::string& schema,
                              core::Millis idle = core::Millis{0});
