@@ -43,7 +43,7 @@ std::string_view row_lock(const Db& db, std::string_view clause) {
 }
 
 void lock_task(Db& db, int64_t id) {
-  if (db.backend() == Backend::postgresql) {
+  if (db.backend() == Backend::postgresql && !db.holds_task(id)) {
     Statement(db, "SELECT 1 FROM tasks WHERE id = ?1 FOR UPDATE")
         .bind(1, id)
         .run();

@@ -7,10 +7,12 @@
 
 #include "core/duration.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace taskq::storage::pg {
 
@@ -98,5 +100,13 @@ std::string local_settings(bool pooled, const std::string& schema,
 // with two statements, BEGIN and that one, in one round trip.
 std::string with_schema_write(const std::string& schema, bool pooled,
                               core::Millis idle = core::Millis{0});
+
+// `begin_write` (with_schema_write()'s) that also locks the rows of tasks
+// `ids` (sorted), in id order, once the write lock is held, in the same
+// statement: Db::begin_holding(). The table is named with its schema (the
+// statement is parsed before its search_path is set).
+std::string with_tasks_locked(std::string_view begin_write,
+                              const std::string& schema,
+                              const std::vector<int64_t>& ids);
 
 } // namespace taskq::storage::pg
