@@ -90,9 +90,9 @@ TEST_CASE("a done and the next lease cost at most 9 statements on "
   }
   const int64_t n = statements(db);
   CAPTURE(n);
-  // BEGIN; its lock, clock and settings; the held task locked and read;
-  // its done; the queue's probe with its first candidates; the lease;
-  // the events; COMMIT.
+  // BEGIN; its lock, clock and settings with the held task's row locked
+  // (Db::begin_holding); the held task read; its done; the queue's probe
+  // with its first candidates; the lease; the events; COMMIT.
   CHECK(n <= 8 * k_turns);
   CHECK(n >= 6 * k_turns); // the count is read at all
 }
