@@ -7,39 +7,32 @@ namespace taskq::worker::per_task {
 RunSummary Runner::run() {
   while (true) {
     try {
-      if (m_conn.unheard_loss(m_store.connection_losses())) {
-        lost(ConnectionLost(m_store.last_connection_loss()));
-      }
-      if (m_conn.down()) {
-        reconnect();
-      }
-      if (m_stopping) {
+      m_loop.check_connection();
+      if (m_loop.stopping()) {
         release_ahead();
       }
-      if (!m_conn.down()) {
+      if (!m_loop.down()) {
         write_unwritten();
         start_ahead();
         // Until it is full or finds nothing: no wake-up of its own
         // commits comes to say "look again" (a task that could not start
         // is recorded without one).
-        while (m_looks.look && can_take()) {
+        while (m_loop.looks().look && can_take()) {
           take_work();
         }
       }
     } catch (const ConnectionLost& e) {
-      lost(e);
+      m_loop.lost(e);
     }
     if (m_running.empty()) {
       // Outcomes kept for a server that is away are waited for, unless
       // `run` is stopping: then until the handlers' grace is over (a
       // signal's stop), and then they are said not recorded.
-      const bool done = m_stopping || max_reached()
-                        || (m_o.until_empty && !m_looks.look && !m_conn.down());
-      // Not once --reconnect-for is over: nothing is tried again then.
-      const bool write_on = m_stopping && m_write_until
-                            && !m_summary.unreachable
-                            && Clock::now() < *m_write_until;
-      if (done && (m_unwritten.empty() || (m_stopping && !write_on))) {
+      const bool done =
+          m_loop.stopping() || m_loop.max_reached()
+          || (m_o.until_empty && !m_loop.looks().look && !m_loop.down());
+      const bool write_on = m_loop.writes_on(Clock::now());
+      if (done && (m_unwritten.empty() || (m_loop.stopping() && !write_on))) {
         break;
       }
     }
@@ -48,48 +41,30 @@ RunSummary Runner::run() {
       finish_exited();
       look_if_changed_elsewhere();
     } catch (const ConnectionLost& e) {
-      lost(e);
+      m_loop.lost(e);
     }
   }
   release_ahead();
   for (const Unwritten& u : m_unwritten) {
-    worker::not_recorded(m_summary, u.task.id,
+    worker::not_recorded(m_loop.summary(), u.task.id,
                          "the database server is out of reach");
   }
   m_unwritten.clear();
-  return m_summary;
-}
-
-bool Runner::max_reached() const {
-  return m_o.max_tasks && m_summary.leased >= *m_o.max_tasks;
+  return m_loop.summary();
 }
 
 bool Runner::can_take() const {
-  return !m_stopping && !m_conn.down()
+  return !m_loop.stopping() && !m_loop.down()
          && static_cast<int>(m_running.size()) < m_o.concurrency
-         && !max_reached();
+         && !m_loop.max_reached();
 }
 
 void Runner::take_work() {
-  const bool only_if_due = m_looks.begin();
-  // What changes after this point wakes the poll below. What changed
-  // before it may be an operator's message to a running handler, which
-  // the poll will no longer report: look at the leases now.
-  if (m_feed.drain()) {
-    check_leases();
-  }
-  // One "now" for every question of this look, read before them: a
-  // task is then either due (the lease, which decides on the time it
-  // takes the lock, no earlier than this) or due later (the timer),
-  // never neither, however the clock moves in between.
-  const core::Time now = m_host.live_now();
-  // A commit anywhere in the database wakes every idle worker: a read
-  // first, so that they do not all queue up for the write lock for a
-  // change that concerns none of them.
-  if (only_if_due && !m_store.anything_due(m_o.queues, now, m_worker)) {
-    wake_when_due(now);
+  const auto at = m_loop.begin_look(false);
+  if (!at) {
     return;
   }
+  const core::Time now = *at;
   const int want = room();
   m_request.count = want + ahead_wanted();
   // A task whose handler is still being stopped (an operator released
@@ -111,29 +86,30 @@ void Runner::take_work() {
     }
     // Locked past the busy timeout: say so, and try again shortly.
     std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
-    m_looks.wake_at = Clock::now() + std::chrono::seconds(1);
+    m_loop.looks().wake_at = Clock::now() + std::chrono::seconds(1);
     return;
   }
   const bool all = static_cast<int>(tasks.size()) >= want + ahead_wanted();
   start_or_keep(std::move(tasks), want);
   if (all) {
-    m_looks.look = true; // there may be more
+    m_loop.looks().look = true; // there may be more
     return;
   }
-  wake_when_due(now);
+  m_loop.wake_when_due(now);
 }
 
 int Runner::room() const {
   int want = m_o.concurrency - static_cast<int>(m_running.size());
   if (m_o.max_tasks) {
     want = static_cast<int>(
-        std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
+        std::min<int64_t>(want, *m_o.max_tasks - m_loop.summary().leased));
   }
   return want;
 }
 
 int Runner::ahead_wanted() const {
-  if (!m_ahead.wanted(m_stopping, m_o.max_tasks.has_value(), m_o.lease_for)) {
+  if (!m_ahead.wanted(m_loop.stopping(), m_o.max_tasks.has_value(),
+                      m_o.lease_for)) {
     return 0;
   }
   return std::max(0, 1 - static_cast<int>(m_ahead.size()));
@@ -152,7 +128,7 @@ void Runner::start_or_keep(std::vector<core::Task> tasks, int now) {
 }
 
 void Runner::start_ahead() {
-  while (!m_ahead.empty() && !m_stopping && !m_conn.down()
+  while (!m_ahead.empty() && !m_loop.stopping() && !m_loop.down()
          && static_cast<int>(m_running.size()) < m_o.concurrency) {
     core::Task t = m_ahead.take();
     if (ahead_still_held(t)) {
@@ -206,15 +182,8 @@ void Runner::release_ahead() {
   }
 }
 
-void Runner::wake_when_due(core::Time seen) {
-  if (const auto due = m_store.next_due(m_o.queues, seen)) {
-    const auto in = *due - m_host.live_now();
-    m_looks.wake_at = Clock::now() + std::max(core::Millis{0}, in);
-  }
-}
-
 void Runner::start(core::Task t) {
-  ++m_summary.leased;
+  ++m_loop.summary().leased;
   const Instant now = Clock::now();
   const bool own = m_o.command.empty(); // the task's own command
   if (own && t.command.empty()) {
@@ -315,28 +284,23 @@ void Runner::stop(Running& r, core::StopCause cause) {
 
 void Runner::wait_and_handle() {
   Wait wait(m_signals.fd(), m_feed);
-  const size_t first_pipe = wait.size();
-  std::vector<std::pair<Running*, bool>> owners; // (task, is stdout)
   for (auto& r : m_running) {
-    if (r.child.stderr_pipe()) {
-      wait.add(r.child.stderr_pipe().get(), POLLIN);
-      owners.emplace_back(&r, false);
-    }
-    if (r.child.stdout_pipe()) {
-      wait.add(r.child.stdout_pipe().get(), POLLIN);
-      owners.emplace_back(&r, true);
+    for (const bool is_stdout : {false, true}) {
+      if (const Fd& fd =
+              is_stdout ? r.child.stdout_pipe() : r.child.stderr_pipe()) {
+        wait.on(fd.get(), POLLIN,
+                [this, &r, is_stdout] { read_pipe(r, is_stdout); });
+      }
     }
   }
 
   if (can_take()) {
-    wait.until(m_looks.wake_at);
+    wait.until(m_loop.looks().wake_at);
     wait.feed_fallback();
   }
-  if (!m_summary.unreachable) { // past --reconnect-for: no more tries
-    wait.until(m_conn.next_try());
-  }
+  wait.until(m_loop.next_try());
   if (!m_unwritten.empty()) {
-    wait.until(m_write_until);
+    wait.until(m_loop.write_until());
   }
   for (const auto& r : m_running) {
     if (!r.exit) {
@@ -356,7 +320,7 @@ void Runner::wait_and_handle() {
 
   if (wait.signalled()) {
     for (const int sig : m_signals.take()) {
-      on_signal(sig);
+      m_loop.on_signal(sig);
     }
   }
   bool db_changed = wait.db_changed(m_feed, now);
@@ -364,43 +328,27 @@ void Runner::wait_and_handle() {
     db_changed = false; // our own commit: nothing new to see
   }
   if (db_changed) {
-    m_looks.changed();
+    m_loop.looks().changed();
     check_leases();
   }
-  m_looks.wake(now);
-  for (size_t i = first_pipe; i < wait.size(); ++i) {
-    if (wait.revents(i) != 0) {
-      auto& [r, is_stdout] = owners[i - first_pipe];
-      read_pipe(*r, is_stdout);
-    }
-  }
+  m_loop.looks().wake(now);
+  wait.ready();
   on_timers(now);
 }
 
-void Runner::on_signal(int sig) {
-  reap();
-  const auto asks = signal_asks(sig, m_stopping);
-  if (asks == SignalAsks::reap) {
-    return;
+void Runner::stop(bool signalled, Instant) {
+  if (signalled && !m_running.empty()) {
+    std::fprintf(stderr,
+                 "taskq: run: stopping; %zu running task(s) get %s to "
+                 "finish (signal again to kill them now)\n",
+                 m_running.size(), core::format_duration(m_o.grace).c_str());
   }
-  if (asks == SignalAsks::stop) {
-    m_stopping = true;
-    // Whatever the network does: no wait for the server goes on past the
-    // handlers' grace (storage/server_wait.hpp); until then outcomes the
-    // server did not take are tried again.
-    m_write_until = Clock::now() + m_o.grace;
-    storage::set_wait_limit(m_write_until);
-    if (!m_running.empty()) {
-      std::fprintf(stderr,
-                   "taskq: run: stopping; %zu running task(s) get %s to "
-                   "finish (signal again to kill them now)\n",
-                   m_running.size(), core::format_duration(m_o.grace).c_str());
-    }
-    for (auto& r : m_running) {
-      stop(r, core::StopCause::shutdown);
-    }
-    return;
+  for (auto& r : m_running) {
+    stop(r, core::StopCause::shutdown);
   }
+}
+
+void Runner::kill() {
   for (auto& r : m_running) {
     if (!r.exit) {
       r.child.signal_group(SIGKILL);
@@ -433,12 +381,12 @@ void Runner::look_if_changed_elsewhere() {
     return;
   }
   m_changed_elsewhere = false;
-  m_looks.changed();
+  m_loop.looks().changed();
   check_leases();
 }
 
 void Runner::check_leases() {
-  if (m_conn.down()) {
+  if (m_loop.down()) {
     return; // looked at when the server is back
   }
   const core::Time now = m_host.live_now();
@@ -455,7 +403,7 @@ void Runner::check_leases() {
         set_frozen(r, *frozen);
       }
     } catch (const ConnectionLost& e) {
-      lost(e);
+      m_loop.lost(e);
       return;
     } catch (const Error& e) {
       if (e.kind() != ErrorKind::unavailable) {

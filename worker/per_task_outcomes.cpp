@@ -27,7 +27,7 @@ void Runner::on_timers(Instant now) {
     if (now >= r.next_heartbeat) {
       r.next_heartbeat = now + m_heartbeat_every;
       // While the server is away, the heartbeat is sent once it is back.
-      if (r.cause != core::StopCause::revoked && !m_conn.down()) {
+      if (r.cause != core::StopCause::revoked && !m_loop.down()) {
         heartbeat(r);
       }
     }
@@ -136,8 +136,8 @@ void Runner::finish_exited() {
   // Their handlers are done: what room they leave, the same transaction
   // fills.
   const int left = static_cast<int>(m_running.size() - done.size());
-  const bool lease =
-      !m_stopping && !m_conn.down() && left < m_o.concurrency && !max_reached();
+  const bool lease = !m_loop.stopping() && !m_loop.down()
+                     && left < m_o.concurrency && !m_loop.max_reached();
   // Those still running are skipped by the lease: the finished ones are
   // not, they are written first.
   std::vector<Running*> ended;
@@ -165,7 +165,7 @@ void Runner::finish_exited() {
       record_all(done, want && *want + ahead > 0 ? std::optional(*want + ahead)
                                                  : std::nullopt);
   finished.clear();
-  m_looks.now();
+  m_loop.looks().now();
   if (!want) {
     return;
   }
@@ -173,8 +173,8 @@ void Runner::finish_exited() {
   start_or_keep(std::move(leased), *want);
   if (!all) {
     // As take_work: nothing more now; look when something comes due.
-    m_looks.look = false;
-    wake_when_due(seen);
+    m_loop.looks().look = false;
+    m_loop.wake_when_due(seen);
   }
 }
 
@@ -209,8 +209,8 @@ std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
   size_t i = 0;
   std::vector<core::Task> leased;
   try {
-    if (m_conn.down()) {
-      throw ConnectionLost(m_conn.why());
+    if (m_loop.down()) {
+      throw ConnectionLost(m_loop.why_down());
     }
     leased = batch.write(
         m_store, lease, now,
@@ -225,7 +225,7 @@ std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
             not_recorded(p, r.lost);
             return;
           }
-          const Tally t = tally(m_summary, o.kind, *after);
+          const Tally t = tally(m_loop.summary(), o.kind, *after);
           if (m_o.verbose) {
             say(p.task->id, tally_words(t, *after, p.outcome.error,
                                         " (after " + took(p) + ")", true));
@@ -239,8 +239,8 @@ std::vector<core::Task> Runner::record_all(const std::vector<Pending>& ps,
       m_unwritten.push_back(
           Unwritten{*p->task, to_outcome(*p), p->outcome.error, p->started});
     }
-    if (!m_conn.down()) {
-      lost(e);
+    if (!m_loop.down()) {
+      m_loop.lost(e);
     }
     return {};
   } catch (const Error& e) {
@@ -308,7 +308,7 @@ void Runner::record_revoked(const Pending& p) {
     std::fprintf(stderr, "taskq: task %lld: storing its output: %s\n",
                  static_cast<long long>(p.task->id), e.what());
   }
-  ++m_summary.revoked;
+  ++m_loop.summary().revoked;
   if (m_o.verbose) {
     say(p.task->id, "revoked (after " + took(p) + "): "
                         + (p.r != nullptr && !p.r->revoked_by.empty()
@@ -318,7 +318,7 @@ void Runner::record_revoked(const Pending& p) {
 }
 
 void Runner::not_recorded(const Pending& p, const std::string& why) {
-  worker::not_recorded(m_summary, p.task->id, why);
+  worker::not_recorded(m_loop.summary(), p.task->id, why);
   if (p.r == nullptr) {
     return;
   }
@@ -359,8 +359,8 @@ void Runner::flush_output(Running& r) {
     return;
   }
   try {
-    if (m_conn.down()) {
-      throw ConnectionLost(m_conn.why());
+    if (m_loop.down()) {
+      throw ConnectionLost(m_loop.why_down());
     }
     m_store.append_output(chunks, m_o.keep_output);
   } catch (const Error& e) {
@@ -368,8 +368,8 @@ void Runner::flush_output(Running& r) {
       throw;
     }
     if (const auto* gone = dynamic_cast<const ConnectionLost*>(&e)) {
-      if (!m_conn.down()) {
-        lost(*gone); // said once, not per flush
+      if (!m_loop.down()) {
+        m_loop.lost(*gone); // said once, not per flush
       }
     } else {
       std::fprintf(stderr, "taskq: task %lld: storing its output: %s\n",
@@ -385,49 +385,18 @@ void Runner::flush_output(Running& r) {
 
 // --- a lost connection to the database server -----------------------------
 
-void Runner::lost(const ConnectionLost& e) {
-  m_conn.lost(e, Clock::now());
-  if (m_conn.gave_up(Clock::now())) {
-    give_up();
-  }
-}
-
-void Runner::reconnect() {
-  const Instant now = Clock::now();
-  if (m_conn.gave_up(now)) {
-    give_up();
-    return;
-  }
-  if (!m_conn.try_again(now, [&] {
-        m_store.anything_due(m_o.queues, m_host.live_now(), m_worker);
-      })) {
-    return;
-  }
-  m_feed.drain(); // and the feed's: LISTEN again if its back-off allows
+void Runner::reconnected(Instant now) {
   for (auto& r : m_running) {
     r.next_heartbeat = now; // a lease may be near its end by now
     if (r.flush_at) {
       r.flush_at = now;
     }
   }
-  m_looks.changed();
   check_leases();
 }
 
-void Runner::give_up() {
-  if (m_summary.unreachable) {
-    return;
-  }
-  m_summary.unreachable = m_conn.why();
-  if (m_stopping) {
-    return;
-  }
-  if (m_conn.retries()) {
-    std::fprintf(stderr,
-                 "taskq: run: the database server stayed out of reach past "
-                 "--reconnect-for; stopping\n");
-  }
-  on_signal(SIGTERM);
+void Runner::changed() {
+  check_leases();
 }
 
 void Runner::write_unwritten() {
@@ -449,10 +418,10 @@ void Runner::write_unwritten() {
           const std::optional<core::Task> after =
               r.task ? r.task : recorded_before(m_store, o, m_worker);
           if (!after) {
-            worker::not_recorded(m_summary, u.task.id, r.lost);
+            worker::not_recorded(m_loop.summary(), u.task.id, r.lost);
             return;
           }
-          const Tally t = tally(m_summary, o.kind, *after);
+          const Tally t = tally(m_loop.summary(), o.kind, *after);
           if (m_o.verbose) {
             say(u.task.id,
                 tally_words(t, *after, u.error,
@@ -473,7 +442,7 @@ void Runner::write_unwritten() {
       throw;
     }
     for (const Unwritten& u : m_unwritten) {
-      worker::not_recorded(m_summary, u.task.id, e.what());
+      worker::not_recorded(m_loop.summary(), u.task.id, e.what());
     }
   }
   m_unwritten.clear();

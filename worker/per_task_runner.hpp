@@ -14,6 +14,7 @@
 #include "worker/lease_ahead.hpp"
 #include "worker/lease_source.hpp"
 #include "worker/lease_watch.hpp"
+#include "worker/loop.hpp"
 #include "worker/outcome.hpp"
 #include "worker/policy.hpp"
 #include "worker/reconnect.hpp"
@@ -87,21 +88,20 @@ inline std::vector<std::string> child_environment(const core::Task& t,
   return std::move(made.env);
 }
 
-class Runner {
+// The per-task kind of handler, driven by the shared Loop.
+class Runner final : private Handlers {
 public:
   Runner(const RunOptions& o, Host& host)
       : m_ahead(lease_ahead_hold()), m_o(o), m_host(host),
         m_store(host.store()), m_feed(m_store.changes()),
         m_db_path(handler_db_path(host.db_path())), m_worker(host.worker()),
-        m_conn("run", o.reconnect_for) {
-    m_request.queues = o.queues;
-    m_request.match = o.match;
-    m_request.lease_for = o.lease_for;
-    m_request.worker = m_worker;
+        m_clock(host), m_seam(m_store, m_feed, o, m_worker),
+        m_loop(o, m_clock, m_seam, *this) {
+    m_request = lease_request(o, m_worker);
     m_heartbeat_every = heartbeat_every(o.lease_for);
   }
 
-  ~Runner() {
+  ~Runner() override {
     // Only an error leaves the loop with handlers running: unwatched, they
     // would run on while their tasks are leased again once the leases
     // expire.
@@ -117,7 +117,12 @@ public:
   RunSummary run();
 
 private:
-  bool max_reached() const;
+  // --- Handlers: what the Loop asks of them ---
+  void reap() override;
+  void stop(bool signalled, Instant kill_at) override;
+  void kill() override;
+  void reconnected(Instant now) override;
+  void changed() override;
 
   bool can_take() const;
 
@@ -147,11 +152,6 @@ private:
   // Gives back what was leased ahead and not started (its attempt too).
   void release_ahead();
 
-  // Sets the timer for the next time after `seen` that a task can become
-  // eligible with no write to the database (a delay ending, a lease
-  // expiring).
-  void wake_when_due(core::Time seen);
-
   void start(core::Task t);
 
   // A -v line: "TIME taskq: task ID: WHAT", TIME as RFC 3339 UTC.
@@ -162,10 +162,6 @@ private:
   void stop(Running& r, core::StopCause cause);
 
   void wait_and_handle();
-
-  void on_signal(int sig);
-
-  void reap();
 
   // Whether another process has committed since the last look (always
   // true where the store cannot tell); if so, this look counts as made.
@@ -254,15 +250,6 @@ private:
     std::string error; // the handler's, for -v
     Instant started;
   };
-  // The connection broke (`e`): said once; nothing but reconnect() touches
-  // the database until it is back.
-  void lost(const ConnectionLost& e);
-  // Tries the server again when the back-off says; once it answers, looks
-  // at everything again: leases (one may have lapsed meanwhile), tasks to
-  // lease, heartbeats due at once, the outcomes kept.
-  void reconnect();
-  // Past --reconnect-for: stops as on SIGTERM, to exit 5.
-  void give_up();
   void write_unwritten();
 
   LeaseAhead m_ahead; // leased ahead, not started
@@ -276,20 +263,17 @@ private:
   storage::ChangeFeed m_feed;
   std::string m_db_path;
   std::string m_worker;
+  HostClock m_clock;
+  StoreSeam m_seam;
+  // The connection, signals, stop, looks and summary (worker/loop.hpp).
+  Loop m_loop;
   storage::LeaseRequest m_request;
   core::Millis m_heartbeat_every{};
   std::list<Running> m_running; // stable addresses for the poll owners
-  RunSummary m_summary;
-  Looks m_looks;           // when to look for tasks to lease
-  bool m_stopping = false; // SIGTERM/SIGINT/SIGHUP arrived
-  // Stopped by a signal: outcomes the server did not take are tried again
-  // until then (the handlers' --grace).
-  std::optional<Instant> m_write_until;
   // The store's others_version at the last look: a wake-up that finds it
   // unchanged was caused by our own commit.
   std::optional<int64_t> m_version;
   bool m_changed_elsewhere = false; // seen by after_own_commit
-  Reconnect m_conn;
   std::vector<Unwritten> m_unwritten;
 };
 

@@ -86,22 +86,6 @@ public:
   }
   bool try_due(Instant now) const { return m_since && now >= m_next; }
 
-  // A runner's try at `now`, when one is due: `probe` is a read, which
-  // connects the store again first. True when the connection is back
-  // (said on stderr); false when no try was due or the probe lost it again.
-  template <class Probe> bool try_again(Instant now, Probe&& probe) {
-    if (!try_due(now)) {
-      return false;
-    }
-    try {
-      probe();
-    } catch (const ConnectionLost& e) {
-      lost(e, Clock::now());
-      return false;
-    }
-    ok(Clock::now());
-    return true;
-  }
   // Down for longer than the limit.
   bool gave_up(Instant now) const {
     return m_since

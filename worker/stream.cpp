@@ -19,114 +19,77 @@ RunSummary StreamRunner::run() {
     give_back_all();
     throw;
   }
-  if (!m_conn.down()) {
+  if (!m_loop.down()) {
     flush();
   }
-  if (m_conn.down()) {
+  if (m_loop.down()) {
     // Stopping without the server (or it went away as the last outcomes
     // were written): what waits is not recorded. A task
     // given back that was never counted as leased (leased ahead, never
     // started) is not reported: its lease just expires.
     for (size_t i = 0; i < m_pending.size(); ++i) {
       if (m_pending.counted(i)) {
-        worker::not_recorded(m_summary, m_pending.outcomes()[i].id,
+        worker::not_recorded(m_loop.summary(), m_pending.outcomes()[i].id,
                              "the database server is out of reach");
       }
     }
     m_pending.clear();
-    return m_summary;
+    return m_loop.summary();
   }
   // What this run committed is on disk before it says it is done.
   m_store.wait_durable(m_store.commit_seq());
-  return m_summary;
+  return m_loop.summary();
 }
 
 void StreamRunner::loop() {
   while (true) {
     try {
-      if (m_conn.unheard_loss(m_store.connection_losses())) {
-        lost(ConnectionLost(m_store.last_connection_loss()));
-      }
-      if (m_conn.down()) {
-        reconnect();
-      }
+      m_loop.check_connection();
       // What was leased ahead goes to the handler that just answered
       // before the commit of that answer: the handler works while it
       // commits.
       dispatch();
-      if (!m_stopping && !m_conn.down() && m_looks.look && wants_more()) {
+      if (!m_loop.stopping() && !m_loop.down() && m_loop.looks().look
+          && wants_more()) {
         take_work();
       }
       dispatch();
-      if (!m_stopping && idle() && !m_looks.look && !m_conn.down()
-          && (m_o.until_empty || max_reached())) {
-        begin_stop(false);
+      if (!m_loop.stopping() && idle() && !m_loop.looks().look && !m_loop.down()
+          && (m_o.until_empty || m_loop.max_reached())) {
+        m_loop.begin_stop(false);
       }
-      if (!m_stopping && max_reached() && idle() && !m_conn.down()) {
-        begin_stop(false);
+      if (!m_loop.stopping() && m_loop.max_reached() && idle()
+          && !m_loop.down()) {
+        m_loop.begin_stop(false);
       }
       // Stopped by a signal, outcomes the server did not take are tried
       // again until the handlers' grace is over.
-      if (m_stopping && none_running()
-          && (m_pending.empty() || !m_conn.down() || !m_write_until
-              || m_summary.unreachable || Clock::now() >= *m_write_until)) {
+      if (m_loop.stopping() && none_running()
+          && (m_pending.empty() || !m_loop.down()
+              || !m_loop.writes_on(Clock::now()))) {
         return;
       }
-      if (!m_pending.empty() && !m_conn.down() && flush_now()) {
+      if (!m_pending.empty() && !m_loop.down() && flush_now()) {
         flush();
         continue;
       }
       wait_and_handle();
     } catch (const ConnectionLost& e) {
-      lost(e);
+      m_loop.lost(e);
     }
   }
 }
 
-void StreamRunner::lost(const ConnectionLost& e) {
-  if (!m_conn.down()) {
-    m_conn.lost(e, Clock::now());
-  }
-  if (m_conn.gave_up(Clock::now())) {
-    give_up();
-  }
-}
-
-void StreamRunner::reconnect() {
-  const Instant now = Clock::now();
-  if (m_conn.gave_up(now)) {
-    give_up();
-    return;
-  }
-  if (!m_conn.try_again(now, [&] {
-        m_store.anything_due(m_o.queues, m_host.live_now(), m_worker);
-      })) {
-    return;
-  }
-  m_feed.drain();         // and the feed's: LISTEN again if its back-off allows
+void StreamRunner::reconnected(Instant now) {
   m_next_heartbeat = now; // a lease may be near its end by now
   if (!m_pending.empty()) {
     m_flush_at = now;
   }
-  m_looks.changed();
   check_leases(true);
 }
 
-void StreamRunner::give_up() {
-  if (m_summary.unreachable) {
-    return;
-  }
-  m_summary.unreachable = m_conn.why();
-  if (m_conn.retries()) {
-    std::fprintf(stderr,
-                 "taskq: run: the database server stayed out of reach past "
-                 "--reconnect-for; stopping\n");
-  }
-  begin_stop(true);
-}
-
-bool StreamRunner::max_reached() const {
-  return m_o.max_tasks && m_summary.leased >= *m_o.max_tasks;
+void StreamRunner::changed() {
+  check_leases(true);
 }
 
 int StreamRunner::free_handlers() const {
@@ -167,7 +130,7 @@ bool StreamRunner::none_running() const {
 }
 
 bool StreamRunner::wants_more() const {
-  if (max_reached()) {
+  if (m_loop.max_reached()) {
     return false;
   }
   const auto queued = static_cast<int>(m_queue.size());
@@ -181,7 +144,7 @@ bool StreamRunner::wants_more() const {
 bool StreamRunner::flush_now() const {
   FlushState f;
   f.prefetch = m_s.prefetch;
-  f.stopping = m_stopping;
+  f.stopping = m_loop.stopping();
   f.pending = m_pending.size();
   f.flush_at = m_flush_at;
   f.idle = m_queue.empty() && free_handlers() == m_o.concurrency;
@@ -189,14 +152,8 @@ bool StreamRunner::flush_now() const {
 }
 
 void StreamRunner::take_work() {
-  const bool only_if_due = m_looks.begin();
-  if (m_feed.drain()) {
-    check_leases(true);
-  }
-  const core::Time now = m_host.live_now();
-  if (m_pending.empty() && only_if_due
-      && !m_store.anything_due(m_o.queues, now, m_worker)) {
-    wake_when_due(now);
+  // Outcomes that wait are written with the lease, whatever is due.
+  if (!m_loop.begin_look(!m_pending.empty())) {
     return;
   }
   write_batch(true);
@@ -204,7 +161,7 @@ void StreamRunner::take_work() {
 
 int StreamRunner::ahead_wanted() const {
   if (m_s.prefetch > 1
-      || !m_queue.wanted(m_stopping, m_o.max_tasks.has_value(),
+      || !m_queue.wanted(m_loop.stopping(), m_o.max_tasks.has_value(),
                          m_o.lease_for)) {
     return 0;
   }
@@ -228,16 +185,9 @@ int StreamRunner::wanted() const {
   }
   if (m_o.max_tasks) {
     want = static_cast<int>(
-        std::min<int64_t>(want, *m_o.max_tasks - m_summary.leased));
+        std::min<int64_t>(want, *m_o.max_tasks - m_loop.summary().leased));
   }
   return want;
-}
-
-void StreamRunner::wake_when_due(core::Time seen) {
-  if (const auto due = m_store.next_due(m_o.queues, seen)) {
-    const auto in = *due - m_host.live_now();
-    m_looks.wake_at = Clock::now() + std::max(core::Millis{0}, in);
-  }
 }
 
 void StreamRunner::start(Handler& h) {
@@ -273,7 +223,7 @@ void StreamRunner::dispatch() {
     if (!h.running || h.stdin_closed || h.stopped_by_us) {
       continue;
     }
-    if (m_stopping) {
+    if (m_loop.stopping()) {
       if (!busy(h)) {
         close_stdin(h);
       }
@@ -323,7 +273,7 @@ void StreamRunner::drop_revoked_ahead() {
     if (LeaseAhead::still_ours(m_store, e.task, now, !fresh && *others)) {
       return false;
     }
-    ++m_summary.revoked;
+    ++m_loop.summary().revoked;
     if (m_o.verbose) {
       say_task(e.task.id, "lease lost before it was sent; dropped");
     }
@@ -346,7 +296,7 @@ void StreamRunner::give_back_ahead() {
 
 void StreamRunner::give_back_unsent() {
   for (auto& o : m_queue.give_back()) {
-    --m_summary.leased;
+    --m_loop.summary().leased;
     outcome(std::move(o), false);
   }
 }
@@ -526,7 +476,7 @@ void StreamRunner::ended(Handler& h, int status) {
   h.running = false;
   h.proc.stdin_pipe().reset();
   h.proc.stdout_pipe().reset();
-  const bool asked = h.stopped_by_us || m_stopping || h.stdin_closed;
+  const bool asked = h.stopped_by_us || m_loop.stopping() || h.stdin_closed;
   const std::string how =
       WIFSIGNALED(status)
           ? "was killed by " + core::signal_name(WTERMSIG(status))
@@ -554,7 +504,7 @@ void StreamRunner::ended(Handler& h, int status) {
   } else if (!asked) {
     std::fprintf(stderr, "taskq: handler %d %s\n", h.number, how.c_str());
   }
-  if (m_stopping) {
+  if (m_loop.stopping()) {
     return;
   }
   const Instant now = Clock::now();

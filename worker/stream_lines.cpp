@@ -171,16 +171,16 @@ void StreamRunner::outcome(storage::Outcome o, bool counted) {
 }
 
 void StreamRunner::flush() {
-  const bool lease = !m_stopping && m_looks.look && wants_more();
+  const bool lease = !m_loop.stopping() && m_loop.looks().look && wants_more();
   if (lease) {
-    m_looks.begin();
+    m_loop.looks().begin();
   }
   write_batch(lease);
 }
 
 void StreamRunner::write_batch(bool lease) {
   m_flush_at.reset();
-  if (m_conn.down()) {
+  if (m_loop.down()) {
     return; // written when the server is back (reconnect)
   }
   std::optional<storage::LeaseRequest> next;
@@ -214,7 +214,7 @@ void StreamRunner::write_batch(bool lease) {
     // The outcomes wait for the server (a repeat of one that had
     // committed is refused by its lease token); a lease asked for in the
     // same transaction is abandoned: if it committed, it expires.
-    lost(e);
+    m_loop.lost(e);
     return;
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unavailable) {
@@ -225,14 +225,14 @@ void StreamRunner::write_batch(bool lease) {
     // still wait; again shortly.
     std::fprintf(stderr, "taskq: run: %s; trying again in 1s\n", e.what());
     m_flush_at = Clock::now() + std::chrono::seconds(1);
-    m_looks.wake_at = Clock::now() + std::chrono::seconds(1);
+    m_loop.looks().wake_at = Clock::now() + std::chrono::seconds(1);
     return;
   }
   // Only now, once the lease is committed, does a handler see the task:
   // a task written to a handler before the commit would run even if the
   // commit never happened (`run` killed meanwhile), beside the worker
   // that leases it next, without a lease of its own.
-  m_summary.leased += static_cast<int64_t>(leased_now.size());
+  m_loop.summary().leased += static_cast<int64_t>(leased_now.size());
   const bool full = static_cast<int>(leased_now.size()) == want;
   if (m_queue.empty()) {
     m_queue_waited = false;
@@ -246,10 +246,10 @@ void StreamRunner::write_batch(bool lease) {
     m_queue.hold_kept();
   }
   if (!lease || full) {
-    m_looks.look = true; // there may be more
+    m_loop.looks().look = true; // there may be more
     return;
   }
-  wake_when_due(now);
+  m_loop.wake_when_due(now);
 }
 
 void StreamRunner::counted(const storage::Outcome& o,
@@ -260,10 +260,10 @@ void StreamRunner::counted(const storage::Outcome& o,
     after = recorded_before(m_store, o, m_worker);
   }
   if (!after) {
-    not_recorded(m_summary, o.id, r.lost);
+    not_recorded(m_loop.summary(), o.id, r.lost);
     return;
   }
-  const Tally t = tally(m_summary, o.kind, *after);
+  const Tally t = tally(m_loop.summary(), o.kind, *after);
   if (m_o.verbose) {
     say_task(o.id, tally_words(t, *after, o.fail.error, "", false));
   }
@@ -298,7 +298,7 @@ void StreamRunner::heartbeat_all() {
     } catch (const Error& err) {
       if (err.kind() == ErrorKind::conflict
           || err.kind() == ErrorKind::not_found) {
-        ++m_summary.revoked;
+        ++m_loop.summary().revoked;
         return true;
       }
       if (err.kind() != ErrorKind::unavailable) {
@@ -310,7 +310,7 @@ void StreamRunner::heartbeat_all() {
 }
 
 void StreamRunner::check_leases(bool force) {
-  if (m_conn.down()) {
+  if (m_loop.down()) {
     m_check_at.reset(); // looked at when the server is back
     return;
   }
@@ -353,14 +353,14 @@ void StreamRunner::check_leases(bool force) {
       if (m_store.lease_held(e.task.id, e.task.lease->token, now)) {
         return false;
       }
-      ++m_summary.revoked;
+      ++m_loop.summary().revoked;
       if (m_o.verbose) {
         say_task(e.task.id, "lease lost before it was sent; dropped");
       }
       return true;
     });
   } catch (const ConnectionLost& e) {
-    lost(e);
+    m_loop.lost(e);
   } catch (const Error& e) {
     if (e.kind() != ErrorKind::unavailable) {
       throw;
@@ -376,7 +376,7 @@ void StreamRunner::revoke(Handler& h, Held& held) {
   } catch (const Error&) {
     by.clear();
   }
-  ++m_summary.revoked;
+  ++m_loop.summary().revoked;
   settled(held.task.id);
   const std::string reason = by.empty() ? "lease lost" : by;
   if (m_o.verbose || by.empty()) {
@@ -409,39 +409,8 @@ void StreamRunner::give_back_all() {
   }
 }
 
-void StreamRunner::on_signal(int sig) {
-  reap();
-  switch (signal_asks(sig, m_stopping)) {
-  case SignalAsks::reap:
-    return;
-  case SignalAsks::stop:
-    begin_stop(true);
-    return;
-  case SignalAsks::kill:
-    for (auto& h : m_handlers) {
-      kill_handler(h);
-    }
-    return;
-  }
-}
-
-void StreamRunner::begin_stop(bool signalled) {
-  if (m_stopping) {
-    if (signalled && !m_write_until) {
-      // Already stopping (--until-empty, --max-tasks): the signal still
-      // bounds the waits for the server by the grace.
-      m_write_until = Clock::now() + m_o.grace;
-      storage::set_wait_limit(m_write_until);
-    }
-    return;
-  }
-  m_stopping = true;
-  m_stop_kill_at = Clock::now() + m_o.grace;
-  if (signalled) {
-    // As in worker/per_task.cpp: no wait for the server past the grace.
-    m_write_until = m_stop_kill_at;
-    storage::set_wait_limit(m_stop_kill_at);
-  }
+void StreamRunner::stop(bool signalled, Instant kill_at) {
+  m_stop_kill_at = kill_at;
   int working = 0;
   for (const auto& h : m_handlers) {
     working += h.held ? 1 : 0;
@@ -459,6 +428,12 @@ void StreamRunner::begin_stop(bool signalled) {
     if (!busy(h)) {
       close_stdin(h);
     }
+  }
+}
+
+void StreamRunner::kill() {
+  for (auto& h : m_handlers) {
+    kill_handler(h);
   }
 }
 

@@ -14,6 +14,7 @@
 #include "worker/lease_ahead.hpp"
 #include "worker/lease_source.hpp"
 #include "worker/lease_watch.hpp"
+#include "worker/loop.hpp"
 #include "worker/outcome.hpp"
 #include "worker/policy.hpp"
 #include "worker/reconnect.hpp"
@@ -64,16 +65,16 @@ struct Handler {
   Restarts restarts; // its deaths in a row and restart back-off
 };
 
-class StreamRunner {
+// The persistent kind of handler, driven by the shared Loop.
+class StreamRunner final : private Handlers {
 public:
   StreamRunner(const RunOptions& o, const StreamOptions& s, Host& host)
       : m_queue(lease_ahead_hold()), m_o(o), m_s(s), m_host(host),
         m_store(host.store()), m_feed(m_store.changes()),
-        m_worker(host.worker()), m_conn("run", o.reconnect_for) {
-    m_request.queues = o.queues;
-    m_request.match = o.match;
-    m_request.lease_for = o.lease_for;
-    m_request.worker = m_worker;
+        m_worker(host.worker()), m_clock(host),
+        m_seam(m_store, m_feed, o, m_worker),
+        m_loop(o, m_clock, m_seam, *this) {
+    m_request = lease_request(o, m_worker);
     m_heartbeat_every = heartbeat_every(o.lease_for);
     m_inherited =
         core::inherited_environment(environ, core::HandlerKind::stream);
@@ -87,7 +88,7 @@ public:
     m_deferred = m_s.prefetch <= 1 && m_store.defer_sync();
   }
 
-  ~StreamRunner() {
+  ~StreamRunner() override {
     for (auto& h : m_handlers) {
       if (h.running) {
         h.proc.kill_and_wait();
@@ -102,9 +103,14 @@ public:
 private:
   void loop();
 
-  // --- state -----------------------------------------------------------
+  // --- Handlers: what the Loop asks of them ---------------------------
+  void reap() override;
+  void stop(bool signalled, Instant kill_at) override;
+  void kill() override;
+  void reconnected(Instant now) override;
+  void changed() override;
 
-  bool max_reached() const;
+  // --- state -----------------------------------------------------------
 
   int free_handlers() const;
 
@@ -145,8 +151,6 @@ private:
 
   // How many tasks to lease now.
   int wanted() const;
-
-  void wake_when_due(core::Time seen);
 
   // --- handlers ------------------------------------------------------------
 
@@ -200,8 +204,6 @@ private:
 
   // Stops the handler's process group; its end is handled when reaped.
   void kill_handler(Handler& h);
-
-  void reap();
 
   void ended(Handler& h, int status);
 
@@ -258,22 +260,9 @@ private:
 
   // --- the loop's waits ----------------------------------------------------
 
-  // A signal reached `run` (worker::signal_asks).
-  void on_signal(int sig);
-
-  void begin_stop(bool signalled);
-
   void wait_and_handle();
 
   void on_timers(Instant now);
-
-  // The connection broke (`e`): said once; past --reconnect-for, `run`
-  // stops as on SIGTERM, to exit 5.
-  void lost(const ConnectionLost& e);
-  // Tries the server again when the back-off says; once it answers, looks
-  // at leases, heartbeats and the outcomes that wait at once.
-  void reconnect();
-  void give_up();
 
   void say(const std::string& what);
   void say_task(int64_t id, const std::string& what);
@@ -288,6 +277,12 @@ private:
   storage::TaskStore& m_store;
   storage::ChangeFeed m_feed;
   std::string m_worker;
+  HostClock m_clock;
+  StoreSeam m_seam;
+  // The connection, signals, stop, looks and summary (worker/loop.hpp):
+  // while the server is away, handlers keep working, and their outcomes
+  // wait in m_pending.
+  Loop m_loop;
   std::vector<std::string> m_inherited; // of every handler's environment
   std::string m_db_path;                // TASKQ_DB
   storage::LeaseRequest m_request;
@@ -305,19 +300,9 @@ private:
   Instant m_last_check;
   Instant m_last_queue_check;
   std::optional<Instant> m_check_at;
-  RunSummary m_summary;
-  Looks m_looks; // when to look for tasks to lease
-  bool m_stopping = false;
   std::optional<Instant> m_stop_kill_at;
-  // Stopped by a signal: outcomes the server did not take are tried again
-  // until then (the handlers' --grace).
-  std::optional<Instant> m_write_until;
   bool m_queue_waited = false;      // m_queue was held across a poll
   std::optional<int64_t> m_version; // changed_by_others' last look
-  // The connection to the database server (worker/reconnect.hpp): while
-  // it is lost, nothing but reconnect() touches the database; handlers
-  // keep working, and their outcomes wait in m_pending.
-  Reconnect m_conn;
 };
 
 } // namespace taskq::worker::streaming

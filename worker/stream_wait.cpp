@@ -11,38 +11,37 @@ void StreamRunner::wait_and_handle() {
                             : -1;
   const size_t synced =
       synced_fd >= 0 ? wait.add(synced_fd, POLLIN) : wait.size();
-  const size_t first = wait.size();
-  std::vector<std::pair<Handler*, bool>> owners; // (handler, is stdin)
   for (auto& h : m_handlers) {
     if (h.proc.stdout_pipe()) {
-      wait.add(h.proc.stdout_pipe().get(), POLLIN);
-      owners.emplace_back(&h, false);
+      wait.on(h.proc.stdout_pipe().get(), POLLIN, [this, &h] {
+        if (h.proc.stdout_pipe()) {
+          read_output(h);
+        }
+      });
     }
     if (h.proc.stdin_pipe() && !h.in_buf.empty()) {
-      wait.add(h.proc.stdin_pipe().get(), POLLOUT);
-      owners.emplace_back(&h, true);
+      wait.on(h.proc.stdin_pipe().get(), POLLOUT,
+              [this, &h] { write_some(h); });
     }
   }
-  if (!m_stopping && wants_more()) {
-    wait.until(m_looks.wake_at);
+  if (!m_loop.stopping() && wants_more()) {
+    wait.until(m_loop.looks().wake_at);
     wait.feed_fallback();
   }
-  if (!m_pending.empty() && !m_conn.down()) {
+  if (!m_pending.empty() && !m_loop.down()) {
     wait.until(m_flush_at);
   }
-  if (!m_summary.unreachable) { // past --reconnect-for: no more tries
-    wait.until(m_conn.next_try());
-  }
+  wait.until(m_loop.next_try());
   wait.until(m_check_at);
   if (!idle()) {
     wait.until(m_next_heartbeat);
   }
   wait.until(m_queue.until());
   m_queue_waited = m_queue_waited || !m_queue.empty();
-  if (m_stopping) {
+  if (m_loop.stopping()) {
     wait.until(m_stop_kill_at);
     if (!m_pending.empty()) {
-      wait.until(m_write_until);
+      wait.until(m_loop.write_until());
     }
   }
   for (const auto& h : m_handlers) {
@@ -57,33 +56,23 @@ void StreamRunner::wait_and_handle() {
   m_store.wake_owed();
   if (wait.signalled()) {
     for (const int sig : m_signals.take()) {
-      on_signal(sig);
+      m_loop.on_signal(sig);
     }
   }
   if (synced_fd >= 0 && (wait.revents(synced) & POLLIN) != 0) {
     uint64_t syncs = 0;
     [[maybe_unused]] const ssize_t n = ::read(synced_fd, &syncs, sizeof syncs);
   }
-  for (size_t i = first; i < wait.size(); ++i) {
-    if (wait.revents(i) == 0) {
-      continue;
-    }
-    auto& [h, is_stdin] = owners[i - first];
-    if (is_stdin) {
-      write_some(*h);
-    } else if (h->proc.stdout_pipe()) {
-      read_output(*h);
-    }
-  }
+  wait.ready();
   const Instant now = Clock::now();
   const bool db_changed = wait.db_changed(m_feed, now);
   if (db_changed) {
-    m_looks.changed();
+    m_loop.looks().changed();
     check_leases(false);
   } else if (m_check_at && now >= *m_check_at) {
     check_leases(true);
   }
-  m_looks.wake(now);
+  m_loop.looks().wake(now);
   on_timers(now);
 }
 
@@ -115,11 +104,12 @@ void StreamRunner::on_timers(Instant now) {
       h.held->give_up_at = Instant::max();
       kill_handler(h);
     }
-    if (h.restart_at && now >= *h.restart_at && !h.running && !m_stopping) {
+    if (h.restart_at && now >= *h.restart_at && !h.running
+        && !m_loop.stopping()) {
       start(h);
     }
   }
-  if (m_stopping && m_stop_kill_at && now >= *m_stop_kill_at) {
+  if (m_loop.stopping() && m_stop_kill_at && now >= *m_stop_kill_at) {
     m_stop_kill_at.reset();
     for (auto& h : m_handlers) {
       kill_handler(h);
@@ -127,7 +117,7 @@ void StreamRunner::on_timers(Instant now) {
   }
   if (now >= m_next_heartbeat) {
     m_next_heartbeat = now + m_heartbeat_every;
-    if (!m_conn.down()) { // else sent once the server is back
+    if (!m_loop.down()) { // else sent once the server is back
       heartbeat_all();
     }
   }

@@ -30,6 +30,18 @@ size_t Wait::add(int fd, short events) {
   return m_fds.size() - 1;
 }
 
+void Wait::on(int fd, short events, std::function<void()> ready) {
+  m_ready.emplace_back(add(fd, events), std::move(ready));
+}
+
+void Wait::ready() const {
+  for (const auto& [i, ready] : m_ready) {
+    if (revents(i) != 0) {
+      ready();
+    }
+  }
+}
+
 void Wait::until(const std::optional<Instant>& t) {
   if (t && (!m_until || *t < *m_until)) {
     m_until = t;

@@ -7,8 +7,10 @@
 #include "worker/policy.hpp"
 
 #include <cstddef>
+#include <functional>
 #include <optional>
 #include <poll.h>
+#include <utility>
 #include <vector>
 
 namespace taskq::worker {
@@ -20,6 +22,9 @@ public:
 
   // Adds a descriptor to watch for `events`; returns its index.
   size_t add(int fd, short events);
+  // Adds a descriptor to watch for `events`, and what to do when the poll
+  // reports it (ready() calls it).
+  void on(int fd, short events, std::function<void()> ready);
   size_t size() const { return m_fds.size(); }
   // The wait ends by `t` at the latest (nothing when none).
   void until(const std::optional<Instant>& t);
@@ -36,6 +41,9 @@ public:
   short revents(size_t i) const { return m_rc > 0 ? m_fds[i].revents : 0; }
   // Signals arrived.
   bool signalled() const { return (revents(0) & POLLIN) != 0; }
+  // Calls, in the order added, what on() gave for each descriptor the
+  // poll reported.
+  void ready() const;
   // Whether the database may have changed: the feed woke the wait (it is
   // drained), or its fallback period (feed_fallback()) ended by `now`.
   bool db_changed(storage::ChangeFeed& feed, Instant now) const;
@@ -44,6 +52,7 @@ private:
   const storage::ChangeFeed& m_feed;
   bool m_watch_db = false;
   std::vector<pollfd> m_fds;
+  std::vector<std::pair<size_t, std::function<void()>>> m_ready; // on()
   std::optional<Instant> m_until;
   std::optional<Instant> m_look_at; // a LISTENing feed's fallback
   int m_rc = 0;
