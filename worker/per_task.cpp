@@ -386,7 +386,7 @@ void Runner::on_signal(int sig) {
   if (asks == SignalAsks::stop) {
     m_stopping = true;
     // Whatever the network does: no wait for the server goes on past the
-    // handlers' grace (storage/server_wait.hpp); until then outcomes the
+    // handlers' grace (storage/seam/server_wait.hpp); until then outcomes the
     // server did not take are tried again.
     m_write_until = Clock::now() + m_o.grace;
     storage::set_wait_limit(m_write_until);

@@ -2,11 +2,10 @@
 // locking, the server's clock, and error messages (libpq itself, loaded on
 // first use, and the change feed's connection: libpq.cpp).
 
-#include "storage/db.hpp"
+#include "storage/seam/db.hpp"
 
 #include "core/error.hpp"
 #include "core/reconnect.hpp"
-#include "storage/change_feed.hpp"
 #include "storage/pg/db.hpp"
 #include "storage/pg/errors.hpp"
 #include "storage/pg/libpq.hpp"
@@ -15,7 +14,8 @@
 #include "storage/pg/tx_sql.hpp"
 #include "storage/pg/wire.hpp"
 #include "storage/pg/write_behind.hpp"
-#include "storage/server_wait.hpp"
+#include "storage/seam/change_feed.hpp"
+#include "storage/seam/server_wait.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -201,7 +201,7 @@ public:
     }
   }
 
-  // The answer bound (storage/server_wait.hpp): the URL's, else the
+  // The answer bound (storage/seam/server_wait.hpp): the URL's, else the
   // process's; and the server's idle_in_transaction_session_timeout, where
   // the process asks for one (run).
   static core::Millis bound_of(const pg::UrlParts& parts) {

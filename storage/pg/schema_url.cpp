@@ -1,7 +1,7 @@
 #include "storage/pg/schema_url.hpp"
 
 #include "core/error.hpp"
-#include "storage/db.hpp"
+#include "storage/seam/db.hpp"
 #include "storage/task_store.hpp"
 
 #include <algorithm>
