@@ -36,7 +36,6 @@ using libpq::one_line;
 using libpq::pq;
 using libpq::Result;
 using pg::k_begin_read;
-using pg::k_begin_write;
 using pg::k_clock_query;
 using pg::refused_login;
 using pg::split_url;
@@ -162,9 +161,8 @@ public:
       : Db(Backend::postgresql, redact_url(url)), m_url(std::move(parts.url)),
         m_schema(std::move(parts.schema)), m_pooled(parts.pooled),
         m_listen(std::move(parts.listen)),
-        m_begin_write(with_schema(
-            k_begin_write, m_schema,
-            pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
+        m_begin_write(
+            pg::with_schema_write(m_schema, m_pooled, idle_of(parts))),
         m_begin_read(with_schema(
             k_begin_read, m_schema,
             pg::local_settings(m_pooled, m_schema, idle_of(parts)))),

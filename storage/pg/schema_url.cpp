@@ -1,6 +1,7 @@
 #include "storage/pg/schema_url.hpp"
 
 #include "core/error.hpp"
+#include "storage/pg/tx_sql.hpp"
 #include "storage/seam/db.hpp"
 #include "storage/task_store.hpp"
 
@@ -185,18 +186,33 @@ std::string with_schema(std::string_view begin, const std::string& schema,
          + schema + rest;
 }
 
+namespace {
+
+// The session settings as (name, value), the search_path last.
+std::vector<std::pair<std::string, std::string>>
+settings_of(const std::string& schema, core::Millis idle) {
+  std::vector<std::pair<std::string, std::string>> out{
+      {"lock_timeout", std::to_string(busy_timeout_ms())},
+      {"client_min_messages", "warning"},
+      {"bytea_output", "hex"}};
+  if (idle.count() > 0) {
+    out.emplace_back("idle_in_transaction_session_timeout",
+                     std::to_string(idle.count()));
+  }
+  out.emplace_back("search_path", schema);
+  return out;
+}
+
+} // namespace
+
 std::string session_settings(std::string_view set, std::string_view sep,
                              const std::string& schema, core::Millis idle) {
-  std::string out =
-      std::string(set) + "lock_timeout=" + std::to_string(busy_timeout_ms())
-      + std::string(sep) + std::string(set) + "client_min_messages=warning"
-      + std::string(sep) + std::string(set) + "bytea_output=hex";
-  if (idle.count() > 0) {
-    out +=
-        std::string(sep) + std::string(set)
-        + "idle_in_transaction_session_timeout=" + std::to_string(idle.count());
+  std::string out;
+  for (const auto& [name, value] : settings_of(schema, idle)) {
+    out += (out.empty() ? "" : std::string(sep)) + std::string(set) + name + "="
+           + value;
   }
-  return out + std::string(sep) + std::string(set) + "search_path=" + schema;
+  return out;
 }
 
 std::string local_settings(bool pooled, const std::string& schema,
@@ -207,6 +223,21 @@ std::string local_settings(bool pooled, const std::string& schema,
   std::string out = session_settings("SET LOCAL ", "; ", schema, idle);
   out.erase(out.rfind("; SET LOCAL search_path="));
   return out + "; ";
+}
+
+std::string with_schema_write(const std::string& schema, bool pooled,
+                              core::Millis idle) {
+  std::string sets;
+  auto settings = settings_of(schema, idle);
+  if (!pooled) {
+    settings.erase(settings.begin(), settings.end() - 1); // the search_path
+  }
+  for (const auto& [name, value] : settings) {
+    sets += "set_config('" + name + "', '" + value + "', true), ";
+  }
+  std::string out = k_begin_write;
+  const size_t lock = out.find("pg_advisory_xact_lock_shared");
+  return out.insert(lock, sets);
 }
 
 } // namespace taskq::storage::pg

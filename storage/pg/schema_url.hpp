@@ -90,4 +90,11 @@ std::string session_settings(std::string_view set, std::string_view sep,
 std::string local_settings(bool pooled, const std::string& schema,
                            core::Millis idle = core::Millis{0});
 
+// k_begin_write with the schema as the search_path and, through a pooler
+// (`pooled`), the session settings, each made with set_config(..., true)
+// (SET LOCAL) in the statement that takes the write lock: a write begins
+// with two statements, BEGIN and that one, in one round trip.
+std::string with_schema_write(const std::string& schema, bool pooled,
+                              core::Millis idle = core::Millis{0});
+
 } // namespace taskq::storage::pg

@@ -19,14 +19,15 @@ namespace taskq::storage::pg {
 // locks or a constraint of its own). It stays as a barrier: a follower of
 // the event stream takes the same key exclusively, which waits only until
 // the write transactions in flight have ended.
-// The server's time once the lock is held comes back in the same round
-// trip: the "now" of the transaction (server_now()).
+// The server's time once the lock is held comes back in the same
+// statement: the "now" of the transaction (server_now()). The inner
+// SELECT (kept whole by OFFSET 0) takes the lock before the outer one
+// reads the clock; with_schema_write() puts the transaction's settings in
+// it too, so that a write begins with two statements, BEGIN and this.
 inline const std::string k_begin_write =
-    "BEGIN; SELECT pg_advisory_xact_lock_shared("
-    + std::to_string(detail::k_writers_key)
-    + "); "
-      "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "
-      "BIGINT)";
+    "BEGIN; SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) "
+    "AS BIGINT) FROM (SELECT pg_advisory_xact_lock_shared("
+    + std::to_string(detail::k_writers_key) + ") OFFSET 0) AS l";
 // The server's clock alone, in the same milliseconds.
 constexpr const char* k_clock_query =
     "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "

@@ -287,6 +287,31 @@ TEST_CASE("listen= names a host, a port or both") {
         == HP{"/run/postgresql", "5432"});
 }
 
+TEST_CASE("a write begins with two statements, its settings in the lock's") {
+  using taskq::storage::pg::with_schema_write;
+  const std::string own = with_schema_write("taskq", false);
+  CHECK(own.starts_with("BEGIN; SELECT CAST("));
+  // One statement after the BEGIN: the schema set before the lock is
+  // taken, the clock read after it (the outer SELECT).
+  CHECK(own.find(';') == own.rfind(';'));
+  CHECK(own.find("set_config('search_path', 'taskq', true), "
+                 "pg_advisory_xact_lock_shared(1953721201) OFFSET 0")
+        != std::string::npos);
+  CHECK(own.find("lock_timeout") == std::string::npos);
+  // Through a pooler, the session's settings too, each local to the
+  // transaction.
+  const std::string pooled =
+      with_schema_write("q", true, taskq::core::Millis{4000});
+  CHECK(pooled.find(';') == pooled.rfind(';'));
+  for (const char* setting :
+       {"lock_timeout", "client_min_messages', 'warning", "bytea_output', 'hex",
+        "idle_in_transaction_session_timeout', '4000", "search_path', 'q"}) {
+    CAPTURE(setting);
+    CHECK(pooled.find("set_config('" + std::string(setting))
+          != std::string::npos);
+  }
+}
+
 TEST_CASE("a pooled transaction sets its settings after its BEGIN") {
   using taskq::storage::pg::with_schema;
   CHECK(with_schema("BEGIN; SELECT 1", "taskq")
