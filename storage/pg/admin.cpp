@@ -6,6 +6,7 @@
 #include "core/error.hpp"
 #include "storage/model/locks.hpp"
 #include "storage/pg/db.hpp"
+#include "storage/pg/schema_url.hpp"
 #include "storage/pg/sql.hpp"
 #include "storage/seam/db.hpp"
 #include "storage/seam/migrations.hpp"
@@ -334,6 +335,10 @@ std::vector<std::string> pg_schema_problems(Db& db) {
           "cannot check the schema");
   return detail::schema_differences(expected, actual,
                                     static_cast<int>(migrations().size()));
+}
+
+std::string pg_default_schema() {
+  return std::string(pg::k_default_schema);
 }
 
 } // namespace taskq::storage
