@@ -347,8 +347,15 @@ Task TaskStore::release(int64_t id, const std::string& token,
 BatchResult TaskStore::apply_outcomes(const std::vector<Outcome>& outcomes,
                                       const std::optional<LeaseRequest>& next,
                                       Time now) {
+  std::vector<int64_t> ids;
+  ids.reserve(outcomes.size());
+  for (const Outcome& o : outcomes) {
+    ids.push_back(o.id);
+  }
   return retrying([&]() -> BatchResult {
-    Transaction tx(*m_db);
+    // Each outcome's task locked as the transaction begins (check_held
+    // would lock each in turn): a statement less a task on PostgreSQL.
+    Transaction tx(*m_db, ids);
     now = locked_now(now);
     // A worker's outcomes and its next lease concern those watching; what
     // gives a waiting worker work (a retry, a release, a dependent ready,

@@ -16,7 +16,7 @@ std::string_view row_lock(const Db& db, std::string_view clause) {
 }
 
 void lock_task(Db& db, int64_t id) {
-  if (takes_row_locks(db)) {
+  if (takes_row_locks(db) && !db.holds_task(id)) {
     Statement(db, "SELECT 1 FROM tasks WHERE id = ?1 FOR UPDATE")
         .bind(1, id)
         .run();

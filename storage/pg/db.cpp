@@ -388,15 +388,32 @@ public:
   }
 
   void begin(TxKind kind) override {
+    m_held.clear();
+    begin_with(kind, kind == TxKind::write ? m_begin_write : m_begin_read);
+  }
+
+  void begin_holding(const std::vector<int64_t>& ids) override {
+    m_held = ids;
+    std::sort(m_held.begin(), m_held.end());
+    m_held.erase(std::unique(m_held.begin(), m_held.end()), m_held.end());
+    begin_with(TxKind::write,
+               m_held.empty()
+                   ? m_begin_write
+                   : pg::with_tasks_locked(m_begin_write, m_schema, m_held));
+  }
+
+  bool holds_task(int64_t id) const override {
+    return std::binary_search(m_held.begin(), m_held.end(), id);
+  }
+
+  void begin_with(TxKind kind, const std::string& sql) {
     if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
       reconnect();
     }
     wake_owed();
     m_write = kind == TxKind::write;
     const Result r =
-        check(exec_raw(m_write ? m_begin_write.c_str() : m_begin_read.c_str())
-                  .release(),
-              "cannot start a transaction");
+        check(exec_raw(sql.c_str()).release(), "cannot start a transaction");
     m_lock_time.reset();
     if (m_write) {
       m_lock_time = pg::parse_clock(pq().PQgetvalue(r.get(), 0, 0));
@@ -564,6 +581,7 @@ private:
   bool m_pooled = false;         // the URL's pool=transaction
   std::string m_listen;          // the URL's listen=
   std::string m_begin_write;     // k_begin_write, in m_schema
+  std::vector<int64_t> m_held;   // begin_holding()'s tasks, sorted
   std::string m_begin_read;      // k_begin_read, in m_schema
   std::string m_begin_alone;     // a BEGIN for one statement (alone())
   core::Millis m_bound;          // for each answer (0: none)

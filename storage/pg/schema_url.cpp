@@ -198,6 +198,10 @@ settings_of(const std::string& schema, core::Millis idle) {
   if (idle.count() > 0) {
     out.emplace_back("idle_in_transaction_session_timeout",
                      std::to_string(idle.count()));
+    // A worker's: it runs the same few statements for ever, each planned
+    // once when it is prepared (the lease's custom plans cost more to make
+    // than to run, and the server kept making them).
+    out.emplace_back("plan_cache_mode", "force_generic_plan");
   }
   out.emplace_back("search_path", schema);
   return out;
@@ -238,6 +242,28 @@ std::string with_schema_write(const std::string& schema, bool pooled,
   std::string out = k_begin_write;
   const size_t lock = out.find("pg_advisory_xact_lock_shared");
   return out.insert(lock, sets);
+}
+
+std::string with_tasks_locked(std::string_view begin_write,
+                              const std::string& schema,
+                              const std::vector<int64_t>& ids) {
+  // "BEGIN; SELECT <clock> FROM (<lock>) OFFSET 0) AS l" becomes
+  // "BEGIN; SELECT <clock> FROM (SELECT (<rows>) FROM (<lock> OFFSET 0)
+  // AS a OFFSET 0) AS l": the rows are locked as the middle SELECT's
+  // value, once the innermost one has taken the write lock.
+  constexpr std::string_view tail = " OFFSET 0) AS l";
+  const size_t from = begin_write.find(" FROM (") + 7;
+  std::string list;
+  for (const int64_t id : ids) {
+    list += (list.empty() ? "" : ", ") + std::to_string(id);
+  }
+  return std::string(begin_write.substr(0, from))
+         + "SELECT (SELECT count(*) FROM (SELECT 1 FROM " + schema
+         + ".tasks WHERE id IN (" + list
+         + ") ORDER BY id FOR UPDATE) AS r) FROM ("
+         + std::string(
+             begin_write.substr(from, begin_write.size() - from - tail.size()))
+         + " OFFSET 0) AS a" + std::string(tail);
 }
 
 } // namespace taskq::storage::pg

@@ -7,10 +7,12 @@
 
 #include "core/duration.hpp"
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace taskq::storage::pg {
 
@@ -78,7 +80,9 @@ std::string with_schema(std::string_view begin, const std::string& schema,
 // `idle` (0: none) is the idle_in_transaction_session_timeout: a client
 // cut off by a silent network mid-transaction leaves its server process
 // holding row locks, which the server ends this long after (twice the
-// answer bound: the client gave up on it by then).
+// answer bound: the client gave up on it by then); a worker's connection,
+// that has it, also plans its prepared statements once
+// (plan_cache_mode = force_generic_plan; see storage/server_wait.hpp).
 std::string session_settings(std::string_view set, std::string_view sep,
                              const std::string& schema,
                              core::Millis idle = core::Millis{0});
@@ -96,5 +100,13 @@ std::string local_settings(bool pooled, const std::string& schema,
 // with two statements, BEGIN and that one, in one round trip.
 std::string with_schema_write(const std::string& schema, bool pooled,
                               core::Millis idle = core::Millis{0});
+
+// `begin_write` (with_schema_write()'s) that also locks the rows of tasks
+// `ids` (sorted), in id order, once the write lock is held, in the same
+// statement: Db::begin_holding(). The table is named with its schema (the
+// statement is parsed before its search_path is set).
+std::string with_tasks_locked(std::string_view begin_write,
+                              const std::string& schema,
+                              const std::vector<int64_t>& ids);
 
 } // namespace taskq::storage::pg

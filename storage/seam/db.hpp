@@ -133,6 +133,20 @@ public:
   // own (a conflict the server ends is run again by retrying()). A read
   // transaction sees one snapshot.
   virtual void begin(TxKind kind) = 0;
+  // A write transaction that holds the rows of tasks `ids` from its start,
+  // locked in id order, as lock_task() would lock each: on PostgreSQL in
+  // the statement that begins it (a statement and a round trip less a
+  // task). SQLite's write lock holds every row: begin(write).
+  virtual void begin_holding(const std::vector<int64_t>& ids) {
+    (void)ids;
+    begin(TxKind::write);
+  }
+  // Whether the transaction begun last holds task `id`'s row from its
+  // start (begin_holding()).
+  virtual bool holds_task(int64_t id) const {
+    (void)id;
+    return false;
+  }
   virtual void commit() = 0;
   virtual void rollback() noexcept = 0;
 
@@ -372,6 +386,11 @@ public:
   enum class Kind { read, write };
   explicit Transaction(Db& db, Kind kind = Kind::write) : m_db(db) {
     m_db.begin(kind == Kind::write ? Db::TxKind::write : Db::TxKind::read);
+  }
+  // A write transaction holding tasks `ids` from its start
+  // (Db::begin_holding).
+  Transaction(Db& db, const std::vector<int64_t>& ids) : m_db(db) {
+    m_db.begin_holding(ids);
   }
   ~Transaction() {
     if (m_open) {

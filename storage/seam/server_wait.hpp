@@ -32,6 +32,10 @@ core::Millis answer_timeout();
 // would hold its tasks' row locks, and the queue, until the server's own
 // keepalives noticed (two hours by default). Not a one-shot command's: a
 // bulk add reads its input inside its transaction.
+// The same connections have their prepared statements planned once
+// (plan_cache_mode = force_generic_plan): a worker runs the same few
+// statements for ever, and the server kept planning its lease anew (custom
+// plans), which cost as much as running it.
 void set_idle_transactions_ended(bool on);
 bool idle_transactions_ended();
 

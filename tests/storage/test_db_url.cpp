@@ -305,7 +305,8 @@ TEST_CASE("a write begins with two statements, its settings in the lock's") {
   CHECK(pooled.find(';') == pooled.rfind(';'));
   for (const char* setting :
        {"lock_timeout", "client_min_messages', 'warning", "bytea_output', 'hex",
-        "idle_in_transaction_session_timeout', '4000", "search_path', 'q"}) {
+        "idle_in_transaction_session_timeout', '4000",
+        "plan_cache_mode', 'force_generic_plan", "search_path', 'q"}) {
     CAPTURE(setting);
     CHECK(pooled.find("set_config('" + std::string(setting))
           != std::string::npos);

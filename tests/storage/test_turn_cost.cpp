@@ -1,0 +1,118 @@
+// What a worker's turn costs the server on PostgreSQL, in statements
+// (pg_stat_statements, which the test cluster loads: tests/CMakeLists.txt):
+// a done and the next lease (TaskStore::apply_outcomes, what `run --stream`
+// and `run` commit per task), and a plain lease. bench/pg's cost table
+// measures the same per task at four workers, beside the SKIP LOCKED
+// floor; this pins the count so that a change adding a statement to the
+// hot path fails here first. SQLite has no round trips: skipped there.
+#include "storage/task_store.hpp"
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <memory>
+#include <string>
+
+#include "store_helpers.hpp"
+#include "temp_db.hpp"
+
+using namespace taskq;
+using namespace taskq::test;
+
+namespace {
+
+// `sql`'s one value, read by psql on a connection of its own to `db`.
+std::string psql_value(const TempDb& db, const std::string& sql) {
+  const std::string name = db.path().substr(db.path().rfind('/') + 1);
+  const std::string command = "psql -X -A -t -q -v ON_ERROR_STOP=1 -d "
+                              + detail::sh_quote(name) + " -c "
+                              + detail::sh_quote(sql);
+  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"),
+                                             ::pclose);
+  REQUIRE(pipe);
+  std::string out;
+  char buffer[256];
+  while (std::fgets(buffer, sizeof buffer, pipe.get()) != nullptr) {
+    out += buffer;
+  }
+  while (!out.empty() && out.back() == '\n') {
+    out.pop_back();
+  }
+  return out;
+}
+
+// The statements the server ran for `db` since `reset`, but the test's own
+// and the wake-ups': a commit that changed rows wakes the waiters in a
+// transaction of its own (BEGIN; SET LOCAL synchronous_commit; NOTIFY;
+// COMMIT), at most one each core::k_wake_every, so how many depends on
+// how fast the test runs.
+int64_t statements(const TempDb& db) {
+  const std::string from = "FROM pg_stat_statements s "
+                           "JOIN pg_database d ON d.oid = s.dbid "
+                           "WHERE d.datname = current_database() ";
+  const int64_t all = std::stoll(
+      psql_value(db, "SELECT coalesce(sum(calls), 0) " + from
+                         + "AND query NOT LIKE '%pg_stat_statements%'"));
+  const int64_t wakes =
+      std::stoll(psql_value(db, "SELECT coalesce(sum(calls), 0) " + from
+                                    + "AND query LIKE 'NOTIFY%'"));
+  return all - 4 * wakes;
+}
+
+void reset(const TempDb& db) {
+  REQUIRE(db.exec("CREATE EXTENSION IF NOT EXISTS pg_stat_statements "
+                  "SCHEMA public"));
+  REQUIRE(db.exec("SELECT public.pg_stat_statements_reset()"));
+}
+
+} // namespace
+
+TEST_CASE("a done and the next lease cost at most 9 statements on "
+          "PostgreSQL"
+          * doctest::skip(!on_postgresql())) {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  constexpr int k_turns = 20;
+  for (int i = 0; i <= k_turns; ++i) {
+    add_task(store, "q");
+  }
+  auto held = lease_one(store, "q", t0);
+  REQUIRE(held);
+  const auto next = lease_request("q");
+  reset(db);
+  for (int i = 0; i < k_turns; ++i) {
+    const auto r = store.apply_outcomes({done(*held, "")}, next, t0 + 1s);
+    REQUIRE(r.outcomes.size() == 1);
+    REQUIRE(r.outcomes[0].task);
+    REQUIRE(r.leased.size() == 1);
+    held = r.leased[0];
+  }
+  const int64_t n = statements(db);
+  CAPTURE(n);
+  // BEGIN; its lock, clock and settings with the held task's row locked
+  // (Db::begin_holding); the held task read; its done; the queue's probe
+  // with its first candidates; the lease; the events; COMMIT.
+  CHECK(n <= 8 * k_turns);
+  CHECK(n >= 6 * k_turns); // the count is read at all
+}
+
+TEST_CASE("a plain lease costs at most 6 statements on PostgreSQL"
+          * doctest::skip(!on_postgresql())) {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  constexpr int k_leases = 20;
+  for (int i = 0; i < k_leases; ++i) {
+    add_task(store, "q");
+  }
+  reset(db);
+  for (int i = 0; i < k_leases; ++i) {
+    REQUIRE(lease_one(store, "q", t0));
+  }
+  const int64_t n = statements(db);
+  CAPTURE(n);
+  // BEGIN; its lock, clock and settings; the probe with its first
+  // candidates; the lease; the event; COMMIT.
+  CHECK(n <= 6 * k_leases);
+  CHECK(n >= 4 * k_leases);
+}
