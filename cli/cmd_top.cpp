@@ -8,7 +8,7 @@
 #include "cli/output.hpp"
 #include "cli/top_view.hpp"
 #include "core/error.hpp"
-#include "storage/server_wait.hpp"
+#include "storage/seam/server_wait.hpp"
 
 #include <clocale>
 #include <csignal>
@@ -54,7 +54,7 @@ public:
     sigaction(SIGTERM, &sa, &m_term);
     // Blocked, they wait for ppoll; a wait for the database server under
     // way sees them pending through this descriptor, never read, and ends
-    // soon (storage/server_wait.hpp).
+    // soon (storage/seam/server_wait.hpp).
     sigdelset(&set, SIGWINCH);
     m_stop_fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
     storage::set_wait_interrupt(m_stop_fd);

@@ -34,7 +34,7 @@ struct EventCursor {
   int64_t task_id = 0;
   int64_t flow_event_id = 0;
   // How far the stream may read, per id sequence (events, tasks,
-  // flow_events; storage/read_store.cpp): every id up to `final` has
+  // flow_events; storage/features/read_store.cpp): every id up to `final` has
   // committed or never will (-1: not known yet); `gap`, when not 0, is the
   // missing id that stopped it, a transaction still in flight perhaps.
   struct Horizon {

@@ -2,11 +2,11 @@
 
 #include "core/schedule.hpp"
 #include "core/task.hpp"
-#include "storage/change_feed.hpp"
 #include "storage/flow_types.hpp"
 #include "storage/log_types.hpp"
 #include "storage/queue_types.hpp"
 #include "storage/schedule_types.hpp"
+#include "storage/seam/change_feed.hpp"
 #include "storage/task_types.hpp"
 #include "storage/web_types.hpp"
 
@@ -80,7 +80,7 @@ public:
   // Each section below is implemented in the file it names (checked by
   // tests/storage/interface_sections).
 
-  // --- open_store.cpp: the database, its schema, the connection ---
+  // --- seam/open_store.cpp: the database, its schema, the connection ---
   // Opens (and migrates) the database at `path`. Throws unavailable for a
   // path that is not a regular file, a file that is not a database, a
   // database of another program (it has tables but no taskq schema), or
@@ -142,7 +142,7 @@ public:
   bool durable(uint64_t seq) const;
   int durable_fd() const;
 
-  // --- add_store.cpp: adding tasks, and retrying finished ones ---
+  // --- features/add_store.cpp: adding tasks, and retrying finished ones ---
   // Adds one task; returns its id. `actor` is logged as its creator. With
   // task.unique_key, returns the unfinished task with that key and queue
   // instead when there is one (see add_unique).
@@ -176,7 +176,7 @@ public:
   std::vector<Retried> retry_many(const Selector& sel, LiveRetry live,
                                   const std::string& actor, core::Time now);
 
-  // --- lease_store.cpp: leasing, and when to look again ---
+  // --- features/lease_store.cpp: leasing, and when to look again ---
   // Leases up to req.count eligible tasks (in the order of
   // doc/reference/task.md#leases), each until now + lease_for with a fresh
   // token, incrementing attempts. A task that would pass its max_attempts is
@@ -204,7 +204,7 @@ public:
   bool anything_due(const std::vector<std::string>& queues, core::Time now,
                     const std::string& worker);
 
-  // --- worker_store.cpp: a lease holder's writes ---
+  // --- features/worker_store.cpp: a lease holder's writes ---
   // Worker writes: each needs the current live lease token, else conflict
   // ("lease lost", naming the operator's message when one revoked it).
   HeartbeatResult heartbeat(int64_t id, const std::string& token,
@@ -260,8 +260,8 @@ public:
   std::optional<bool> lease_frozen(int64_t id, const std::string& token,
                                    core::Time now);
 
-  // --- operator_store.cpp: an operator's changes to selected tasks ---
-  // Operator message to the selected tasks. With ids: all or nothing, and a
+  // --- features/message_store.cpp: an operator's changes to selected tasks
+  // --- Operator message to the selected tasks. With ids: all or nothing, and a
   // refused transition on any id is a conflict. With filters: applies to the
   // tasks whose state accepts the message. Revokes live leases (pause,
   // sleep, kill, release). Returns the changed tasks.
@@ -294,7 +294,7 @@ public:
   // with req.dry_run how many it would.
   int64_t purge(const PurgeRequest& req, core::Time now);
 
-  // --- ops_store.cpp: queues as a whole, and their workers ---
+  // --- features/queue_store.cpp: queues as a whole, and their workers ---
   void set_queue(const std::string& queue, const QueueSettings& settings);
 
   // A paused queue leases nothing; its leased tasks run on and finish.
@@ -336,7 +336,7 @@ public:
   // complete or error at or after `since`, by name.
   std::vector<WorkerInfo> workers(core::Time since, core::Time now);
 
-  // --- read_store.cpp: reading tasks, and the event stream ---
+  // --- features/read_store.cpp: reading tasks, and the event stream ---
   std::optional<core::Task> find(int64_t id);
   // The last event of task `id` whose actor is `actor` (a worker's name):
   // how a worker tells an outcome it wrote twice, the first time with the
@@ -361,7 +361,7 @@ public:
   // The cursor after everything logged so far.
   EventCursor events_end();
 
-  // --- web_store.cpp: the web view's pages and counts ---
+  // --- features/web_store.cpp: the web view's pages and counts ---
   // One page of the tasks `sel` selects (its ids, or its filters and page
   // fields; at most sel.limit rows, k_page_rows when unset, never more than
   // k_page_rows_max), oldest first, or newest first with sel.newest; see
@@ -381,7 +381,7 @@ public:
   // keep), else the tasks of the selector's indexes.
   int64_t count(const Selector& sel, core::Time now);
 
-  // --- history_store.cpp: the web view's history and errors, from the
+  // --- features/history_store.cpp: the web view's history and errors, from the
   // event log ---
   // The history of `queue` (all when null) up to `now`, from the event log:
   // see History. Reads at most k_history_events events and computes its
@@ -395,14 +395,14 @@ public:
   std::vector<ErrorGroup> error_groups(core::Time since, int64_t limit,
                                        bool* bounded = nullptr);
 
-  // --- complete_store.cpp: shell completion ---
+  // --- features/complete_store.cpp: shell completion ---
   // Shell completion: the ids of the tasks in one of `states` (any state
   // when empty; with `leased`, only those holding a lease), newest first,
   // at most `limit`.
   std::vector<int64_t> recent_ids(const std::vector<core::TaskState>& states,
                                   bool leased, int64_t limit);
 
-  // --- tx_store.cpp: tx documents ---
+  // --- features/tx_store.cpp: tx documents ---
   // Applies a tx document all or nothing. Checks, in this order: every
   // `require` (a missing task or another rev: conflict); that every task
   // to delete, update or complete exists, and every `after` of a create
@@ -414,7 +414,7 @@ public:
   TxResult apply_tx(const TxRequest& req, core::Time now,
                     const std::string& actor);
 
-  // --- output_store.cpp: a handler's output ---
+  // --- features/output_store.cpp: a handler's output ---
   // Stores chunks of output in one transaction (each chunk's offset is
   // where it lies in its stream), then drops the oldest bytes of each
   // stream they extend so that at most `keep` of them remain (the last
@@ -430,7 +430,7 @@ public:
   // What each attempt's streams keep, by attempt then stream.
   std::vector<OutputSize> output_sizes(int64_t task);
 
-  // --- flow_store.cpp: flows ---
+  // --- features/flow_store.cpp: flows ---
   // Flows. submit_flow: usage for a document compile_flow refuses; the new
   // flow starts at once (its first atoms' tasks are created). Its id.
   int64_t submit_flow(const std::string& document, core::Time now,
@@ -444,7 +444,7 @@ public:
   // in TaskFlow's order).
   std::vector<std::pair<std::string, int64_t>> flow_counts();
 
-  // --- schedule_store.cpp: schedules and gates ---
+  // --- features/schedule_store.cpp: schedules and gates ---
   // Schedules. add_schedule: conflict when the name is taken; the first
   // emission waits for the first tick after `now`. Pausing stops emission;
   // resuming starts again from the first tick after `now` (ticks missed
@@ -470,7 +470,7 @@ public:
   GateInfo gate(const std::string& name);
   void remove_gate(const std::string& name);
 
-  // --- transfer_store.cpp: export and import ---
+  // --- features/transfer_store.cpp: export and import ---
   // Calls `each` with every task (of `queue`, when given) in id order,
   // then, without `queue`, with every flow in id order (TaskImage::flow),
   // from one snapshot. A flow's tasks may lie in several queues, so a
@@ -491,12 +491,12 @@ public:
   // (TaskImage::line) when it is set. Returns how many tasks.
   int64_t import_tasks(const std::function<bool(TaskImage&)>& next);
 
-  // --- check_store.cpp: db check ---
+  // --- features/check_store.cpp: db check ---
   // SQLite's integrity check, the schema (tables, columns, indexes,
   // triggers) against what the migrations make, then taskq's invariants.
   CheckReport check();
 
-  // --- top_store.cpp: top's snapshot ---
+  // --- features/top_store.cpp: top's snapshot ---
   // What `top` shows, read from one snapshot: every queue, at most `limit`
   // running tasks and `limit` other unfinished ones, and the `limit` latest
   // failed tasks. Costs O(queues' tasks) for the counts, as stats does.
@@ -509,7 +509,7 @@ private:
     return m_clock ? m_clock() : given;
   }
 
-  // --- operator_store.cpp ---
+  // --- features/message_store.cpp ---
   void purge_unfinished(core::Time now); // purge --force's unfinished tasks
 
   std::unique_ptr<Db> m_db;

@@ -1,7 +1,7 @@
 #include "worker/child.hpp"
 
 #include "core/error.hpp"
-#include "storage/server_wait.hpp"
+#include "storage/seam/server_wait.hpp"
 
 #include <array>
 #include <cerrno>

@@ -2,7 +2,7 @@
 #include "worker/loop.hpp"
 
 #include "core/reconnect.hpp"
-#include "storage/server_wait.hpp"
+#include "storage/seam/server_wait.hpp"
 #include "worker/supervise.hpp"
 
 #include <algorithm>
@@ -96,7 +96,7 @@ void Loop::begin_stop(bool signalled) {
   m_stopping = true;
   if (signalled) {
     // Whatever the network does: no wait for the server goes on past the
-    // handlers' grace (storage/server_wait.hpp); until then outcomes the
+    // handlers' grace (storage/seam/server_wait.hpp); until then outcomes the
     // server did not take are tried again.
     m_write_until = kill_at;
     m_store.limit_waits(m_write_until);

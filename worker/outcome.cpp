@@ -140,7 +140,7 @@ std::string tally_words(Tally t, const core::Task& after,
 std::optional<core::Task> recorded_before(storage::TaskStore& store,
                                           const storage::Outcome& o,
                                           const std::string& worker) {
-  // The events a worker's outcomes log (storage/worker_store.cpp).
+  // The events a worker's outcomes log (storage/features/worker_store.cpp).
   core::Message message = core::Message::complete;
   if (o.kind == storage::Outcome::Kind::fail) {
     message = core::Message::error;

@@ -26,7 +26,7 @@ inline core::Millis heartbeat_every(core::Millis lease_for) {
 }
 
 // How long `run` waits for the database server's answer before it counts
-// the connection as lost (storage/server_wait.hpp): within a heartbeat's
+// the connection as lost (storage/seam/server_wait.hpp): within a heartbeat's
 // period, so that a silent network is noticed, and a fresh connection
 // made, before the lease lapses; at least a second, at most the one-shot
 // commands' bound.

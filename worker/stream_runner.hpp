@@ -9,7 +9,7 @@
 #include "core/outcome.hpp"
 #include "core/stream_protocol.hpp"
 #include "core/text.hpp"
-#include "storage/server_wait.hpp"
+#include "storage/seam/server_wait.hpp"
 #include "worker/child.hpp"
 #include "worker/lease_ahead.hpp"
 #include "worker/lease_source.hpp"

@@ -3,7 +3,7 @@
 // and the descriptors of the handlers, until the earliest deadline given.
 #pragma once
 
-#include "storage/change_feed.hpp"
+#include "storage/seam/change_feed.hpp"
 #include "worker/policy.hpp"
 
 #include <cstddef>

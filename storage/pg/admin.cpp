@@ -4,11 +4,12 @@
 #include "storage/pg/admin.hpp"
 
 #include "core/error.hpp"
-#include "storage/db.hpp"
-#include "storage/migrations.hpp"
+#include "storage/model/locks.hpp"
 #include "storage/pg/db.hpp"
+#include "storage/pg/schema_url.hpp"
 #include "storage/pg/sql.hpp"
-#include "storage/store_detail.hpp"
+#include "storage/seam/db.hpp"
+#include "storage/seam/migrations.hpp"
 
 #include <map>
 #include <string>
@@ -229,8 +230,7 @@ int pg_migrate(Db& db, bool create) {
   Transaction tx(db);
   // One process migrates at a time (a lock of its own, whatever the
   // writers take).
-  db.exec("SELECT pg_advisory_xact_lock(1953721197)",
-          "cannot lock taskq's schema for its migrations");
+  detail::lock_migrations(db);
   int version = pg_schema_version(db);
   if (version == 0) {
     const Found found = look(db, schema);
@@ -335,6 +335,10 @@ std::vector<std::string> pg_schema_problems(Db& db) {
           "cannot check the schema");
   return detail::schema_differences(expected, actual,
                                     static_cast<int>(migrations().size()));
+}
+
+std::string pg_default_schema() {
+  return std::string(pg::k_default_schema);
 }
 
 } // namespace taskq::storage

@@ -4,7 +4,7 @@
 // storage/pg/db.hpp): its migrations, recorded in table taskq_schema, and
 // the schema part of `db check` (storage/pg/admin.cpp).
 
-#include "storage/db.hpp"
+#include "storage/seam/db.hpp"
 
 #include <string>
 #include <vector>

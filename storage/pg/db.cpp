@@ -2,23 +2,23 @@
 // locking, the server's clock, and error messages (libpq itself, loaded on
 // first use, and the change feed's connection: libpq.cpp).
 
-#include "storage/db.hpp"
+#include "storage/seam/db.hpp"
 
 #include "core/error.hpp"
 #include "core/reconnect.hpp"
-#include "storage/change_feed.hpp"
 #include "storage/pg/db.hpp"
 #include "storage/pg/errors.hpp"
 #include "storage/pg/libpq.hpp"
 #include "storage/pg/schema_url.hpp"
 #include "storage/pg/sql.hpp"
+#include "storage/pg/statement.hpp"
 #include "storage/pg/tx_sql.hpp"
 #include "storage/pg/wire.hpp"
 #include "storage/pg/write_behind.hpp"
-#include "storage/server_wait.hpp"
+#include "storage/seam/change_feed.hpp"
+#include "storage/seam/server_wait.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdlib>
 #include <libpq-fe.h>
@@ -37,123 +37,14 @@ using libpq::pq;
 using libpq::Result;
 using pg::k_begin_read;
 using pg::k_clock_query;
+using pg::k_runs_before_prepare;
+using pg::PgStatement;
+using pg::Prepared;
 using pg::refused_login;
 using pg::split_url;
 using pg::with_schema;
 
-class PgDb;
-
-// A statement as PostgreSQL reads it, and its name once prepared.
-// Runs of a statement before it is prepared on the server: see run().
-constexpr int k_runs_before_prepare = 3;
-
-struct Prepared {
-  pg::Translation sql;
-  int params = 0;   // bound by the caller (sql.source may hold more)
-  int runs = 0;     // executions so far
-  std::string name; // empty until prepared on the server
-};
-
-class PgStatement final : public StatementImpl {
-public:
-  PgStatement(PgDb& db, Prepared& p)
-      : m_db(&db), m_prepared(&p), m_values(static_cast<size_t>(p.params)),
-        m_types(static_cast<size_t>(p.params), 0),
-        m_set(static_cast<size_t>(p.params), false) {}
-
-  void bind_int(int index, int64_t value) override {
-    slot(index, 20) = std::to_string(value); // bigint
-  }
-  void bind_text(int index, std::string_view value, bool) override {
-    slot(index, 25).assign(value); // text
-  }
-  // Bytes as a text parameter in BYTEA's hex form, NULs included.
-  void bind_blob(int index, std::string_view value) override {
-    to_bytea_hex(value, slot(index, 17)); // bytea
-  }
-  void bind_null(int index) override {
-    slot(index, 0);
-    m_set[static_cast<size_t>(index - 1)] = false;
-  }
-
-  bool step() override;
-  void reset() override {
-    m_result.reset();
-    m_row = -1;
-  }
-  int64_t changes() const override { return m_changes; }
-
-  bool is_null(int col) const override {
-    return pq().PQgetisnull(m_result.get(), m_row, col) == 1;
-  }
-  bool is_integer(int col) const override {
-    if (is_null(col)) {
-      return false;
-    }
-    const Oid type = pq().PQftype(m_result.get(), col);
-    // int8, int2, int4; numeric (what sum() of integers gives) when whole.
-    if (type == 20 || type == 21 || type == 23) {
-      return true;
-    }
-    return type == 1700
-           && std::string_view(pq().PQgetvalue(m_result.get(), m_row, col))
-                      .find_first_of(".eE")
-                  == std::string_view::npos;
-  }
-  int column_count() const override { return pq().PQnfields(m_result.get()); }
-  std::string column_name(int col) const override {
-    const char* name = pq().PQfname(m_result.get(), col);
-    return name == nullptr ? std::string() : std::string(name);
-  }
-  int64_t get_int(int col) const override {
-    const char* text = pq().PQgetvalue(m_result.get(), m_row, col);
-    if (text[0] == 't' || text[0] == 'f') { // a boolean
-      return text[0] == 't' ? 1 : 0;
-    }
-    int64_t value = 0;
-    const std::string_view s(text);
-    std::from_chars(s.data(), s.data() + s.size(), value);
-    return value;
-  }
-  std::string get_text(int col) const override {
-    return {pq().PQgetvalue(m_result.get(), m_row, col),
-            static_cast<size_t>(pq().PQgetlength(m_result.get(), m_row, col))};
-  }
-
-  // Results come as text: BYTEA in the hex form, which the session asks
-  // for (bytea_output=hex, see session_settings).
-  std::string get_blob(int col) const override {
-    const std::string_view text(
-        pq().PQgetvalue(m_result.get(), m_row, col),
-        static_cast<size_t>(pq().PQgetlength(m_result.get(), m_row, col)));
-    return from_bytea_hex(text);
-  }
-
-private:
-  std::string& slot(int index, Oid type) {
-    const auto i = static_cast<size_t>(index - 1);
-    if (index < 1 || i >= m_values.size()) {
-      throw Error(ErrorKind::internal,
-                  "parameter " + std::to_string(index) + " out of range");
-    }
-    m_set[i] = true;
-    m_types[i] = type;
-    m_result.reset();
-    m_row = -1;
-    return m_values[i];
-  }
-
-  PgDb* m_db;
-  Prepared* m_prepared; // owned by the connection
-  std::vector<std::string> m_values;
-  std::vector<Oid> m_types; // of the values bound: bigint, text, 0 (NULL)
-  std::vector<bool> m_set;  // false: NULL
-  Result m_result;
-  int m_row = -1;
-  int64_t m_changes = 0;
-};
-
-class PgDb final : public Db {
+class PgDb final : public Db, public pg::Runner {
 public:
   explicit PgDb(const std::string& url) : PgDb(url, split_url(url)) {}
 
@@ -199,7 +90,7 @@ public:
     }
   }
 
-  // The answer bound (storage/server_wait.hpp): the URL's, else the
+  // The answer bound (storage/seam/server_wait.hpp): the URL's, else the
   // process's; and the server's idle_in_transaction_session_timeout, where
   // the process asks for one (run).
   static core::Millis bound_of(const pg::UrlParts& parts) {
@@ -366,7 +257,7 @@ public:
   // given another; and a statement outside a transaction gets one of its
   // own, for the schema (alone()).
   Result run(Prepared& p, const std::vector<const char*>& bound_values,
-             const std::vector<Oid>& bound_types) {
+             const std::vector<Oid>& bound_types) override {
     if (m_pooled && pq().PQtransactionStatus(m_conn.get()) == PQTRANS_IDLE) {
       return alone([&] { return run(p, bound_values, bound_types); });
     }
@@ -714,24 +605,6 @@ private:
   mutable std::string m_last_loss;
 };
 
-bool PgStatement::step() {
-  if (!m_result) {
-    std::vector<const char*> values(m_values.size());
-    for (size_t i = 0; i < m_values.size(); ++i) {
-      values[i] = m_set[i] ? m_values[i].c_str() : nullptr;
-    }
-    m_result = m_db->run(*m_prepared, values, m_types);
-    m_row = -1;
-    const char* tuples = pq().PQcmdTuples(m_result.get());
-    m_changes = tuples[0] == '\0' ? 0 : std::atoll(tuples);
-  }
-  if (m_row + 1 < pq().PQntuples(m_result.get())) {
-    ++m_row;
-    return true;
-  }
-  return false;
-}
-
 } // namespace
 
 std::unique_ptr<Db> connect_postgres(const std::string& url) {
@@ -740,10 +613,6 @@ std::unique_ptr<Db> connect_postgres(const std::string& url) {
 
 std::string pg_schema(const Db& db) {
   return static_cast<const PgDb&>(db).schema();
-}
-
-std::string pg_default_schema() {
-  return std::string(pg::k_default_schema);
 }
 
 } // namespace taskq::storage

@@ -2,7 +2,7 @@
 
 // PgDb: the Db of a PostgreSQL server (storage/pg/db.cpp).
 
-#include "storage/db.hpp"
+#include "storage/seam/db.hpp"
 
 #include <memory>
 #include <string>

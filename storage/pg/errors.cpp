@@ -3,8 +3,8 @@
 
 #include "core/reconnect.hpp"
 #include "core/suggestion.hpp"
-#include "storage/db.hpp"
 #include "storage/pg/libpq.hpp"
+#include "storage/seam/db.hpp"
 
 #include <algorithm>
 #include <libpq-fe.h>

@@ -6,11 +6,11 @@
 
 #include "core/error.hpp"
 #include "core/reconnect.hpp"
-#include "storage/change_feed.hpp"
-#include "storage/db.hpp"
 #include "storage/pg/schema_url.hpp"
 #include "storage/pg/wire.hpp"
-#include "storage/server_wait.hpp"
+#include "storage/seam/change_feed.hpp"
+#include "storage/seam/db.hpp"
+#include "storage/seam/server_wait.hpp"
 #include "storage/task_store.hpp"
 
 #include <algorithm>

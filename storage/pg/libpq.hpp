@@ -100,7 +100,7 @@ ConnectParams connect_params(const std::string& url, const char* options,
 // Connects with `params`: waits for libpq's connect_timeout (per host),
 // but no longer than `bound` (where a stop is watched: pg::connect_within),
 // the process's wait limit or a signal to stop allow
-// (storage/server_wait.hpp), then throws ConnectionLost naming `url`.
+// (storage/seam/server_wait.hpp), then throws ConnectionLost naming `url`.
 // Never null but out of memory; the connection is non-blocking.
 PGconn* connect(const ConnectParams& params, const std::string& url,
                 core::Millis bound = core::Millis{0});

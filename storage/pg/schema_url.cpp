@@ -1,8 +1,8 @@
 #include "storage/pg/schema_url.hpp"
 
 #include "core/error.hpp"
-#include "storage/db.hpp"
 #include "storage/pg/tx_sql.hpp"
+#include "storage/seam/db.hpp"
 #include "storage/task_store.hpp"
 
 #include <algorithm>

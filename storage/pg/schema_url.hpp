@@ -41,7 +41,7 @@ struct UrlParts {
   std::string listen;
   // answer_timeout=DURATION (2s, 500ms; bare digits are seconds; 0: none):
   // how long to wait for the server's answer before the connection counts
-  // as lost (storage/server_wait.hpp). Unset: the process's.
+  // as lost (storage/seam/server_wait.hpp). Unset: the process's.
   std::optional<core::Millis> answer_timeout;
 };
 

@@ -3,7 +3,7 @@
 
 #include "storage/pg/sql.hpp"
 
-#include "storage/db.hpp"
+#include "storage/seam/db.hpp"
 
 #include <algorithm>
 #include <cctype>

@@ -3,7 +3,7 @@
 // Internal to storage/: how the shared SQL, written as SQLite reads it, is
 // spelled for PostgreSQL (storage/pg/sql.cpp).
 
-#include "storage/db.hpp"
+#include "storage/seam/db.hpp"
 
 #include <functional>
 #include <optional>

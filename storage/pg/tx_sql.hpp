@@ -4,16 +4,18 @@
 #pragma once
 
 #include "core/time.hpp"
+#include "storage/model/locks.hpp"
 
 #include <charconv>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 namespace taskq::storage::pg {
 
-// Every write transaction holds this transaction-scoped advisory lock (an
-// arbitrary key, "tskq" in ASCII) in SHARED mode: writers never wait for
-// each other on it (each rule that reads and then writes holds by row
+// Every write transaction holds this transaction-scoped advisory lock
+// (k_writers_key, storage/model/locks.hpp) in SHARED mode: writers never
+// wait for each other on it (each rule that reads and then writes holds by row
 // locks or a constraint of its own). It stays as a barrier: a follower of
 // the event stream takes the same key exclusively, which waits only until
 // the write transactions in flight have ended.
@@ -22,10 +24,10 @@ namespace taskq::storage::pg {
 // SELECT (kept whole by OFFSET 0) takes the lock before the outer one
 // reads the clock; with_schema_write() puts the transaction's settings in
 // it too, so that a write begins with two statements, BEGIN and this.
-constexpr const char* k_begin_write =
+inline const std::string k_begin_write =
     "BEGIN; SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) "
-    "AS BIGINT) FROM (SELECT pg_advisory_xact_lock_shared(1953721201) "
-    "OFFSET 0) AS l";
+    "AS BIGINT) FROM (SELECT pg_advisory_xact_lock_shared("
+    + std::to_string(detail::k_writers_key) + ") OFFSET 0) AS l";
 // The server's clock alone, in the same milliseconds.
 constexpr const char* k_clock_query =
     "SELECT CAST(floor(extract(epoch FROM clock_timestamp()) * 1000) AS "

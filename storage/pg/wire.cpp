@@ -1,11 +1,11 @@
 // Every wait for the PostgreSQL server bounded: the process's settings
-// (storage/server_wait.hpp), a deadline that a signal to stop shortens,
+// (storage/seam/server_wait.hpp), a deadline that a signal to stop shortens,
 // exchanges driven from our own poll, and connections made in a thread of
 // their own (storage/pg/wire.hpp).
 
 #include "storage/pg/wire.hpp"
 
-#include "storage/server_wait.hpp"
+#include "storage/seam/server_wait.hpp"
 
 #include <algorithm>
 #include <cerrno>

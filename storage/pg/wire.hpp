@@ -4,7 +4,7 @@
 // blocking calls wait for TCP to give up (about 15 minutes with a query in
 // flight, hours on an idle connection) and do not return for a signal; the
 // backend drives libpq's non-blocking calls from its own poll instead, with
-// a deadline per exchange (storage/server_wait.hpp says who sets it).
+// a deadline per exchange (storage/seam/server_wait.hpp says who sets it).
 
 #include "core/duration.hpp"
 #include "storage/pg/libpq.hpp"

@@ -8,8 +8,8 @@
 // (core/wake_throttle.hpp).
 
 #include "core/wake_throttle.hpp"
-#include "storage/db.hpp"
 #include "storage/pg/libpq.hpp"
+#include "storage/seam/db.hpp"
 
 #include <chrono>
 #include <functional>

@@ -3,7 +3,7 @@
 // SqliteDb: the Db of a SQLite file (storage/sqlite/db.cpp, its statements
 // in storage/sqlite/statement.cpp).
 
-#include "storage/db.hpp"
+#include "storage/seam/db.hpp"
 
 #include <atomic>
 #include <cstdint>

@@ -4,10 +4,9 @@
 #include "storage/sqlite/file.hpp"
 
 #include "core/error.hpp"
-#include "storage/db.hpp"
-#include "storage/migrations.hpp"
+#include "storage/seam/db.hpp"
+#include "storage/seam/migrations.hpp"
 #include "storage/sqlite/db.hpp"
-#include "storage/store_detail.hpp"
 #include "storage/task_store.hpp"
 
 #include <sqlite3.h>

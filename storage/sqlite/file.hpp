@@ -2,9 +2,9 @@
 
 // Internal to storage/: the SQLite file's part of opening, migrating,
 // checking and backing up the store (storage/sqlite/file.cpp); what
-// storage/open_store.cpp calls for a path that is no PostgreSQL URL.
+// storage/seam/open_store.cpp calls for a path that is no PostgreSQL URL.
 
-#include "storage/db.hpp"
+#include "storage/seam/db.hpp"
 #include "storage/task_store.hpp"
 
 #include <memory>

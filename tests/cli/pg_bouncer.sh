@@ -199,7 +199,7 @@ wait "$leasepid"
 expect_eq "$?" 0 "lease --wait's exit status"
 expect_eq "$(<lease.out)" "$id" "the task lease --wait leased"
 # Without the notification it would have looked after a second (the pool's
-# timer, or the listener's own look: storage/change_feed.hpp).
+# timer, or the listener's own look: storage/seam/change_feed.hpp).
 check "it woke on the notification, before a second (took ${took} ms)" \
   test "$took" -lt 1000
 expect_exit 5 env TASKQ_DB="$pooled&listen=127.0.0.1:1" "$TASKQ" lease l --wait 1s

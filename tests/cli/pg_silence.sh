@@ -145,7 +145,7 @@ stuck() {
 # tests/soak/leases.awk: N tasks, each completed exactly once, never two live
 # leases at a time, every complete by the lease's holder. (A write
 # transaction left open by a cut holds `events` back: it then prints
-# nothing, storage/event_horizon.cpp.)
+# nothing, storage/model/event_horizon.cpp.)
 completed_once() {
   if ! timeout -k 5 60 "$TASKQ" events -o json >events.json 2>events.err 3>&-; then
     check "taskq events read the log: $(<events.err)" false

@@ -1,4 +1,4 @@
-// TaskStore's producing calls (storage/add_store.cpp): add, add_unique
+// TaskStore's producing calls (storage/features/add_store.cpp): add, add_unique
 // and add_many, what a task carries and reads back, dependencies and roots
 // at add, the options a broadcast refuses, retry, and the add event.
 #include "storage/task_store.hpp"

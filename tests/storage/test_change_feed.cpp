@@ -1,11 +1,11 @@
-// The change feed (storage/change_feed.cpp): it wakes on another
+// The change feed (storage/seam/change_feed.cpp): it wakes on another
 // connection's commit, not on a look that writes nothing, survives being
 // moved, and on PostgreSQL leaves out the store's own commits, looks
 // again when a wake-up owed is never sent, and delays the wake-up of a
 // commit that concerns only those watching, not of one that may give a
 // waiting worker work.
 #include "core/wake_throttle.hpp"
-#include "storage/change_feed.hpp"
+#include "storage/seam/change_feed.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>

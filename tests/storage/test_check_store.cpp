@@ -1,4 +1,4 @@
-// Counting (storage/check_store.cpp): stats per queue and state, the
+// Counting (storage/features/check_store.cpp): stats per queue and state, the
 // per-queue counts kept exact whatever the mix of writes, and `db check`:
 // a healthy database, a damaged schema, and each broken rule of the tasks
 // and flows, counted and named.

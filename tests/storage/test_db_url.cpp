@@ -1,11 +1,11 @@
-// PostgreSQL URLs (storage/db.cpp): which strings are one, which are
+// PostgreSQL URLs (storage/seam/db.cpp): which strings are one, which are
 // refused, and that no password libpq could read in one is ever shown; the
 // parameters that are taskq's (storage/pg/schema_url.cpp), and the change
 // feed they make through a pooler. No server needed.
 #include "core/error.hpp"
-#include "storage/change_feed.hpp"
-#include "storage/db.hpp"
 #include "storage/pg/schema_url.hpp"
+#include "storage/seam/change_feed.hpp"
+#include "storage/seam/db.hpp"
 
 #include <doctest/doctest.h>
 

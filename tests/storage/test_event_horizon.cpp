@@ -4,8 +4,8 @@
 // flight have ended. Two writers overlap only on PostgreSQL (SQLite has
 // one writer, and a rollback leaves no gap there).
 #include "core/time.hpp"
-#include "storage/db.hpp"
 #include "storage/pg/db.hpp"
+#include "storage/seam/db.hpp"
 #include "storage/sqlite/db.hpp"
 #include "storage/task_store.hpp"
 

@@ -1,5 +1,5 @@
-// Flows as storage runs them (storage/flow_store.cpp): an atom's task ending
-// steps its flow in the same transaction, whatever ended it (done, fail,
+// Flows as storage runs them (storage/features/flow_store.cpp): an atom's task
+// ending steps its flow in the same transaction, whatever ended it (done, fail,
 // kill, a tx delete), and the requests suspend/resume/rerun. On a real
 // database (SQLite, or PostgreSQL with TASKQ_TEST_BACKEND=postgresql).
 #include "storage/task_store.hpp"

@@ -1,4 +1,4 @@
-// What follows a task's end (storage/followers.cpp): a task added with
+// What follows a task's end (storage/model/followers.cpp): a task added with
 // dependencies waits for them, is released when the last completes and is
 // paused when one fails or is killed.
 #include "storage/task_store.hpp"

@@ -1,8 +1,9 @@
-// Freeze and continue (TaskStore::freeze in storage/operator_store.cpp,
-// lease_frozen in storage/worker_store.cpp): an operator's freeze of a
-// running task is an event under its lease, the state and the lease
-// untouched; the worker's lease_frozen reads it; a new lease starts
-// unfrozen; refusals are all or nothing.
+// Freeze and continue (TaskStore::freeze in
+// storage/features/message_store.cpp, lease_frozen in
+// storage/features/worker_store.cpp): an operator's freeze of a running task is
+// an event under its lease, the state and the lease untouched; the worker's
+// lease_frozen reads it; a new lease starts unfrozen; refusals are all or
+// nothing.
 #include "core/error.hpp"
 #include "storage/task_store.hpp"
 

@@ -1,4 +1,4 @@
-// TaskStore::lease and what it reads (storage/lease_store.cpp): lease
+// TaskStore::lease and what it reads (storage/features/lease_store.cpp): lease
 // order, counts, queues, labels and addressing, tokens and expired leases,
 // attempt and running limits, roots made obsolete and broadcast
 // deliveries. When to look again: test_lease_store_due.cpp.

@@ -1,4 +1,4 @@
-// When a waiting worker should look again (storage/lease_store.cpp):
+// When a waiting worker should look again (storage/features/lease_store.cpp):
 // next_due, the earliest time something becomes leasable, read without a
 // write, and anything_due.
 #include "storage/task_store.hpp"

@@ -1,5 +1,5 @@
-// Job output (storage/output_store.cpp): chunks appended per attempt and
-// stream, trimmed to their last `keep` bytes, read back in the order
+// Job output (storage/features/output_store.cpp): chunks appended per attempt
+// and stream, trimmed to their last `keep` bytes, read back in the order
 // written, deleted with their task. On either backend.
 #include "storage/task_store.hpp"
 

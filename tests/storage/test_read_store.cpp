@@ -1,8 +1,8 @@
-// What an operator reads of tasks (storage/read_store.cpp): find,
+// What an operator reads of tasks (storage/features/read_store.cpp): find,
 // show with its events and actors, why a task is not leased, and list with
 // its filters (reading partial indexes, no finished task).
 #include "core/error.hpp"
-#include "storage/store_detail.hpp"
+#include "storage/features/select.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>

@@ -1,4 +1,4 @@
-// Recurring schedules and gates (storage/schedule_store.cpp): one task
+// Recurring schedules and gates (storage/features/schedule_store.cpp): one task
 // per tick, skipped and off-grid ticks, sync state, pause/resume/remove,
 // and a gate that emits once every key is covered.
 #include "core/schedule.hpp"

@@ -2,10 +2,10 @@
 // tables do not allow, writing nothing; a move it allows writes the row in
 // one UPDATE and logs one event; a passing state is only logged.
 #include "core/error.hpp"
-#include "storage/db.hpp"
+#include "storage/model/state_writer.hpp"
 #include "storage/pg/db.hpp"
+#include "storage/seam/db.hpp"
 #include "storage/sqlite/db.hpp"
-#include "storage/state_writer.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>

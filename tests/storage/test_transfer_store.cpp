@@ -1,6 +1,6 @@
-// export and import of tasks (storage/transfer_store.cpp): the byte-exact
-// round trip, and import refusing what add and tx could not have written
-// and what db check flags, naming the line of the offending task and
+// export and import of tasks (storage/features/transfer_store.cpp): the
+// byte-exact round trip, and import refusing what add and tx could not have
+// written and what db check flags, naming the line of the offending task and
 // importing nothing. Flows: test_transfer_store_flows.cpp.
 #include "storage/task_store.hpp"
 

@@ -1,4 +1,4 @@
-// Flows in export and import (storage/transfer_store.cpp): a flow
+// Flows in export and import (storage/features/transfer_store.cpp): a flow
 // travels as its rows, byte for byte; import refuses what flow_store
 // could not have written and what db check flags.
 #include "storage/task_store.hpp"

@@ -1,4 +1,4 @@
-// TaskStore::apply_tx (storage/tx_store.cpp, `taskq tx`): the order of
+// TaskStore::apply_tx (storage/features/tx_store.cpp, `taskq tx`): the order of
 // the checks, all or nothing, and leased tasks.
 #include "storage/task_store.hpp"
 

@@ -1,5 +1,5 @@
 // What the web view reads and the checks its actions carry
-// (storage/web_store.cpp): keyset pages, counts, the history from the
+// (storage/features/web_store.cpp): keyset pages, counts, the history from the
 // event log, errors grouped, and a stale view refused.
 #include "storage/task_store.hpp"
 

@@ -1,4 +1,4 @@
-// A worker's writes on what it leased (storage/worker_store.cpp):
+// A worker's writes on what it leased (storage/features/worker_store.cpp):
 // heartbeat, complete, release and sleep under the lease token,
 // revoked_reason and lease_held, and apply_outcomes, several outcomes and
 // the next lease in one transaction, each fenced by its own token. The

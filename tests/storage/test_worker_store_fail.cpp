@@ -1,4 +1,4 @@
-// TaskStore::fail (storage/worker_store.cpp): the error policy (retry
+// TaskStore::fail (storage/features/worker_store.cpp): the error policy (retry
 // delay, error window, backoff, the error history), --no-retry and the
 // dead-letter move.
 #include "storage/task_store.hpp"

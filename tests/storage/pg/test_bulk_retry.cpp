@@ -2,11 +2,11 @@
 // whole: the other writer and the store both succeed, the input is read
 // once (a try again reads it back from where the first kept it), and a
 // bulk add reports each id once, those of the try that committed. What
-// keeps the input (storage/replay.hpp) is tested on its own too.
+// keeps the input (storage/seam/replay.hpp) is tested on its own too.
 #include "core/error.hpp"
-#include "storage/db.hpp"
 #include "storage/pg/db.hpp"
-#include "storage/replay.hpp"
+#include "storage/seam/db.hpp"
+#include "storage/seam/replay.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>

@@ -1,9 +1,9 @@
-// retrying() (storage/db.hpp): a write transaction the database ends in a
+// retrying() (storage/seam/db.hpp): a write transaction the database ends in a
 // deadlock is run again whole, from BEGIN, and succeeds; one that keeps
 // ending so gives up after a bounded number of tries, unavailable.
 #include "core/error.hpp"
-#include "storage/db.hpp"
 #include "storage/pg/db.hpp"
+#include "storage/seam/db.hpp"
 
 #include <doctest/doctest.h>
 

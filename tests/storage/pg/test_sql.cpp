@@ -1,8 +1,8 @@
 // How the shared SQL is spelled for PostgreSQL, and how URLs are shown.
 // No server needed: these are the pure parts of the PostgreSQL backend.
-#include "storage/db.hpp"
-#include "storage/migrations.hpp"
 #include "storage/pg/sql.hpp"
+#include "storage/seam/db.hpp"
+#include "storage/seam/migrations.hpp"
 
 #include <doctest/doctest.h>
 

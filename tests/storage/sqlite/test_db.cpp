@@ -2,7 +2,7 @@
 // decides with, read once it holds the write lock; several stores on one
 // file, no task leased twice and none lost; the WAL kept short; group
 // commit; the statement cache; others_version.
-#include "storage/db.hpp"
+#include "storage/seam/db.hpp"
 #include "storage/sqlite/db.hpp"
 #include "storage/task_store.hpp"
 

@@ -1,7 +1,7 @@
 // A SQLite file (storage/sqlite/file.cpp): creating it (mode 0600),
 // opening and migrating it, refusing files it cannot use (not a database,
 // another program's, a newer schema, a missing one), and backup.
-#include "storage/migrations.hpp"
+#include "storage/seam/migrations.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>

@@ -1,0 +1,125 @@
+#pragma once
+
+#include "core/time.hpp"
+
+#include <chrono>
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace taskq::storage {
+
+// Tells a waiting process that another one may have written to the
+// database, so `lease --wait`, `run` and `wait` block without polling.
+//
+// On PostgreSQL it LISTENs on a connection of its own: every write
+// transaction sends NOTIFY as it commits, so a commit from any host wakes the
+// watcher as soon as the server delivers it.
+//
+// On SQLite it watches the database's folder with inotify for writes to the
+// database file and its WAL: every commit appends to the WAL, so a commit
+// in any process wakes the watcher within microseconds, and a process that
+// waits uses no CPU.
+//
+// Through a pooler in transaction mode (the URL's pool=transaction), where
+// LISTEN cannot pass, it LISTENs on a direct connection to the server when
+// the URL's listen= names it, else it wakes every k_pool_poll (a timer's
+// descriptor): a commit is seen within a second, and a fleet of idle
+// workers looks once a second each.
+//
+// Events can be spurious (a checkpoint, a reader's own write, a commit that
+// changed nothing the caller cares about): a wake-up means "look again",
+// never "something is there". Where inotify is unavailable it degrades to
+// waking every k_fallback_poll.
+// A PostgreSQL connection that LISTENs for taskq's NOTIFY
+// (storage/pg/libpq.cpp).
+class PgListener {
+public:
+  // Notifications sent by server process `own_pid` (the writing connection
+  // of the same store: its own commits) are consumed but not reported.
+  // `listen` (HOST:PORT, a URL's listen=) is where to connect instead of
+  // the URL's host and port.
+  // `bound`: how long the server may stay silent (the URL's
+  // answer_timeout=; std::nullopt: the process's,
+  // storage/seam/server_wait.hpp): an idle connection is asked an empty query
+  // every half of it.
+  PgListener(const std::string& url, int own_pid,
+             const std::string& listen = {},
+             std::optional<core::Millis> bound = std::nullopt);
+  ~PgListener();
+  PgListener(const PgListener&) = delete;
+  PgListener& operator=(const PgListener&) = delete;
+  int fd() const;
+  // Consumes what arrived without blocking; true when a notification came
+  // from another server process than own_pid. Throws unavailable when the
+  // connection is lost.
+  bool drain();
+  bool skips_own() const { return m_own_pid != 0; }
+
+private:
+  struct Conn;
+  std::unique_ptr<Conn> m_conn;
+  int m_own_pid = 0;
+};
+
+class ChangeFeed {
+public:
+  static constexpr core::Millis k_fallback_poll{250};
+  // Through a pooler in transaction mode without a direct listener.
+  static constexpr core::Millis k_pool_poll{1000};
+  // A LISTENing wait also ends every k_listen_poll with nothing heard, as
+  // a change: a wake-up owed by a writer killed before it was due (see
+  // core/wake_throttle.hpp) is never sent, and a waiter would otherwise
+  // sleep until the next commit. Workers' loops, which poll the
+  // descriptor themselves, do the same (worker/wait.hpp).
+  static constexpr core::Millis k_listen_poll{1000};
+
+  // `own_pid`: see PgListener (PostgreSQL only; 0 reports every commit).
+  explicit ChangeFeed(const std::string& db_path, int own_pid = 0);
+  ~ChangeFeed();
+  ChangeFeed(ChangeFeed&& other) noexcept;
+  ChangeFeed& operator=(ChangeFeed&& other) noexcept;
+  ChangeFeed(const ChangeFeed&) = delete;
+  ChangeFeed& operator=(const ChangeFeed&) = delete;
+
+  // A descriptor that becomes readable when the database may have changed,
+  // for poll(2) next to others; -1 without inotify (then poll with a
+  // timeout of at most k_fallback_poll and treat each timeout as a change).
+  int fd() const { return m_fd; }
+  bool polling() const { return m_fd < 0; }
+  // Whether it LISTENs on PostgreSQL (see k_listen_poll).
+  bool listens() const { return m_pg != nullptr && m_fd >= 0; }
+  // A LISTENing feed's next look with nothing heard: k_listen_poll after
+  // the last change its owner took from it (looked()), across the turns
+  // of a loop that waits many times (worker/wait.hpp); std::nullopt when
+  // it does not LISTEN.
+  std::optional<std::chrono::steady_clock::time_point> next_look() const {
+    return listens() ? std::optional(m_next_look) : std::nullopt;
+  }
+  void looked(std::chrono::steady_clock::time_point now) {
+    m_next_look = now + k_listen_poll;
+  }
+  // Whether a wake-up always means another process committed: true where
+  // our own commits are left out (PostgreSQL, own_pid given).
+  bool skips_own() const { return m_pg && m_pg->skips_own(); }
+
+  // Consumes what is pending without blocking; true when it concerned the
+  // database (always true without inotify).
+  bool drain();
+
+  // Blocks until the database may have changed (true) or `timeout` passes
+  // (false); std::nullopt waits without a limit. Interrupted by a signal,
+  // or on PostgreSQL after k_listen_poll, returns true so that the caller
+  // looks again.
+  bool wait(std::optional<core::Millis> timeout);
+
+private:
+  int m_fd = -1;
+  std::string m_names[3]; // the database file, its -wal and its -journal
+  std::unique_ptr<PgListener> m_pg; // PostgreSQL: m_fd is its socket
+  bool m_timer = false;             // m_fd is a timer's (k_pool_poll)
+  std::chrono::steady_clock::time_point m_next_look =
+      std::chrono::steady_clock::now() + k_listen_poll;
+};
+
+} // namespace taskq::storage
