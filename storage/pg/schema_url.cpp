@@ -247,7 +247,7 @@ std::string with_schema_write(const std::string& schema, bool pooled,
 std::string with_tasks_locked(std::string_view begin_write,
                               const std::string& schema,
                               const std::vector<int64_t>& ids) {
-  // "BEGIN; SELECT <clock> FROM (<lock>) OFFSET 0) AS l" becomes
+  // "BEGIN; SELECT <clock> FROM (<lock> OFFSET 0) AS l" becomes
   // "BEGIN; SELECT <clock> FROM (SELECT (<rows>) FROM (<lock> OFFSET 0)
   // AS a OFFSET 0) AS l": the rows are locked as the middle SELECT's
   // value, once the innermost one has taken the write lock.
