@@ -2,6 +2,7 @@
 #include "storage/features/output_store.hpp"
 
 #include "core/error.hpp"
+#include "storage/model/locks.hpp"
 #include "storage/task_store.hpp"
 
 #include <map>
@@ -22,12 +23,18 @@ void write_output(Db& db, const std::vector<OutputChunk>& chunks,
   // A stream's chunks come in order, so a row at or past a chunk's offset
   // means the chunk is there already: a worker that lost its connection
   // while committing sends its chunks again, and they are not doubled.
+  // The task's row is shared (PostgreSQL) so that a delete in another
+  // transaction, which locks it before it deletes the output
+  // (delete_task, purge), either waits for this chunk and deletes it or
+  // commits first and this finds no task: never a chunk kept without it.
   Statement insert(db,
                    "INSERT INTO task_output (task_id, attempt, stream, pos, "
                    "data) SELECT ?1, ?2, ?3, ?4, ?5 WHERE EXISTS "
-                   "(SELECT 1 FROM tasks WHERE id = ?1) AND NOT EXISTS "
-                   "(SELECT 1 FROM task_output WHERE task_id = ?1 AND "
-                   "attempt = ?2 AND stream = ?3 AND pos >= ?4)");
+                   "(SELECT 1 FROM tasks WHERE id = ?1"
+                       + std::string(row_lock(db, " FOR SHARE"))
+                       + ") AND NOT EXISTS "
+                         "(SELECT 1 FROM task_output WHERE task_id = ?1 AND "
+                         "attempt = ?2 AND stream = ?3 AND pos >= ?4)");
   // Where each stream now ends: what lies before end - keep goes.
   std::map<std::tuple<int64_t, int64_t, std::string>, int64_t> ends;
   for (const OutputChunk& c : chunks) {

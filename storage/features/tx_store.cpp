@@ -26,8 +26,11 @@ namespace detail {
 
 // Deletes a task with its errors, events, dependency links, deliveries
 // and output; an unfinished one first ends as killed, so what waits for
-// it is paused rather than left waiting.
+// it is paused rather than left waiting. Its row is locked first, so
+// output written in another transaction (write_output) is either seen
+// and deleted here or written after, finding no task.
 void delete_task(Db& db, const Task& t, Time now) {
+  lock_task(db, t.id);
   if (!core::is_terminal(t.state)) {
     if (t.lease && !t.leased(now)) {
       bump_queue_counter(db, t.queue, QueueCounter::leases_expired);

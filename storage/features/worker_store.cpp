@@ -298,8 +298,11 @@ Task TaskStore::complete(int64_t id, const std::string& token,
   return retrying([&]() -> Task {
     Transaction tx(*m_db);
     now = locked_now(now);
+    // The lease checked (and the row locked) before the output is
+    // written, as apply_outcomes does.
+    const Held held = check_held(*m_db, id, token, now);
     write_output(*m_db, output.chunks, output.keep);
-    Task out = complete_leased(*m_db, id, token, result, now, sync);
+    Task out = complete_held(*m_db, held, token, result, now, sync);
     tx.commit();
     return out;
   });
@@ -322,9 +325,9 @@ Task TaskStore::fail(int64_t id, const std::string& token,
   return retrying([&]() -> Task {
     Transaction tx(*m_db);
     now = locked_now(now);
+    const Held held = check_held(*m_db, id, token, now);
     write_output(*m_db, output.chunks, output.keep);
-    Task out =
-        fail_held(*m_db, check_held(*m_db, id, token, now), token, req, now);
+    Task out = fail_held(*m_db, held, token, req, now);
     tx.commit();
     return out;
   });
@@ -336,9 +339,9 @@ Task TaskStore::release(int64_t id, const std::string& token,
   return retrying([&]() -> Task {
     Transaction tx(*m_db);
     now = locked_now(now);
+    const Held held = check_held(*m_db, id, token, now);
     write_output(*m_db, output.chunks, output.keep);
-    Task out = release_held(*m_db, check_held(*m_db, id, token, now), token,
-                            delay, now);
+    Task out = release_held(*m_db, held, token, delay, now);
     tx.commit();
     return out;
   });

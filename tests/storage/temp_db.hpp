@@ -4,6 +4,7 @@
 #include <sqlite3.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <string_view>
 #include <sys/wait.h>
 #include <system_error>
+#include <thread>
 #include <unistd.h>
 
 namespace taskq::test {
@@ -107,6 +109,8 @@ public:
 
   // What a store opens: a file path, or a postgresql:// URL.
   const std::string& path() const { return m_path; }
+  // PostgreSQL: the database's name (empty on SQLite).
+  const std::string& database() const { return m_database; }
   // The folder for a test's other files (on SQLite it holds path()).
   const std::filesystem::path& dir() const { return m_dir; }
   // A path in dir(), for backups and other files.
@@ -141,10 +145,79 @@ public:
     return rc == SQLITE_OK;
   }
 
+  // PostgreSQL: `sql`'s one value, read by psql on a connection of its
+  // own (taskq's schema first on its search_path).
+  std::string value(const std::string& sql) const {
+    const std::string command = "PGOPTIONS='-c search_path=taskq,public' "
+                                "psql -X -A -t -q -v ON_ERROR_STOP=1 -d "
+                                + detail::sh_quote(m_database) + " -c "
+                                + detail::sh_quote(sql);
+    FILE* pipe = ::popen(command.c_str(), "r");
+    REQUIRE(pipe != nullptr);
+    std::string out;
+    char buffer[256];
+    while (std::fgets(buffer, sizeof buffer, pipe) != nullptr) {
+      out += buffer;
+    }
+    ::pclose(pipe);
+    while (!out.empty() && out.back() == '\n') {
+      out.pop_back();
+    }
+    return out;
+  }
+
 private:
   std::filesystem::path m_dir;
   std::string m_path;
   std::string m_database; // PostgreSQL only
+};
+
+// PostgreSQL: a psql session on a connection of its own, fed one statement
+// at a time, for a test that holds a transaction open (a row lock, say)
+// while a store acts: run() returns once psql has run the statement. The
+// session ends (rolling back what it left open) in the destructor.
+class PsqlSession {
+public:
+  explicit PsqlSession(const TempDb& db) : m_db(db) {
+    m_pipe = ::popen(("PGOPTIONS='-c search_path=taskq' psql -X -q -v "
+                      "ON_ERROR_STOP=1 -d "
+                      + detail::sh_quote(db.database()) + " >/dev/null")
+                         .c_str(),
+                     "w");
+    REQUIRE(m_pipe != nullptr);
+  }
+  ~PsqlSession() { ::pclose(m_pipe); }
+  PsqlSession(const PsqlSession&) = delete;
+  PsqlSession& operator=(const PsqlSession&) = delete;
+
+  // Sends `sql` (one statement, with its semicolon) and waits until psql
+  // has run it: psql touches a file after it, in order.
+  void run(const std::string& sql) {
+    const std::string mark = m_db.sibling("psql-" + std::to_string(++m_sent));
+    std::fprintf(m_pipe, "%s\n\\! touch %s\n", sql.c_str(),
+                 detail::sh_quote(mark).c_str());
+    std::fflush(m_pipe);
+    REQUIRE(await([&] { return std::filesystem::exists(mark); }));
+    std::filesystem::remove(mark); // the next session's marks start at 1
+  }
+
+  // Polls `done` until it holds, for at most 20 s; whether it did.
+  template <typename Done> static bool await(Done done) {
+    const auto deadline =
+        std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    while (!done()) {
+      if (std::chrono::steady_clock::now() > deadline) {
+        return false;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+  }
+
+private:
+  const TempDb& m_db;
+  FILE* m_pipe = nullptr;
+  int m_sent = 0;
 };
 
 } // namespace taskq::test

@@ -1,11 +1,14 @@
 // Job output (storage/features/output_store.cpp): chunks appended per attempt
 // and stream, trimmed to their last `keep` bytes, read back in the order
-// written, deleted with their task. On either backend.
+// written, deleted with their task. On either backend; on PostgreSQL also
+// against a delete in another session's transaction.
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <string>
+#include <thread>
 
 #include "store_helpers.hpp"
 #include "temp_db.hpp"
@@ -144,4 +147,97 @@ TEST_CASE("a run paused and resumed keeps its output: the next run is the "
   CHECK(kept(store, id, "stdout", 1) == "first run\n");
   CHECK(kept(store, id, "stdout", 2) == "second\n");
   CHECK(store.show(id).task.errors.empty()); // a pause is no error
+}
+
+namespace {
+
+// PostgreSQL: whether a session of `db`'s waits for a lock.
+bool lock_waited(const TempDb& db) {
+  return db.value("SELECT count(*) FROM pg_stat_activity WHERE datname = "
+                  "current_database() AND wait_event_type = 'Lock'")
+         != "0";
+}
+
+// Output rows of task `id`, read directly.
+std::string output_rows(const TempDb& db, int64_t id) {
+  return db.value("SELECT count(*) FROM task_output WHERE task_id = "
+                  + std::to_string(id));
+}
+
+} // namespace
+
+TEST_CASE("output written while another session deletes its task is not "
+          "kept without the task"
+          * doctest::skip(!on_postgresql())) {
+  // The deleter, as storage's delete_task does it: the task's row locked,
+  // its output deleted, then the row. Output written in between must wait
+  // for the row and find it gone (it used to be inserted at once, and kept
+  // after the row went: `taskq check`'s "deleted task(s) whose output is
+  // still kept", seen by the flows crash test).
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const int64_t id = add_task(store, "q");
+  PsqlSession deleter(db);
+  deleter.run("BEGIN;");
+  deleter.run("SELECT 1 FROM tasks WHERE id = " + std::to_string(id)
+              + " FOR UPDATE;");
+  deleter.run("DELETE FROM task_output WHERE task_id = " + std::to_string(id)
+              + ";");
+  std::atomic<bool> written{false};
+  std::thread writer([&] {
+    store.append_output({chunk(id, "stdout", 0, "late")}, 100);
+    written = true;
+  });
+  CHECK(PsqlSession::await([&] { return written || lock_waited(db); }));
+  CHECK_FALSE(written); // it waits for the deleter's row lock
+  deleter.run("DELETE FROM events WHERE task_id = " + std::to_string(id) + ";");
+  deleter.run("DELETE FROM tasks WHERE id = " + std::to_string(id) + ";");
+  deleter.run("COMMIT;");
+  writer.join();
+  CHECK(output_rows(db, id) == "0");
+  CHECK(store.check().ok);
+}
+
+TEST_CASE("a task deleted while another session writes its output takes "
+          "the output with it"
+          * doctest::skip(!on_postgresql())) {
+  // The writer, as storage's write_output does it: the task's row shared,
+  // then the chunk. A delete (taskq tx, a flow's cancel) or a purge in
+  // between must wait for the row before it deletes the output, and then
+  // see the chunk (it used to delete the output at once and the row after
+  // the writer committed, leaving the chunk behind).
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  for (const bool purge : {true, false}) {
+    CAPTURE(purge);
+    // Finished, as purge wants it (an unfinished task's delete moves it
+    // first, which waits for the row anyway).
+    const int64_t id = add_task(store, "q");
+    store.send(by_ids({id}), core::Message::kill, std::nullopt, k_operator, t0);
+    PsqlSession writer(db);
+    writer.run("BEGIN;");
+    writer.run("SELECT 1 FROM tasks WHERE id = " + std::to_string(id)
+               + " FOR SHARE;");
+    std::atomic<bool> deleted{false};
+    std::thread deleter([&] {
+      if (purge) {
+        CHECK(store.purge(storage::PurgeRequest{}, t0) == 1);
+      } else {
+        storage::TxRequest req;
+        req.remove = {{id, std::nullopt}};
+        store.apply_tx(req, t0, "op");
+      }
+      deleted = true;
+    });
+    CHECK(PsqlSession::await([&] { return deleted || lock_waited(db); }));
+    writer.run("INSERT INTO task_output (task_id, attempt, stream, pos, data) "
+               "VALUES ("
+               + std::to_string(id) + ", 1, 'stdout', 0, 'x');");
+    writer.run("COMMIT;");
+    deleter.join();
+    CHECK(deleted);
+    CHECK_FALSE(store.find(id));
+    CHECK(output_rows(db, id) == "0");
+    CHECK(store.check().ok);
+  }
 }

@@ -10,8 +10,6 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <cstdio>
-#include <memory>
 #include <string>
 
 #include "store_helpers.hpp"
@@ -22,26 +20,6 @@ using namespace taskq::test;
 
 namespace {
 
-// `sql`'s one value, read by psql on a connection of its own to `db`.
-std::string psql_value(const TempDb& db, const std::string& sql) {
-  const std::string name = db.path().substr(db.path().rfind('/') + 1);
-  const std::string command = "psql -X -A -t -q -v ON_ERROR_STOP=1 -d "
-                              + detail::sh_quote(name) + " -c "
-                              + detail::sh_quote(sql);
-  std::unique_ptr<FILE, int (*)(FILE*)> pipe(::popen(command.c_str(), "r"),
-                                             ::pclose);
-  REQUIRE(pipe);
-  std::string out;
-  char buffer[256];
-  while (std::fgets(buffer, sizeof buffer, pipe.get()) != nullptr) {
-    out += buffer;
-  }
-  while (!out.empty() && out.back() == '\n') {
-    out.pop_back();
-  }
-  return out;
-}
-
 // The statements the server ran for `db` since `reset`, but the test's own
 // and the wake-ups': a commit that changed rows wakes the waiters in a
 // transaction of its own (BEGIN; SET LOCAL synchronous_commit; NOTIFY;
@@ -51,12 +29,11 @@ int64_t statements(const TempDb& db) {
   const std::string from = "FROM pg_stat_statements s "
                            "JOIN pg_database d ON d.oid = s.dbid "
                            "WHERE d.datname = current_database() ";
-  const int64_t all = std::stoll(
-      psql_value(db, "SELECT coalesce(sum(calls), 0) " + from
-                         + "AND query NOT LIKE '%pg_stat_statements%'"));
-  const int64_t wakes =
-      std::stoll(psql_value(db, "SELECT coalesce(sum(calls), 0) " + from
-                                    + "AND query LIKE 'NOTIFY%'"));
+  const int64_t all =
+      std::stoll(db.value("SELECT coalesce(sum(calls), 0) " + from
+                          + "AND query NOT LIKE '%pg_stat_statements%'"));
+  const int64_t wakes = std::stoll(db.value(
+      "SELECT coalesce(sum(calls), 0) " + from + "AND query LIKE 'NOTIFY%'"));
   return all - 4 * wakes;
 }
 
