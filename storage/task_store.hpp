@@ -259,6 +259,12 @@ public:
   // when not held. What `run` checks on every change.
   std::optional<bool> lease_frozen(int64_t id, const std::string& token,
                                    core::Time now);
+  // lease_frozen of each of `leases` (task id, token), in their order, in
+  // one statement (one snapshot): what `run` checks on a change for its
+  // running tasks and those it leased ahead, one round trip for all.
+  std::vector<std::optional<bool>>
+  leases_frozen(const std::vector<std::pair<int64_t, std::string>>& leases,
+                core::Time now);
 
   // --- features/message_store.cpp: an operator's changes to selected tasks
   // --- Operator message to the selected tasks. With ids: all or nothing, and a

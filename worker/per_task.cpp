@@ -151,9 +151,10 @@ bool Runner::ahead_still_held(const core::Task& t) {
 }
 
 bool Runner::ahead_revoked(const core::Task& t) {
-  if (!LeaseAhead::revoked(m_store, t, m_host.live_now())) {
-    return false;
-  }
+  return LeaseAhead::revoked(m_store, t, m_host.live_now()) && ahead_dropped(t);
+}
+
+bool Runner::ahead_dropped(const core::Task& t) {
   if (m_o.verbose) {
     say(t.id, "lease revoked before its handler started; not started");
   }
@@ -389,31 +390,45 @@ void Runner::check_leases() {
   if (m_loop.down()) {
     return; // looked at when the server is back
   }
-  const core::Time now = m_host.live_now();
+  // The running tasks' leases and those leased ahead, in one read.
+  std::vector<Running*> running;
+  std::vector<std::pair<int64_t, std::string>> leases;
   for (auto& r : m_running) {
-    if (r.exit || r.cause == core::StopCause::revoked) {
-      continue;
+    if (!r.exit && r.cause != core::StopCause::revoked) {
+      running.push_back(&r);
+      leases.emplace_back(r.task.id, r.task.lease->token);
     }
-    try {
-      const auto frozen =
-          m_store.lease_frozen(r.task.id, r.task.lease->token, now);
-      if (!frozen) {
-        revoke(r);
-      } else {
-        set_frozen(r, *frozen);
-      }
-    } catch (const ConnectionLost& e) {
-      m_loop.lost(e);
-      return;
-    } catch (const Error& e) {
-      if (e.kind() != ErrorKind::unavailable) {
-        throw;
-      }
+  }
+  for (const auto& e : m_ahead.entries()) {
+    leases.emplace_back(e.task.id, e.task.lease->token);
+  }
+  if (leases.empty()) {
+    return;
+  }
+  std::vector<std::optional<bool>> frozen;
+  try {
+    frozen = m_store.leases_frozen(leases, m_host.live_now());
+  } catch (const ConnectionLost& e) {
+    m_loop.lost(e);
+    return;
+  } catch (const Error& e) {
+    if (e.kind() != ErrorKind::unavailable) {
+      throw;
+    }
+    return; // no answer: checked again on the next change
+  }
+  size_t i = 0;
+  for (Running* r : running) {
+    if (const auto& f = frozen[i++]) {
+      set_frozen(*r, *f);
+    } else {
+      revoke(*r);
     }
   }
   // What was leased ahead and revoked since is dropped: never started.
-  m_ahead.drop_if(
-      [this](const LeaseAhead::Entry& e) { return ahead_revoked(e.task); });
+  m_ahead.drop_if([&](const LeaseAhead::Entry& e) {
+    return !frozen[i++] && ahead_dropped(e.task);
+  });
 }
 
 void Runner::revoke(Running& r) {

@@ -148,6 +148,9 @@ private:
   // Whether an operator took the lease of `t`, leased ahead (said with
   // -v); an unavailable database is no answer: it is checked again.
   bool ahead_revoked(const core::Task& t);
+  // Says (with -v) that `t`, leased ahead, lost its lease before it
+  // started; true, for drop_if.
+  bool ahead_dropped(const core::Task& t);
 
   // Gives back what was leased ahead and not started (its attempt too).
   void release_ahead();

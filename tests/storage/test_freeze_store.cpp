@@ -10,7 +10,10 @@
 #include <doctest/doctest.h>
 
 #include <chrono>
+#include <map>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "store_helpers.hpp"
@@ -112,4 +115,50 @@ TEST_CASE("freeze and continue refuse, all or nothing") {
                "is already frozen"));
   // A repeated id counts once.
   CHECK(store.freeze({running, running}, false, "op", t0).size() == 1);
+}
+
+TEST_CASE("leases_frozen answers as lease_frozen does, for many at once") {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const int64_t plain = add_task(store, "q");
+  const int64_t cold = add_task(store, "q");
+  const int64_t gone = add_task(store, "q");
+  const int64_t brief = add_task(store, "r");
+  storage::NewTask b = new_task("b");
+  b.broadcast_ttl = 1h;
+  const int64_t bcast = store.add(b, t0, k_operator);
+  std::map<int64_t, std::string> token;
+  for (int i = 0; i < 3; ++i) {
+    const auto t = lease_one(store, "q", t0, 5min);
+    REQUIRE(t);
+    token[t->id] = *token_of(*t);
+  }
+  const auto short_lease = lease_one(store, "r", t0, 1s);
+  REQUIRE(short_lease);
+  token[brief] = *token_of(*short_lease);
+  const auto delivery = lease_one(store, "b", t0, 5min, "w1");
+  REQUIRE(delivery);
+  token[bcast] = *token_of(*delivery);
+  store.freeze({cold}, true, "op", t0);
+  send_one(store, gone, Message::kill, t0);
+
+  const Time now = t0 + 2s; // the short lease has run out
+  const std::vector<std::pair<int64_t, std::string>> asked = {
+      {plain, token[plain]}, {cold, token[cold]},   {gone, token[gone]},
+      {brief, token[brief]}, {bcast, token[bcast]}, {plain, "not-the-token"},
+      {cold, token[cold]},   {999, "no-such-task"}};
+  const auto got = store.leases_frozen(asked, now);
+  REQUIRE(got.size() == asked.size());
+  for (size_t i = 0; i < asked.size(); ++i) {
+    CAPTURE(i);
+    CHECK(got[i] == store.lease_frozen(asked[i].first, asked[i].second, now));
+  }
+  // What lease_frozen says, spelled out: held and not frozen, held and
+  // frozen, killed, expired, a broadcast's delivery (never frozen), a
+  // wrong token, the same lease asked twice, no such task.
+  CHECK(got
+        == std::vector<std::optional<bool>>{false, true, std::nullopt,
+                                            std::nullopt, false, std::nullopt,
+                                            true, std::nullopt});
+  CHECK(store.leases_frozen({}, now).empty());
 }
