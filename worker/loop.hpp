@@ -110,7 +110,8 @@ public:
   std::optional<core::Time> begin_look(bool always);
   // Sets the timer for the next time after `seen` that a task can become
   // eligible with no write to the database (a delay ending, a lease
-  // expiring).
+  // expiring). Nothing while the server is away: the try that finds it
+  // back makes a look.
   void wake_when_due(core::Time seen);
 
   // --max-tasks leased.

@@ -343,6 +343,24 @@ TEST_CASE("nothing due sets no timer") {
   CHECK_FALSE(f.loop.looks().wake_at);
 }
 
+TEST_CASE("while the server is away the timer asks it nothing") {
+  // An outcome lost to a silence leaves finish_exited setting the timer:
+  // a read then would be a try outside the back-off (with a stop signal
+  // pending, one more k_stop_allowance before the signal is acted on).
+  Fixture f;
+  f.store.next = f.clock.w + seconds(2);
+  f.lose();
+  f.loop.looks().look = false;
+  f.loop.wake_when_due(f.clock.w);
+  CHECK_FALSE(f.store.asked_since);
+  CHECK_FALSE(f.loop.looks().wake_at);
+  // The try that finds the server back owes the look instead.
+  f.clock.advance(milliseconds(100));
+  f.loop.check_connection();
+  CHECK_FALSE(f.loop.down());
+  CHECK(f.loop.looks().look);
+}
+
 TEST_CASE("a due look: the timer's time makes the next turn look at once") {
   Fixture f;
   Looks& looks = f.loop.looks();
