@@ -12,8 +12,6 @@
 #include "storage/seam/db.hpp"
 #include "storage/task_store.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
@@ -482,32 +480,37 @@ TaskStore::lease_frozen(int64_t id, const std::string& token, Time now) {
 std::vector<std::optional<bool>> TaskStore::leases_frozen(
     const std::vector<std::pair<int64_t, std::string>>& leases, Time now) {
   std::vector<std::optional<bool>> out(leases.size());
-  if (leases.empty()) {
-    return out;
-  }
-  nlohmann::json ids = nlohmann::json::array();
-  for (const auto& lease : leases) {
-    ids.push_back(lease.first);
-  }
   // Each task's live lease with whether it is frozen, and each live
-  // broadcast delivery (never frozen), of the tasks asked; the tokens are
-  // matched here.
-  const std::string asked = "(SELECT CAST(value AS BIGINT) FROM "
-                            + m_db->dialect().json_array_rows("?1") + ")";
+  // broadcast delivery (never frozen), of the tasks asked, named one by
+  // one (so each is found by its key: a list from a JSON parameter was
+  // planned as a scan of every task); the tokens are matched here.
+  constexpr size_t k_per_statement = 100;
   std::string frozen(k_frozen_sql); // of task ?1: here of each row's
   frozen.replace(frozen.find("?1"), 2, "tasks.id");
-  Statement st(*m_db, "SELECT id, lease_token, (" + frozen
-                          + ") FROM tasks WHERE id IN " + asked
-                          + " AND lease_expires > ?2 UNION ALL SELECT "
-                            "d.task_id, d.token, 0 FROM deliveries d JOIN "
-                            "tasks t ON t.id = d.task_id WHERE d.task_id IN "
-                          + asked
-                          + " AND t.state = 'runnable' AND "
-                            "t.broadcast_until > ?2");
-  st.bind(1, ids.dump()).bind(2, to_unix_ms(now));
   std::map<std::pair<int64_t, std::string>, bool> live;
-  while (st.step()) {
-    live[{st.get_int(0), st.get_text(1)}] = st.get_opt_int(2).value_or(0) != 0;
+  for (size_t at = 0; at < leases.size(); at += k_per_statement) {
+    const size_t n = std::min(k_per_statement, leases.size() - at);
+    std::string asked = "(";
+    for (size_t i = 0; i < n; ++i) {
+      asked += (i == 0 ? "?" : ", ?") + std::to_string(i + 2);
+    }
+    asked += ")";
+    Statement st(*m_db, "SELECT id, lease_token, (" + frozen
+                            + ") FROM tasks WHERE id IN " + asked
+                            + " AND lease_expires > ?1 UNION ALL SELECT "
+                              "d.task_id, d.token, 0 FROM deliveries d JOIN "
+                              "tasks t ON t.id = d.task_id WHERE d.task_id IN "
+                            + asked
+                            + " AND t.state = 'runnable' AND "
+                              "t.broadcast_until > ?1");
+    st.bind(1, to_unix_ms(now));
+    for (size_t i = 0; i < n; ++i) {
+      st.bind(static_cast<int>(i) + 2, leases[at + i].first);
+    }
+    while (st.step()) {
+      live[{st.get_int(0), st.get_text(1)}] =
+          st.get_opt_int(2).value_or(0) != 0;
+    }
   }
   for (size_t i = 0; i < leases.size(); ++i) {
     if (const auto it = live.find(leases[i]); it != live.end()) {

@@ -161,4 +161,12 @@ TEST_CASE("leases_frozen answers as lease_frozen does, for many at once") {
                                             std::nullopt, false, std::nullopt,
                                             true, std::nullopt});
   CHECK(store.leases_frozen({}, now).empty());
+  // More than one statement's worth (100 a statement), in order.
+  std::vector<std::pair<int64_t, std::string>> many;
+  std::vector<std::optional<bool>> expected;
+  for (int round = 0; round < 20; ++round) {
+    many.insert(many.end(), asked.begin(), asked.end());
+    expected.insert(expected.end(), got.begin(), got.end());
+  }
+  CHECK(store.leases_frozen(many, now) == expected);
 }
