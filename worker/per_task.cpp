@@ -128,30 +128,26 @@ void Runner::start_or_keep(std::vector<core::Task> tasks, int now) {
 }
 
 void Runner::start_ahead() {
-  while (!m_ahead.empty() && !m_loop.stopping() && !m_loop.down()
-         && static_cast<int>(m_running.size()) < m_o.concurrency) {
+  const auto can_start = [this] {
+    return !m_ahead.empty() && !m_loop.stopping() && !m_loop.down()
+           && static_cast<int>(m_running.size()) < m_o.concurrency;
+  };
+  if (!can_start()) {
+    return;
+  }
+  // Another connection may have committed since these were leased (on
+  // PostgreSQL that cannot be told without asking): the running tasks'
+  // leases and these are checked in one read, which drops what lost its
+  // lease, as after a wake-up (the next look included).
+  if (m_changed_elsewhere || foreign_change()) {
+    look_if_changed_elsewhere(true);
+  }
+  while (can_start()) {
     core::Task t = m_ahead.take();
-    if (ahead_still_held(t)) {
+    if (!LeaseAhead::expired(t, m_host.live_now())) {
       start(std::move(t));
-    }
+    } // else another worker may hold it now
   }
-}
-
-bool Runner::ahead_still_held(const core::Task& t) {
-  if (LeaseAhead::expired(t, m_host.live_now())) {
-    return false; // another worker may hold it now
-  }
-  // No commit but ours since the lease (none seen and none pending for
-  // look_if_changed_elsewhere): it is still held as leased.
-  if (!m_changed_elsewhere && !foreign_change()) {
-    return true;
-  }
-  m_changed_elsewhere = true; // for the running ones and the next look
-  return !ahead_revoked(t);
-}
-
-bool Runner::ahead_revoked(const core::Task& t) {
-  return LeaseAhead::revoked(m_store, t, m_host.live_now()) && ahead_dropped(t);
 }
 
 bool Runner::ahead_dropped(const core::Task& t) {
@@ -377,8 +373,8 @@ void Runner::after_own_commit() {
   }
 }
 
-void Runner::look_if_changed_elsewhere() {
-  if (!m_changed_elsewhere) {
+void Runner::look_if_changed_elsewhere(bool changed) {
+  if (!m_changed_elsewhere && !changed) {
     return;
   }
   m_changed_elsewhere = false;

@@ -143,11 +143,6 @@ private:
   // Starts what was leased ahead into the free slots, if it is still ours.
   void start_ahead();
 
-  bool ahead_still_held(const core::Task& t);
-
-  // Whether an operator took the lease of `t`, leased ahead (said with
-  // -v); an unavailable database is no answer: it is checked again.
-  bool ahead_revoked(const core::Task& t);
   // Says (with -v) that `t`, leased ahead, lost its lease before it
   // started; true, for drop_if.
   bool ahead_dropped(const core::Task& t);
@@ -177,8 +172,9 @@ private:
   // way wakes the poll when it comes.
   void after_own_commit();
 
-  // What after_own_commit found: as a wake-up of the feed would.
-  void look_if_changed_elsewhere();
+  // What after_own_commit found (or `changed`, a change known
+  // otherwise): as a wake-up of the feed would.
+  void look_if_changed_elsewhere(bool changed = false);
 
   // After any change to the database: has an operator taken a lease?
   void check_leases();
