@@ -106,8 +106,11 @@ took=$(($(now_ms) - start))
 expect_out_empty
 expect_err_format
 expect_err_contains "$p"
+# The upper bound tells a wait that gave up from one that did not (the
+# task never finishes); it is wide for a loaded machine: CI at d3e8aa0,
+# beside multihost at -j5 on two cores, once took 5,020 ms on PostgreSQL.
 check "it gave up after about 1 s (took ${took} ms)" \
-  test "$took" -ge 950 -a "$took" -lt 4000
+  test "$took" -ge 950 -a "$took" -lt 10000
 expect_eq "$(state "$p")" runnable "the waited-for task, untouched"
 
 # A waiter woken by the commit returns in milliseconds (bench/wakeup); one
