@@ -551,6 +551,25 @@ describe('the view', () => {
     await page.close();
   });
 
+  it('a choice made in a form holds live updates: the form stays as the reader left it', async () => {
+    // A bulk action chosen and left, its button not pressed: a fresh
+    // <main> would put the form back to its first action, and the button
+    // would send that (seen once in CI: a kill chosen, a pause sent).
+    const page = await open();
+    await page.goto(`${main.url}/tasks?queue=thumbs`);
+    await expect(page.locator('#live')).toHaveText('live');
+    await page.locator('form.bulk select[name=bulk]').selectOption('kill');
+    await page.locator('h1').click(); // the select left
+    const added = add('thumbs', '--', 'make-thumb', 'held.png'); // a row a fresh page would show
+    // The change heard: the page either held (data-held) or was replaced.
+    await page.waitForFunction((id) => document.body.dataset.held === 'yes'
+      || document.querySelector(`a[href$="/tasks/${id}"]`) !== null, added);
+    assert.equal(await page.locator('form.bulk select[name=bulk]').inputValue(), 'kill', 'the choice kept');
+    assert.equal(await page.locator(`a[href$="/tasks/${added}"]`).count(), 0, 'the page not replaced');
+    await expect(page.locator('#live')).toHaveText('live: held while you use this page');
+    await page.close();
+  });
+
   it('a running task\'s output arrives on its open page, appended to its <pre>, without a reload', async () => {
     // A handler that prints a line, waits for a file, prints a second line
     // and waits for another (each wait bounded at a minute), leased by a

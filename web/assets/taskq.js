@@ -41,17 +41,28 @@
   };
 
   // Fetch this page again and put its <main> in place, unless the reader
-  // is typing in a form of it.
+  // is using a form of it: typing in it, a box ticked, or a choice made
+  // and left (a bulk action chosen, its button not yet pressed: a fresh
+  // <main> would put the form back as it was, and the button would send
+  // what the reader did not choose). Then the page stays as it is until
+  // they leave it, and says so (data-held on <body>).
   let busy = false;
+  let used = false;
+  const mark = (e) => { if (e.target instanceof Element && e.target.closest('main')) { used = true; } };
+  document.addEventListener('input', mark, true);
+  document.addEventListener('change', mark, true);
   const reading = () => {
     const active = document.activeElement;
-    return (active && active.closest('main') && /INPUT|SELECT|TEXTAREA/.test(active.tagName))
+    return used
+      || (active && active.closest('main') && /INPUT|SELECT|TEXTAREA/.test(active.tagName))
       || document.querySelector('main input[type=checkbox]:checked') !== null;
   };
+  const hold = () => { body.dataset.held = 'yes'; say('live: held while you use this page'); };
   let again = false; // a change heard while a fetch was under way
   const refresh = async () => {
     if (busy) { again = true; return; }
-    if (document.hidden || reading()) { return; }
+    if (document.hidden) { return; }
+    if (reading()) { hold(); return; }
     busy = true;
     try {
       const res = await fetch(location.href, { headers: { Accept: 'text/html' }, credentials: 'same-origin' });
@@ -60,7 +71,7 @@
         const fresh = doc.getElementById('main');
         const main = document.getElementById('main');
         // Asked again: the reader may have ticked or typed while it loaded.
-        if (fresh && main && !reading()) { main.replaceWith(fresh); showTimes(); wireCopies(); }
+        if (fresh && main && !reading()) { main.replaceWith(fresh); showTimes(); wireCopies(); } else if (fresh) { hold(); }
       }
     } catch (e) { /* the next change tries again */ }
     busy = false;
