@@ -218,7 +218,17 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
     }
     const Time expires = now + req.lease_for;
     std::string token = random_token();
+    const auto log_lease = [&] {
+      log_event(db, t.id, now, "lease", TaskState::runnable,
+                TaskState::runnable, req.worker,
+                "attempt " + std::to_string(t.attempts + 1) + ", until "
+                    + core::format_time(expires));
+    };
     if (t.state == TaskState::runnable) {
+      // Logged first: on PostgreSQL the events rows kept (this one, and a
+      // worker's done before it) ride the UPDATE, in its statement
+      // (pg::WriteBehind::riding).
+      log_lease();
       // The state is named only when it changes (a sleeping task wakes
       // up): naming it fires tasks_count_update, whose program costs as
       // much as the rest of the UPDATE.
@@ -242,11 +252,8 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
           .set("lease_for_ms", int64_t{req.lease_for.count()})
           .add("attempts = attempts + 1");
       move_task(db, wake, now);
+      log_lease(); // after the wake-up's own event
     }
-    log_event(db, t.id, now, "lease", TaskState::runnable, TaskState::runnable,
-              req.worker,
-              "attempt " + std::to_string(t.attempts + 1) + ", until "
-                  + core::format_time(expires));
     // The candidate as read in this transaction, with what the UPDATE
     // wrote (no trigger changes a task's columns): not read again.
     t.state = TaskState::runnable;

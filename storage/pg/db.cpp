@@ -261,10 +261,15 @@ public:
     if (m_pooled && pq().PQtransactionStatus(m_conn.get()) == PQTRANS_IDLE) {
       return alone([&] { return run(p, bound_values, bound_types); });
     }
-    if (!m_behind.empty() && p.sql.text.find("events") != std::string::npos) {
-      flush_events();
+    Result r;
+    if (auto riding = m_behind.riding(p)) {
+      r = run_riding(p, std::move(*riding), bound_values, bound_types);
+    } else {
+      if (!m_behind.empty() && p.sql.text.find("events") != std::string::npos) {
+        flush_events();
+      }
+      r = run_once(p, bound_values, bound_types);
     }
-    Result r = run_once(p, bound_values, bound_types);
     // INSERT, UPDATE and DELETE report the rows they changed.
     const std::string_view status = pq().PQcmdStatus(r.get());
     if (!status.starts_with("SELECT")
@@ -272,6 +277,28 @@ public:
       m_changed = true;
     }
     return r;
+  }
+
+  // `p` with the events rows kept riding it (WriteBehind::riding), its
+  // text prepared as any other.
+  Result run_riding(const Prepared& p, Prepared riding,
+                    const std::vector<const char*>& bound_values,
+                    const std::vector<Oid>& bound_types) {
+    auto it = m_prepared.find(riding.sql.text);
+    if (it == m_prepared.end()) {
+      const std::string key = riding.sql.text;
+      it = m_prepared.emplace(key, std::move(riding)).first;
+    }
+    const std::vector<std::optional<std::string>> rows = m_behind.take_values();
+    std::vector<const char*> values(bound_values);
+    std::vector<Oid> types(bound_types);
+    values.resize(static_cast<size_t>(p.params));
+    types.resize(static_cast<size_t>(p.params));
+    for (const auto& v : rows) {
+      values.push_back(v ? v->c_str() : nullptr);
+      types.push_back(0); // typed by its column
+    }
+    return run_once(it->second, values, types);
   }
 
   Result run_once(Prepared& p, const std::vector<const char*>& bound_values,

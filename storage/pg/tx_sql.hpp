@@ -53,11 +53,15 @@ constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
 // transaction writes nothing to wait for (synchronous_commit off: losing
 // a wake-up in a crash costs nothing, the waiters look again when they
 // reconnect), so the turn it takes is short. The commit's own status is
-// still read first (commit()).
-constexpr const char* k_commit_write =
-    "COMMIT; BEGIN; SET LOCAL synchronous_commit = off; NOTIFY taskq; "
-    "COMMIT";
+// still read first (commit()). It is one statement, in the implicit
+// transaction that a statement outside BEGIN gets: set_config(..., true)
+// is that transaction's SET LOCAL (BEGIN, SET LOCAL, NOTIFY and COMMIT
+// were four statements where this is one).
 constexpr const char* k_wake =
-    "BEGIN; SET LOCAL synchronous_commit = off; NOTIFY taskq; COMMIT";
+    "SELECT set_config('synchronous_commit', 'off', true), "
+    "pg_notify('taskq', '')";
+constexpr const char* k_commit_write =
+    "COMMIT; SELECT set_config('synchronous_commit', 'off', true), "
+    "pg_notify('taskq', '')";
 
 } // namespace taskq::storage::pg

@@ -13,6 +13,12 @@ using libpq::pq;
 
 // At most this many events rows wait: one INSERT each that many.
 constexpr size_t k_events_at_once = 256;
+// At most this many ride a statement (WriteBehind::riding): few statement
+// texts to prepare (one per count), and a turn of a worker leasing ahead
+// logs a handful.
+constexpr size_t k_riders = 16;
+// The columns of an events row, as the INSERT names them.
+constexpr int k_event_columns = 7;
 
 } // namespace
 
@@ -39,6 +45,51 @@ std::string WriteBehind::take_sql(PGconn* conn) {
   });
   m_events.clear();
   return sql;
+}
+
+std::optional<Prepared> WriteBehind::riding(const Prepared& p) const {
+  const std::string& text = p.sql.text;
+  if (m_events.empty() || m_events.size() > k_riders
+      || !text.starts_with("UPDATE tasks SET ")
+      || text.find("events") != std::string::npos) {
+    return std::nullopt;
+  }
+  Prepared out;
+  out.params = p.params + k_event_columns * static_cast<int>(m_events.size());
+  out.sql.source = p.sql.source;
+  out.sql.as_text = p.sql.as_text;
+  std::string values;
+  int position = static_cast<int>(p.sql.source.size());
+  int bound = p.params;
+  for (size_t i = 0; i < m_events.size(); ++i) {
+    values += i == 0 ? "(" : ", (";
+    for (int c = 0; c < k_event_columns; ++c) {
+      values += (c == 0 ? "$" : ", $") + std::to_string(++position);
+      out.sql.source.push_back(++bound);
+      out.sql.as_text.push_back(false); // typed by its column
+    }
+    values += ")";
+  }
+  out.sql.text = "WITH taskq_events AS (INSERT INTO events (task_id, time, "
+                 "message, from_state, to_state, actor, detail) VALUES "
+                 + values + ") " + text;
+  return out;
+}
+
+std::vector<std::optional<std::string>> WriteBehind::take_values() {
+  std::vector<std::optional<std::string>> out;
+  out.reserve(m_events.size() * k_event_columns);
+  for (Db::EventRow& r : m_events) {
+    out.emplace_back(std::to_string(r.task_id));
+    out.emplace_back(std::to_string(r.time));
+    out.emplace_back(std::move(r.message));
+    out.emplace_back(std::move(r.from));
+    out.emplace_back(std::move(r.to));
+    out.emplace_back(std::move(r.actor));
+    out.emplace_back(std::move(r.detail));
+  }
+  m_events.clear();
+  return out;
 }
 
 const char* WriteBehind::commit_sql(bool changed, bool quiet) {

@@ -2,13 +2,16 @@
 
 // Internal to storage/pg: what a PostgreSQL connection writes after the
 // fact, to spare round trips. The events rows of the open write
-// transaction wait for its next statement that names the events table or
-// for its COMMIT, and go in one INSERT with it; the wake-ups of waiting
+// transaction wait for its next UPDATE of tasks, which carries them as a
+// data-modifying WITH in the same statement (riding()), or else for its
+// next statement that names the events table or for its COMMIT, and go in
+// one INSERT with it; the wake-ups of waiting
 // processes (NOTIFY) its commits owe go at most once per core::k_wake_every
 // (core/wake_throttle.hpp).
 
 #include "core/wake_throttle.hpp"
 #include "storage/pg/libpq.hpp"
+#include "storage/pg/statement.hpp"
 #include "storage/seam/db.hpp"
 
 #include <chrono>
@@ -30,6 +33,21 @@ public:
   // The rows kept, as one INSERT ending with "; " ("" for none), no longer
   // kept; throws Error(internal) when `conn` cannot quote a value.
   std::string take_sql(PGconn* conn);
+
+  // The rows kept riding `p`: `p` with them as a leading data-modifying
+  // WITH (their INSERT's parameters after p's), for a statement that may
+  // carry them: an UPDATE of tasks that reads no events (the INSERT's rows
+  // are not visible to the rest of its statement), with no WITH of its
+  // own, and at most k_riders rows kept. std::nullopt: it may not (none
+  // kept, too many, or another statement).
+  // A worker's turn logs its done and its next lease, and the lease's
+  // UPDATE carries both: one statement less than an INSERT at the COMMIT.
+  // The riders' statement text depends only on `p` and the number of rows,
+  // so it is prepared as p is (PgDb::run).
+  std::optional<Prepared> riding(const Prepared& p) const;
+  // The rows' values, in riding()'s parameter order, as text (NULL:
+  // std::nullopt), no longer kept.
+  std::vector<std::optional<std::string>> take_values();
 
   // --- wake-ups ---
   // What ends the open write transaction after take_sql(): a COMMIT, and

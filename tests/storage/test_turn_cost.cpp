@@ -22,9 +22,8 @@ namespace {
 
 // The statements the server ran for `db` since `reset`, but the test's own
 // and the wake-ups': a commit that changed rows wakes the waiters in a
-// transaction of its own (BEGIN; SET LOCAL synchronous_commit; NOTIFY;
-// COMMIT), at most one each core::k_wake_every, so how many depends on
-// how fast the test runs.
+// statement of its own (pg_notify, pg::k_commit_write), at most one each
+// core::k_wake_every, so how many depends on how fast the test runs.
 int64_t statements(const TempDb& db) {
   const std::string from = "FROM pg_stat_statements s "
                            "JOIN pg_database d ON d.oid = s.dbid "
@@ -32,9 +31,10 @@ int64_t statements(const TempDb& db) {
   const int64_t all =
       std::stoll(db.value("SELECT coalesce(sum(calls), 0) " + from
                           + "AND query NOT LIKE '%pg_stat_statements%'"));
-  const int64_t wakes = std::stoll(db.value(
-      "SELECT coalesce(sum(calls), 0) " + from + "AND query LIKE 'NOTIFY%'"));
-  return all - 4 * wakes;
+  const int64_t wakes =
+      std::stoll(db.value("SELECT coalesce(sum(calls), 0) " + from
+                          + "AND query LIKE '%pg_notify(%'"));
+  return all - wakes;
 }
 
 void reset(const TempDb& db) {
@@ -45,7 +45,7 @@ void reset(const TempDb& db) {
 
 } // namespace
 
-TEST_CASE("a done and the next lease cost at most 9 statements on "
+TEST_CASE("a done and the next lease cost at most 7 statements on "
           "PostgreSQL"
           * doctest::skip(!on_postgresql())) {
   TempDb db;
@@ -69,12 +69,13 @@ TEST_CASE("a done and the next lease cost at most 9 statements on "
   CAPTURE(n);
   // BEGIN; its lock, clock and settings with the held task's row locked
   // (Db::begin_holding); the held task read; its done; the queue's probe
-  // with its first candidates; the lease; the events; COMMIT.
-  CHECK(n <= 8 * k_turns);
-  CHECK(n >= 6 * k_turns); // the count is read at all
+  // with its first candidates; the lease, which the events ride
+  // (pg::WriteBehind::riding); COMMIT.
+  CHECK(n <= 7 * k_turns);
+  CHECK(n >= 5 * k_turns); // the count is read at all
 }
 
-TEST_CASE("a plain lease costs at most 6 statements on PostgreSQL"
+TEST_CASE("a plain lease costs at most 5 statements on PostgreSQL"
           * doctest::skip(!on_postgresql())) {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
@@ -89,7 +90,7 @@ TEST_CASE("a plain lease costs at most 6 statements on PostgreSQL"
   const int64_t n = statements(db);
   CAPTURE(n);
   // BEGIN; its lock, clock and settings; the probe with its first
-  // candidates; the lease; the event; COMMIT.
-  CHECK(n <= 6 * k_leases);
-  CHECK(n >= 4 * k_leases);
+  // candidates; the lease, which its event rides; COMMIT.
+  CHECK(n <= 5 * k_leases);
+  CHECK(n >= 3 * k_leases);
 }

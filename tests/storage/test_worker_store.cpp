@@ -419,6 +419,52 @@ TEST_CASE("a batch leases the next tasks after its outcomes, in the same "
   CHECK(none.leased.empty());
 }
 
+TEST_CASE("a batch's events are all logged, in order, with their states, "
+          "actors and details") {
+  // On PostgreSQL they ride the batch's UPDATEs of tasks
+  // (pg::WriteBehind::riding), up to 16 at a time.
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  constexpr int k_n = 20;
+  for (int i = 0; i < 2 * k_n; ++i) {
+    add_task(store, "q");
+  }
+  const auto leased = lease_n(store, k_n, t0);
+  REQUIRE(leased.size() == k_n);
+  storage::EventCursor cursor = store.events_end();
+  std::vector<storage::Outcome> outcomes;
+  for (const auto& t : leased) {
+    outcomes.push_back(done(t, "1"));
+  }
+  auto next = lease_request("q", 1min);
+  next.count = k_n;
+  const auto r = store.apply_outcomes(outcomes, next, t0 + 1s);
+  REQUIRE(r.leased.size() == k_n);
+  const auto events = store.events(std::nullopt, std::nullopt, cursor, 1000);
+  REQUIRE(events.size() == 2 * k_n);
+  for (int i = 0; i < k_n; ++i) {
+    const core::Event& e = events[i].event;
+    CAPTURE(i);
+    CHECK(e.task_id == leased[i].id);
+    CHECK(e.message == "complete");
+    CHECK(e.from == "runnable");
+    CHECK(e.to == "completed");
+    CHECK(e.actor == k_worker);
+    CHECK(e.detail.empty());
+    CHECK(e.time == t0 + 1s);
+    const core::Event& l = events[k_n + i].event;
+    CHECK(l.task_id == r.leased[i].id);
+    CHECK(l.message == "lease");
+    CHECK(l.from == "runnable");
+    CHECK(l.to == "runnable");
+    CHECK(l.actor == k_worker);
+    CHECK(l.detail == "attempt 1, until " + core::format_time(t0 + 1s + 1min));
+    if (i > 0) {
+      CHECK(l.id > events[k_n + i - 1].event.id);
+    }
+  }
+}
+
 TEST_CASE("a repeated outcome for a finished task is refused as lost") {
   TempDb db;
   TaskStore store(db.path(), OpenMode::write);
