@@ -52,16 +52,18 @@ public:
       : Db(Backend::postgresql, redact_url(url)), m_url(std::move(parts.url)),
         m_schema(std::move(parts.schema)), m_pooled(parts.pooled),
         m_listen(std::move(parts.listen)),
-        m_begin_write(
-            pg::with_schema_write(m_schema, m_pooled, idle_of(parts))),
+        m_begin_write(pg::with_schema_write(
+            m_schema, m_pooled, pg::idle_limit(pg::answer_bound(parts)))),
         m_begin_read(with_schema(
             k_begin_read, m_schema,
-            pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
+            pg::local_settings(m_pooled, m_schema,
+                               pg::idle_limit(pg::answer_bound(parts))))),
         m_begin_alone(with_schema(
             "BEGIN", m_schema,
-            pg::local_settings(m_pooled, m_schema, idle_of(parts)))),
-        m_bound(bound_of(parts)),
-        m_params(params(m_url, m_schema, m_pooled, m_bound)),
+            pg::local_settings(m_pooled, m_schema,
+                               pg::idle_limit(pg::answer_bound(parts))))),
+        m_bound(pg::answer_bound(parts)),
+        m_params(pg::connect_params_for(m_url, m_schema, m_pooled, m_bound)),
         m_conn(libpq::connect(m_params, m_url)) {
     if (m_conn == nullptr) {
       throw Error(ErrorKind::unavailable,
@@ -84,85 +86,25 @@ public:
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
       // The URL sets options of its own, which connect() leaves alone.
-      exec(pg::session_settings("SET ", "; ", m_schema, idle_of(m_bound))
+      exec(pg::session_settings("SET ", "; ", m_schema, pg::idle_limit(m_bound))
                .c_str(),
            "cannot configure the connection");
     }
   }
 
-  // The answer bound (storage/seam/server_wait.hpp): the URL's, else the
-  // process's; and the server's idle_in_transaction_session_timeout, where
-  // the process asks for one (run).
-  static core::Millis bound_of(const pg::UrlParts& parts) {
-    return parts.answer_timeout.value_or(answer_timeout());
-  }
-  static core::Millis idle_of(core::Millis bound) {
-    return idle_transactions_ended() ? 2 * bound : core::Millis{0};
-  }
-  static core::Millis idle_of(const pg::UrlParts& parts) {
-    return idle_of(bound_of(parts));
-  }
-
-  // Connects with the session settings sent in the startup packet (no round
-  // trip of their own), unless the URL has options of its own or leads to
-  // a pooler in transaction mode: PgBouncer refuses startup parameters it
-  // does not know, and a session's settings would stay with the server
-  // connection, not with us (each transaction makes them:
-  // pg::local_settings()).
-  static libpq::ConnectParams params(const std::string& url,
-                                     const std::string& schema, bool pooled,
-                                     core::Millis bound) {
-    const std::string options =
-        pg::session_settings("-c ", " ", schema, idle_of(bound));
-    const bool own = url.find("options=") != std::string::npos;
-    return libpq::connect_params(url, own || pooled ? nullptr : options.c_str(),
-                                 bound);
-  }
-
   // --- every wait for the server bounded (storage/pg/wire.hpp) ---
 
-  // The answers to what was just sent. A server silent past the bound
-  // loses the connection (ConnectionLost), unless it is still at work on
-  // our statement, asked on a fresh connection (pg::still_working(): a
-  // slow statement or a lock wait is no dead network); through a pooler
-  // it cannot be asked (its process ids are the pooler's). A signal to
-  // stop or the wait limit ends the wait without asking.
+  // The answers to what was just sent (pg::answers_within: a server
+  // silent past the bound loses the connection, ConnectionLost, unless it
+  // is still at work on our statement).
   std::vector<Result> answers() {
-    std::vector<Result> results;
-    pg::Deadline d(m_bound.count() > 0 ? std::optional(m_bound) : std::nullopt);
-    bool unanswered = false; // the last question went unanswered
-    while (!pg::await_results(m_conn.get(), d, results)) {
-      // A signal to stop that came during a slow statement on a live
-      // network leaves it to finish (a lease's COMMIT cut short would hold
-      // its task for --for): asked as at the bound, within the stop's
-      // allowance.
-      const bool ask = !m_pooled && (!d.stopping() || d.stopped_by_signal());
-      if (ask) {
-        pg::Deadline probe(std::max(m_bound, core::Millis{2000}));
-        const pg::Working w =
-            pg::still_working(m_params, pq().PQbackendPID(m_conn.get()), probe);
-        // A server too loaded to answer the question soon is given one
-        // more bound before the connection counts as lost: a fleet that
-        // gave up on a slow server would reconnect to it all at once.
-        const bool again =
-            w == pg::Working::unknown && !unanswered && !d.stopped_by_signal();
-        unanswered = w == pg::Working::unknown;
-        if (w == pg::Working::yes || again) {
-          if (d.stopped_by_signal()) {
-            d.forgive_signal();
-          } else {
-            d.extend(m_bound);
-          }
-          continue;
-        }
-      }
-      lose("lost the connection to database " + path() + ": "
-           + (d.stopping() ? std::string("stopped waiting for its answer "
-                                         "(stopping)")
-                           : "no answer from the server in "
-                                 + core::format_duration(m_bound)));
+    std::string why;
+    auto results =
+        pg::answers_within(m_conn.get(), m_params, m_bound, m_pooled, why);
+    if (!results) {
+      lose("lost the connection to database " + path() + ": " + why);
     }
-    return results;
+    return std::move(*results);
   }
   // The connection is lost: made again before the next transaction.
   [[noreturn]] void lose(std::string message) const {
@@ -408,7 +350,7 @@ public:
     }
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
-      exec(pg::session_settings("SET ", "; ", m_schema, idle_of(m_bound))
+      exec(pg::session_settings("SET ", "; ", m_schema, pg::idle_limit(m_bound))
                .c_str(),
            "cannot configure the connection");
     }

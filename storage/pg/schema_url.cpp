@@ -3,6 +3,7 @@
 #include "core/error.hpp"
 #include "storage/pg/tx_sql.hpp"
 #include "storage/seam/db.hpp"
+#include "storage/seam/server_wait.hpp"
 #include "storage/task_store.hpp"
 
 #include <algorithm>
@@ -264,6 +265,24 @@ std::string with_tasks_locked(std::string_view begin_write,
          + std::string(
              begin_write.substr(from, begin_write.size() - from - tail.size()))
          + " OFFSET 0) AS a" + std::string(tail);
+}
+
+core::Millis answer_bound(const UrlParts& parts) {
+  return parts.answer_timeout.value_or(answer_timeout());
+}
+
+core::Millis idle_limit(core::Millis bound) {
+  return idle_transactions_ended() ? 2 * bound : core::Millis{0};
+}
+
+libpq::ConnectParams connect_params_for(const std::string& url,
+                                        const std::string& schema, bool pooled,
+                                        core::Millis bound) {
+  const std::string options =
+      session_settings("-c ", " ", schema, idle_limit(bound));
+  const bool own = url.find("options=") != std::string::npos;
+  return libpq::connect_params(url, own || pooled ? nullptr : options.c_str(),
+                               bound);
 }
 
 } // namespace taskq::storage::pg

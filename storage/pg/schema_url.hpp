@@ -6,6 +6,7 @@
 // (storage/pg/schema_url.cpp).
 
 #include "core/duration.hpp"
+#include "storage/pg/libpq.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -93,6 +94,24 @@ std::string session_settings(std::string_view set, std::string_view sep,
 // connection's startup packet set them.
 std::string local_settings(bool pooled, const std::string& schema,
                            core::Millis idle = core::Millis{0});
+
+// A connection's answer bound (storage/seam/server_wait.hpp): the URL's,
+// else the process's.
+core::Millis answer_bound(const UrlParts& parts);
+// The server's idle_in_transaction_session_timeout for a connection with
+// that bound: twice it, where the process asks for one (run); else 0
+// (none).
+core::Millis idle_limit(core::Millis bound);
+
+// What libpq connects with: the session settings sent in the startup
+// packet (no round trip of their own), unless the URL has options of its
+// own or leads to a pooler in transaction mode: PgBouncer refuses startup
+// parameters it does not know, and a session's settings would stay with
+// the server connection, not with us (each transaction makes them:
+// local_settings()).
+libpq::ConnectParams connect_params_for(const std::string& url,
+                                        const std::string& schema, bool pooled,
+                                        core::Millis bound);
 
 // k_begin_write with the schema as the search_path and, through a pooler
 // (`pooled`), the session settings, each made with set_config(..., true)

@@ -340,4 +340,41 @@ Working still_working(const ConnectParams& params, int pid, Deadline& d) {
              : Working::no;
 }
 
+std::optional<std::vector<libpq::Result>>
+answers_within(PGconn* conn, const ConnectParams& params, core::Millis bound,
+               bool pooled, std::string& why) {
+  std::vector<libpq::Result> results;
+  Deadline d(bound.count() > 0 ? std::optional(bound) : std::nullopt);
+  bool unanswered = false; // the last question went unanswered
+  while (!await_results(conn, d, results)) {
+    // A signal to stop that came during a slow statement on a live
+    // network leaves it to finish (a lease's COMMIT cut short would hold
+    // its task for --for): asked as at the bound, within the stop's
+    // allowance.
+    const bool ask = !pooled && (!d.stopping() || d.stopped_by_signal());
+    if (ask) {
+      Deadline probe(std::max(bound, core::Millis{2000}));
+      const Working w =
+          still_working(params, libpq::pq().PQbackendPID(conn), probe);
+      const bool again =
+          w == Working::unknown && !unanswered && !d.stopped_by_signal();
+      unanswered = w == Working::unknown;
+      if (w == Working::yes || again) {
+        if (d.stopped_by_signal()) {
+          d.forgive_signal();
+        } else {
+          d.extend(bound);
+        }
+        continue;
+      }
+    }
+    why = d.stopping()
+              ? std::string("stopped waiting for its answer "
+                            "(stopping)")
+              : "no answer from the server in " + core::format_duration(bound);
+    return std::nullopt;
+  }
+  return results;
+}
+
 } // namespace taskq::storage::pg

@@ -94,4 +94,19 @@ PGconn* connect_within(const ConnectParams& params, Deadline& d);
 enum class Working { yes, no, unknown };
 Working still_working(const ConnectParams& params, int pid, Deadline& d);
 
+// The answers to what was just sent on `conn`, within `bound` (0: no
+// bound). A server silent past it is asked, on a fresh connection made
+// with `params`, whether it is still at work on our statement
+// (still_working(): a slow statement or a lock wait is no dead network),
+// and waited for another bound if so, or if the question went unanswered
+// once (a fleet that gave up on a loaded server would reconnect to it all
+// at once). Through a pooler (`pooled`) it cannot be asked: its process
+// ids are the pooler's. A signal to stop or the wait limit ends the wait
+// without asking. std::nullopt: the wait ended with no answer, and why
+// ("no answer from the server in 10s", "stopped waiting ...") is in
+// `why`.
+std::optional<std::vector<libpq::Result>>
+answers_within(PGconn* conn, const ConnectParams& params, core::Millis bound,
+               bool pooled, std::string& why);
+
 } // namespace taskq::storage::pg
