@@ -442,6 +442,8 @@ public:
   int64_t submit_flow(const std::string& document, core::Time now,
                       const std::string& actor);
   FlowReply flow_request(int64_t id, FlowRequest req, core::Time now);
+
+  // --- features/flow_read_store.cpp: flows read ---
   std::vector<FlowSummary> flows(const std::optional<std::string>& state);
   FlowDetail flow(int64_t id); // not_found when missing
   std::optional<FlowSummary> find_flow(int64_t id);
