@@ -180,6 +180,10 @@ struct Outcome {
   enum class Kind { complete, fail, release } kind = Kind::complete;
   int64_t id = 0;
   std::string token;
+  // The lease holder's name (the lease's worker): a complete whose lease
+  // is this worker's is recorded in one statement (empty: the lease is
+  // read first, as complete() does).
+  std::string worker;
   std::optional<std::string> result; // complete: JSON text
   FailRequest fail;                  // fail
   std::optional<core::Millis> delay; // release
@@ -188,7 +192,8 @@ struct Outcome {
 struct OutcomeResult {
   int64_t id = 0;
   // The task after it (none: lease lost). After a complete, the task as
-  // checked with its new state, lease and result, not read again.
+  // its write returned it, or as checked with its new state, lease and
+  // result (a broadcast's delivery: the task unchanged), not read again.
   std::optional<core::Task> task;
   // Why, when the lease was lost (the conflict message, as complete()
   // would say).

@@ -42,6 +42,7 @@ storage::Outcome under_lease(const core::Task& t, storage::Outcome::Kind kind) {
   o.kind = kind;
   o.id = t.id;
   o.token = t.lease->token;
+  o.worker = t.lease->worker;
   return o;
 }
 

@@ -282,6 +282,39 @@ Task release_held(Db& db, const Held& held, const std::string& token,
   return reload ? load_full(db, id) : task;
 }
 
+// complete_held for outcome `o` in one statement, with the lease checked
+// by the UPDATE's WHERE rather than read first: std::nullopt, nothing
+// written, when the checks do not all pass (the caller then takes the
+// checked path, which says why or records a broadcast's delivery). The
+// checks are check_held's and complete_held's for a task that is not a
+// broadcast: the token, a live lease, a state complete moves (runnable);
+// only a broadcast (broadcast_until set) has deliveries, so leaving them
+// out leaves no delivery to miss. The event's actor is the lease's worker,
+// which the UPDATE clears and its RETURNING gives as NULL (PostgreSQL 15
+// has no OLD there, SQLite none at all): the worker named in `o` is
+// guarded on as well, so that the name logged is the lease's whatever a
+// caller passes. `o.id`'s row must be locked by an earlier statement
+// (apply_outcomes' Transaction): then whether it has dependents, which the
+// UPDATE reads, includes one an `add --after` committed while this waited
+// for the row (move_task_if).
+std::optional<Task> complete_guarded(Db& db, const Outcome& o, Time now) {
+  if (o.worker.empty()) {
+    return std::nullopt;
+  }
+  StateChange done{o.id, TaskState::runnable, Message::complete, o.worker, ""};
+  done.also.end_lease().set("result", o.result);
+  Guard guard;
+  guard.equals("lease_token", o.token)
+      .equals("lease_worker", o.worker)
+      .greater("lease_expires", to_unix_ms(now))
+      .is_null("broadcast_until");
+  auto moved = move_task_if(db, done, guard, now);
+  if (!moved) {
+    return std::nullopt;
+  }
+  return std::move(moved->task);
+}
+
 } // namespace
 
 namespace detail {
@@ -361,6 +394,11 @@ BatchResult TaskStore::apply_outcomes(const std::vector<Outcome>& outcomes,
   return retrying([&]() -> BatchResult {
     // Each outcome's task locked as the transaction begins (check_held
     // would lock each in turn): a statement less a task on PostgreSQL.
+    // It is also what lets complete_guarded read whether a task has
+    // dependents in its own UPDATE: that statement starts after the lock
+    // is held, so after any `add --after` that held the row meanwhile
+    // committed its task_deps row (READ COMMITTED: a fresh snapshot per
+    // statement), and sees it.
     Transaction tx(*m_db, ids);
     now = locked_now(now);
     // A worker's outcomes and its next lease concern those watching; what
@@ -372,6 +410,16 @@ BatchResult TaskStore::apply_outcomes(const std::vector<Outcome>& outcomes,
     for (const Outcome& o : outcomes) {
       OutcomeResult& r = out.outcomes.emplace_back();
       r.id = o.id;
+      // A done under a live lease: checked and written in one statement
+      // (its row locked since the begin, as complete_guarded needs), its
+      // output after it. Else, as the other outcomes, the checked path.
+      if (o.kind == Outcome::Kind::complete) {
+        if (auto done = complete_guarded(*m_db, o, now)) {
+          write_output(*m_db, o.output.chunks, o.output.keep);
+          r.task = std::move(done);
+          continue;
+        }
+      }
       // The token is checked first, writing nothing: a lost lease skips
       // this outcome only. Past the check, an error ends the whole batch.
       std::optional<Held> held;

@@ -189,12 +189,8 @@ Task load_full(Db& db, int64_t id, bool* waited_for) {
   // columns: most have none, and their history then costs no second query
   // (a round trip on PostgreSQL). So does whether any task waits (or
   // waited) for it, for a caller about to settle its end.
-  Statement st(db, join(join("SELECT ", k_task_columns),
-                        ", CASE WHEN EXISTS (SELECT 1 FROM task_errors e "
-                        "WHERE e.task_id = tasks.id) THEN 1 ELSE 0 END, "
-                        "CASE WHEN EXISTS (SELECT 1 FROM task_deps d "
-                        "WHERE d.dep_id = tasks.id) THEN 1 ELSE 0 END "
-                        "FROM tasks WHERE id = ?1"));
+  Statement st(db, join(join(join("SELECT ", k_task_columns), k_task_flags),
+                        " FROM tasks WHERE id = ?1"));
   st.bind(1, id);
   if (!st.step()) {
     throw Error(ErrorKind::not_found, "no " + task_ref(id));

@@ -69,6 +69,14 @@ inline constexpr std::string_view k_task_columns =
     "command, attempts_base";
 // How many they are: a column selected after them is this one.
 inline constexpr int k_task_column_count = 38;
+// Two flags selected after them (from `tasks`), at k_task_column_count
+// and the next: whether the task has errors (1 or 0), and whether a
+// task_deps row names it as a dependency (whether any task waits, or
+// waited, for it).
+inline constexpr std::string_view k_task_flags =
+    ", CASE WHEN EXISTS (SELECT 1 FROM task_errors e WHERE e.task_id = "
+    "tasks.id) THEN 1 ELSE 0 END, CASE WHEN EXISTS (SELECT 1 FROM task_deps "
+    "d WHERE d.dep_id = tasks.id) THEN 1 ELSE 0 END";
 
 // The new unique_key of a task an UPDATE moves to the queue in parameter
 // `param` (a dead-letter move, a redrive): its own, unless an unfinished

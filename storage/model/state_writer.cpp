@@ -81,10 +81,14 @@ Assignments& Assignments::add(std::string_view assignment) {
   return *this;
 }
 
+Assignments& Assignments::end_lease() {
+  return add("lease_token = NULL, lease_worker = NULL, lease_expires = NULL");
+}
+
 Assignments&
 Assignments::end_lease(const core::Task& task,
                        const std::optional<std::string>& revoked_by) {
-  add("lease_token = NULL, lease_worker = NULL, lease_expires = NULL");
+  end_lease();
   if (revoked_by && task.lease) {
     set("revoked_token", task.lease->token);
     set("revoked_reason", *revoked_by);
@@ -103,6 +107,46 @@ void Assignments::bind(Statement& st) const {
       st.bind_null(index);
     }
     ++index;
+  }
+}
+
+// ---------------------------------------------------------------------------
+// Guard
+// ---------------------------------------------------------------------------
+
+Guard& Guard::equals(std::string_view column, std::string value) {
+  m_conditions.push_back({std::string(column), "=", std::move(value)});
+  return *this;
+}
+
+Guard& Guard::greater(std::string_view column, int64_t value) {
+  m_conditions.push_back({std::string(column), ">", value});
+  return *this;
+}
+
+Guard& Guard::is_null(std::string_view column) {
+  m_conditions.push_back({std::string(column), "IS NULL", std::monostate{}});
+  return *this;
+}
+
+std::string Guard::sql(int first) const {
+  std::string out;
+  for (const Condition& c : m_conditions) {
+    out += " AND " + c.column + " " + std::string(c.op);
+    if (!std::holds_alternative<std::monostate>(c.value)) {
+      out += " ?" + std::to_string(first++);
+    }
+  }
+  return out;
+}
+
+void Guard::bind(Statement& st, int first) const {
+  for (const Condition& c : m_conditions) {
+    if (const auto* i = std::get_if<int64_t>(&c.value)) {
+      st.bind(first++, *i);
+    } else if (const auto* s = std::get_if<std::string>(&c.value)) {
+      st.bind(first++, *s);
+    }
   }
 }
 
@@ -150,6 +194,54 @@ TaskState move_task(Db& db, const StateChange& change, Time now) {
               change.detail);
   }
   return *to;
+}
+
+std::optional<Moved> move_task_if(Db& db, const StateChange& change,
+                                  const Guard& guard, Time now) {
+  const auto to = next_state(change.from, change.cause);
+  if (!to) {
+    refuse(change.id, change.from, change.cause);
+  }
+  // The state it leaves is in the WHERE: RETURNING gives the row's new
+  // values only (PostgreSQL before 18 has no OLD there), so the event's
+  // `from` is the one state the guard let through.
+  const int first = 4 + change.also.count();
+  Moved out;
+  bool has_errors = false;
+  {
+    Statement st(db,
+                 "UPDATE tasks SET state = ?2, rev = rev + 1, "
+                 "updated_at = ?3"
+                     + change.also.sql() + " WHERE id = ?1 AND state = "
+                     + quoted(change.from) + guard.sql(first)
+                     + join(join(" RETURNING ", k_task_columns), k_task_flags));
+    st.bind(1, change.id)
+        .bind(2, core::to_string(*to))
+        .bind(3, to_unix_ms(now));
+    change.also.bind(st);
+    guard.bind(st, first);
+    if (!st.step()) {
+      return std::nullopt;
+    }
+    out.task = read_task(st);
+    has_errors = st.get_int(k_task_column_count) != 0;
+    out.waited_for = st.get_int(k_task_column_count + 1) != 0;
+  }
+  if (has_errors) {
+    out.task.errors = load_errors(db, change.id);
+  }
+  wake_if_ready(db, *to);
+  if (core::is_terminal(*to)) {
+    const core::Task& t = out.task;
+    settle_finished(db, change.id, t.labels, t.trigger, t.flow, *to, now,
+                    out.waited_for);
+  }
+  const std::string_view message = event_message(change.cause);
+  if (!message.empty()) {
+    log_event(db, change.id, now, message, change.from, *to, change.actor,
+              change.detail);
+  }
+  return out;
 }
 
 TaskState record_move(Db& db, const StateChange& change, Time now) {

@@ -53,11 +53,15 @@ public:
   // token is kept as revoked with that reason, so its worker can be told.
   Assignments& end_lease(const core::Task& task,
                          const std::optional<std::string>& revoked_by);
+  // The lease ends, its token not kept.
+  Assignments& end_lease();
 
   // ", a = ?4, b = ?5...", parameters from ?4.
   const std::string& sql() const { return m_sql; }
   // Binds this statement's parameters from ?4.
   void bind(Statement& st) const;
+  // How many parameters they bind (?4 to ?(3 + count())).
+  int count() const { return static_cast<int>(m_values.size()); }
 
 private:
   using Value = std::variant<std::monostate, int64_t, std::string>;
@@ -94,6 +98,63 @@ struct StateChange {
 // (none for a move whose table gives no event message). Returns the new
 // state.
 core::TaskState move_task(Db& db, const StateChange& change, core::Time now);
+
+// What a guarded move (move_task_if) requires of the row besides the
+// state it leaves, checked in its UPDATE's WHERE; each condition's
+// parameter is numbered after the UPDATE's own.
+class Guard {
+public:
+  // `column = ?N`, bound to `value`.
+  Guard& equals(std::string_view column, std::string value);
+  // `column > ?N`, bound to `value`.
+  Guard& greater(std::string_view column, int64_t value);
+  // `column IS NULL`.
+  Guard& is_null(std::string_view column);
+
+  // " AND a = ?N AND b > ?N+1...", parameters from ?`first`.
+  std::string sql(int first) const;
+  // Binds its parameters from ?`first`.
+  void bind(Statement& st, int first) const;
+
+private:
+  struct Condition {
+    std::string column;
+    std::string_view op; // "=", ">", "IS NULL"
+    std::variant<std::monostate, int64_t, std::string> value;
+  };
+  std::vector<Condition> m_conditions;
+};
+
+// The row a guarded move wrote, as its UPDATE's RETURNING read it: the task
+// after the move (as load_full reads it: its errors loaded), and whether a
+// task_deps row names it as a dependency.
+struct Moved {
+  core::Task task;
+  bool waited_for = true;
+};
+
+// move_task in one statement where the caller would read the row, check it
+// and then write it: moves task change.id from change.from only if its row
+// is in that state and passes `guard`, both checked by the UPDATE's WHERE.
+// When they do not hold, nothing is written or logged: std::nullopt (the
+// caller reads the row to tell why). Else the followers of its end and its
+// event are as move_task's, from the row the UPDATE's RETURNING gives (its
+// new values: change.known and change.waited_for are not used, and
+// change.actor must not be a column the UPDATE changes; the caller guards
+// on what it passes). A move the tables do not allow from change.from is
+// refused (conflict) before anything is written.
+//
+// Whether the task has dependents is read by the UPDATE's own statement.
+// On PostgreSQL (READ COMMITTED) that is right only when an earlier
+// statement of the transaction locked the row: an `add --after` of this
+// task holds its row shared while it inserts its task_deps row, so an
+// UPDATE that itself waited for the row would re-check the row but read
+// task_deps in the snapshot it took before waiting, missing the new
+// dependent (left blocked for ever); a statement after the lock was taken
+// starts after that add committed, and sees it. Callers lock first
+// (Transaction's ids, lock_task); SQLite's one writer needs nothing.
+std::optional<Moved> move_task_if(Db& db, const StateChange& change,
+                                  const Guard& guard, core::Time now);
 
 // A move whose row another statement writes: checked and logged only.
 // A worker's error passes through fault, which is never stored (the move

@@ -228,6 +228,7 @@ inline storage::Outcome done(const core::Task& t, const std::string& result) {
   o.kind = storage::Outcome::Kind::complete;
   o.id = t.id;
   o.token = t.lease->token;
+  o.worker = t.lease->worker;
   o.result = result;
   return o;
 }
@@ -237,6 +238,7 @@ inline storage::Outcome failed(const core::Task& t, const std::string& error) {
   o.kind = storage::Outcome::Kind::fail;
   o.id = t.id;
   o.token = t.lease->token;
+  o.worker = t.lease->worker;
   o.fail = fail_request(error, storage::FailMode::no_retry);
   return o;
 }
@@ -246,6 +248,7 @@ inline storage::Outcome released(const core::Task& t) {
   o.kind = storage::Outcome::Kind::release;
   o.id = t.id;
   o.token = t.lease->token;
+  o.worker = t.lease->worker;
   o.delay = 10s;
   return o;
 }

@@ -23,6 +23,7 @@ storage::Outcome outcome(storage::Outcome::Kind kind, const core::Task& t) {
   o.kind = kind;
   o.id = t.id;
   o.token = t.lease->token;
+  o.worker = t.lease->worker;
   if (kind == storage::Outcome::Kind::fail) {
     o.fail = fail_request("exit status 3", storage::FailMode::no_retry);
   }
