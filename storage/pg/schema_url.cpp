@@ -249,21 +249,26 @@ std::string with_tasks_locked(std::string_view begin_write,
                               const std::string& schema,
                               const std::vector<int64_t>& ids) {
   // "BEGIN; SELECT <clock> FROM (<lock> OFFSET 0) AS l" becomes
-  // "BEGIN; SELECT <clock> FROM (SELECT (<rows>) FROM (<lock> OFFSET 0)
-  // AS a OFFSET 0) AS l": the rows are locked as the middle SELECT's
-  // value, once the innermost one has taken the write lock.
+  // "BEGIN; SELECT CASE WHEN l.n >= 0 THEN <clock> END FROM (SELECT
+  // (<rows>) AS n FROM (<lock> OFFSET 0) AS a OFFSET 0) AS l": the rows are
+  // locked as the middle SELECT's value, once the innermost one has taken
+  // the write lock, and the clock read after. The outer SELECT reads that
+  // value: a column nothing reads is planned away (PostgreSQL 15 gave it
+  // as NULL, and no row was locked).
   constexpr std::string_view tail = " OFFSET 0) AS l";
-  const size_t from = begin_write.find(" FROM (") + 7;
+  const size_t select = begin_write.find("SELECT ") + 7;
+  const size_t from = begin_write.find(" FROM (");
   std::string list;
   for (const int64_t id : ids) {
     list += (list.empty() ? "" : ", ") + std::to_string(id);
   }
-  return std::string(begin_write.substr(0, from))
-         + "SELECT (SELECT count(*) FROM (SELECT 1 FROM " + schema
+  return std::string(begin_write.substr(0, select)) + "CASE WHEN l.n >= 0 THEN "
+         + std::string(begin_write.substr(select, from - select))
+         + " END FROM (SELECT (SELECT count(*) FROM (SELECT 1 FROM " + schema
          + ".tasks WHERE id IN (" + list
-         + ") ORDER BY id FOR UPDATE) AS r) FROM ("
-         + std::string(
-             begin_write.substr(from, begin_write.size() - from - tail.size()))
+         + ") ORDER BY id FOR UPDATE) AS r) AS n FROM ("
+         + std::string(begin_write.substr(
+             from + 7, begin_write.size() - (from + 7) - tail.size()))
          + " OFFSET 0) AS a" + std::string(tail);
 }
 

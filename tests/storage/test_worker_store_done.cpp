@@ -274,17 +274,15 @@ TEST_CASE("a done wakes the task that waits for it") {
   CHECK(next->id == second);
 }
 
-// Fails, and is expected to, until apply_outcomes' begin locks the held
-// rows again: Db::begin_holding's statement (with_tasks_locked in
-// storage/pg/schema_url.cpp) selects the row lock as a column its outer
-// SELECT never reads, and PostgreSQL (15) plans it away (EXPLAIN VERBOSE:
-// "Output: NULL::bigint"), so the done waits at its UPDATE instead, whose
-// snapshot predates the add's commit. The checked path (load_full, then
-// the UPDATE) fails the same way. Once the lock is taken (the column read,
-// e.g. "AS n ... AS l WHERE l.n >= 0"), this passes: drop should_fail.
+// It failed while apply_outcomes' begin did not lock the held rows:
+// Db::begin_holding's statement (pg::with_tasks_locked) selected the row
+// lock as a column its outer SELECT never read, and PostgreSQL (15)
+// planned it away (EXPLAIN VERBOSE: "Output: NULL::bigint"), so the done
+// waited at its UPDATE instead, whose snapshot predated the add's commit.
+// The checked path (load_full, then the UPDATE) failed the same way.
 TEST_CASE("a dependent added while a done waits for the task's row is "
           "woken by it"
-          * doctest::skip(!on_postgresql()) * doctest::should_fail()) {
+          * doctest::skip(!on_postgresql())) {
   // `add --after X` holds X's row shared while it inserts its task_deps
   // row; a done of X waits for the row at its begin. Whether X has
   // dependents must be read after that wait (the guarded UPDATE, a later
@@ -338,4 +336,57 @@ TEST_CASE("a dependent added while a done waits for the task's row is "
   const auto next = lease_one(store, "dep", t0 + 2s);
   REQUIRE(next);
   CHECK(next->id == y);
+}
+
+// An operator's kill in flight when a worker's error for the same task
+// comes: the error waits for the kill at its begin (Db::begin_holding locks
+// the outcomes' rows) and then finds the lease gone. Before the begin's
+// lock was read (pg::with_tasks_locked), the row was not locked there and
+// check_held, told the row was held, read it unlocked: the error's writes
+// waited for the kill's commit at their UPDATE and then overwrote it (the
+// task retried, sleeping, its kill lost).
+TEST_CASE("an error outcome waits for a kill in flight and is then refused"
+          * doctest::skip(!on_postgresql())) {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  const int64_t x = add_task(store, "q");
+  const auto leased = lease_one(store, "q", t0);
+  REQUIRE(leased);
+  REQUIRE(leased->id == x);
+
+  // The kill, as the state writer writes it, not yet committed.
+  PsqlSession killer(db);
+  killer.run("BEGIN;");
+  killer.run("UPDATE tasks SET state = 'killed', rev = rev + 1, lease_token = "
+             "NULL, lease_worker = NULL, lease_expires = NULL, revoked_token "
+             "= lease_token, revoked_reason = 'kill' WHERE id = "
+             + std::to_string(x) + ";");
+
+  std::atomic<bool> applied{false};
+  storage::BatchResult r;
+  std::thread worker([&] {
+    r = store.apply_outcomes({failed(*leased, "boom")}, std::nullopt, t0 + 1s);
+    applied = true;
+  });
+  const bool waited = PsqlSession::await([&] {
+    return applied
+           || db.value("SELECT count(*) FROM pg_stat_activity WHERE datname "
+                       "= current_database() AND wait_event_type = 'Lock'")
+                  != "0";
+  });
+  CHECK(waited);
+  // At its begin, which locks the row, not at a later statement.
+  CHECK(db.value("SELECT string_agg(left(query, 6), ',') FROM "
+                 "pg_stat_activity WHERE datname = current_database() AND "
+                 "wait_event_type = 'Lock'")
+        == "BEGIN;");
+  killer.run("COMMIT;");
+  worker.join();
+  REQUIRE(r.outcomes.size() == 1);
+  CHECK_FALSE(r.outcomes[0].task);
+  CHECK(contains(r.outcomes[0].lost, "lease lost"));
+  CHECK(store.find(x)->state == TaskState::killed);
+  CHECK(db.value("SELECT count(*) FROM task_errors WHERE task_id = "
+                 + std::to_string(x))
+        == "0");
 }
