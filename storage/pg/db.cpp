@@ -222,14 +222,19 @@ public:
   }
 
   // `p` with the events rows kept riding it (WriteBehind::riding), its
-  // text prepared as any other.
+  // text prepared as any other. Kept by its text and which bound value
+  // each server parameter copies: two statements alike but for the
+  // parameter an IS NULL test reads share their text, not their copies.
   Result run_riding(const Prepared& p, Prepared riding,
                     const std::vector<const char*>& bound_values,
                     const std::vector<Oid>& bound_types) {
-    auto it = m_prepared.find(riding.sql.text);
+    std::string key = riding.sql.text;
+    for (const int n : riding.sql.source) {
+      key += '\x1f' + std::to_string(n);
+    }
+    auto it = m_prepared.find(key);
     if (it == m_prepared.end()) {
-      const std::string key = riding.sql.text;
-      it = m_prepared.emplace(key, std::move(riding)).first;
+      it = m_prepared.emplace(std::move(key), std::move(riding)).first;
     }
     const std::vector<std::optional<std::string>> rows = m_behind.take_values();
     std::vector<const char*> values(bound_values);
