@@ -156,6 +156,37 @@ void Guard::bind(Statement& st, int first) const {
 
 namespace {
 
+// The state `change` moves its task to; refused (conflict) where the
+// tables do not allow it.
+TaskState allowed_next(const StateChange& change) {
+  const auto to = next_state(change.from, change.cause);
+  if (!to) {
+    refuse(change.id, change.from, change.cause);
+  }
+  return *to;
+}
+
+// What follows a move's UPDATE: the followers of its end when it ends
+// (from `known`, the task's labels, trigger and flow, when the caller has
+// it; else they are read), then its event (none for a move whose table
+// gives no event message).
+void followed_and_logged(Db& db, const StateChange& change, TaskState to,
+                         const core::Task* known, bool waited_for, Time now) {
+  if (core::is_terminal(to)) {
+    if (known != nullptr) {
+      settle_finished(db, change.id, known->labels, known->trigger, known->flow,
+                      to, now, waited_for);
+    } else {
+      settle_finished(db, change.id, to, now);
+    }
+  }
+  const std::string_view message = event_message(change.cause);
+  if (!message.empty()) {
+    log_event(db, change.id, now, message, change.from, to, change.actor,
+              change.detail);
+  }
+}
+
 // A task moved to runnable or sleeping may be work for a waiting worker
 // now or at its run_at: the commit wakes the workers soon
 // (Db::wake_soon).
@@ -168,40 +199,21 @@ void wake_if_ready(Db& db, TaskState to) {
 } // namespace
 
 TaskState move_task(Db& db, const StateChange& change, Time now) {
-  const auto to = next_state(change.from, change.cause);
-  if (!to) {
-    refuse(change.id, change.from, change.cause);
-  }
-  wake_if_ready(db, *to);
+  const auto to = allowed_next(change);
+  wake_if_ready(db, to);
   Statement st(db, "UPDATE tasks SET state = ?2, rev = rev + 1, updated_at = "
                    "?3" + change.also.sql()
                        + " WHERE id = ?1");
-  st.bind(1, change.id).bind(2, core::to_string(*to)).bind(3, to_unix_ms(now));
+  st.bind(1, change.id).bind(2, core::to_string(to)).bind(3, to_unix_ms(now));
   change.also.bind(st);
   st.run();
-  if (core::is_terminal(*to)) {
-    if (change.known != nullptr) {
-      const core::Task& t = *change.known;
-      settle_finished(db, change.id, t.labels, t.trigger, t.flow, *to, now,
-                      change.waited_for);
-    } else {
-      settle_finished(db, change.id, *to, now);
-    }
-  }
-  const std::string_view message = event_message(change.cause);
-  if (!message.empty()) {
-    log_event(db, change.id, now, message, change.from, *to, change.actor,
-              change.detail);
-  }
-  return *to;
+  followed_and_logged(db, change, to, change.known, change.waited_for, now);
+  return to;
 }
 
 std::optional<Moved> move_task_if(Db& db, const StateChange& change,
                                   const Guard& guard, Time now) {
-  const auto to = next_state(change.from, change.cause);
-  if (!to) {
-    refuse(change.id, change.from, change.cause);
-  }
+  const auto to = allowed_next(change);
   // The state it leaves is in the WHERE: RETURNING gives the row's new
   // values only (PostgreSQL before 18 has no OLD there), so the event's
   // `from` is the one state the guard let through.
@@ -215,9 +227,7 @@ std::optional<Moved> move_task_if(Db& db, const StateChange& change,
                      + change.also.sql() + " WHERE id = ?1 AND state = "
                      + quoted(change.from) + guard.sql(first)
                      + join(join(" RETURNING ", k_task_columns), k_task_flags));
-    st.bind(1, change.id)
-        .bind(2, core::to_string(*to))
-        .bind(3, to_unix_ms(now));
+    st.bind(1, change.id).bind(2, core::to_string(to)).bind(3, to_unix_ms(now));
     change.also.bind(st);
     guard.bind(st, first);
     if (!st.step()) {
@@ -230,29 +240,17 @@ std::optional<Moved> move_task_if(Db& db, const StateChange& change,
   if (has_errors) {
     out.task.errors = load_errors(db, change.id);
   }
-  wake_if_ready(db, *to);
-  if (core::is_terminal(*to)) {
-    const core::Task& t = out.task;
-    settle_finished(db, change.id, t.labels, t.trigger, t.flow, *to, now,
-                    out.waited_for);
-  }
-  const std::string_view message = event_message(change.cause);
-  if (!message.empty()) {
-    log_event(db, change.id, now, message, change.from, *to, change.actor,
-              change.detail);
-  }
+  wake_if_ready(db, to);
+  followed_and_logged(db, change, to, &out.task, out.waited_for, now);
   return out;
 }
 
 TaskState record_move(Db& db, const StateChange& change, Time now) {
-  const auto to = next_state(change.from, change.cause);
-  if (!to) {
-    refuse(change.id, change.from, change.cause);
-  }
-  wake_if_ready(db, *to);
-  log_event(db, change.id, now, event_message(change.cause), change.from, *to,
+  const auto to = allowed_next(change);
+  wake_if_ready(db, to);
+  log_event(db, change.id, now, event_message(change.cause), change.from, to,
             change.actor, change.detail);
-  return *to;
+  return to;
 }
 
 // ---------------------------------------------------------------------------
