@@ -221,6 +221,16 @@ inline void check_unchanged(const core::Task& before, const core::Task& after) {
   CHECK(after.checkpoint == before.checkpoint);
 }
 
+// A chunk of attempt 1's stdout of `task`, for an outcome's output.
+inline storage::OutputChunk chunk(int64_t task, const std::string& data) {
+  storage::OutputChunk c;
+  c.task = task;
+  c.attempt = 1;
+  c.stream = "stdout";
+  c.data = data;
+  return c;
+}
+
 // Worker outcomes for apply_outcomes, each fenced by the task's lease token.
 
 inline storage::Outcome done(const core::Task& t, const std::string& result) {

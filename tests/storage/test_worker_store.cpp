@@ -17,15 +17,6 @@ using namespace taskq::test;
 
 namespace {
 
-storage::OutputChunk chunk(int64_t task, const std::string& data) {
-  storage::OutputChunk c;
-  c.task = task;
-  c.attempt = 1;
-  c.stream = "stdout";
-  c.data = data;
-  return c;
-}
-
 std::vector<core::Task> lease_n(TaskStore& store, int n, Time now) {
   auto req = lease_request("q");
   req.count = n;

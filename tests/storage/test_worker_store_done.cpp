@@ -24,15 +24,6 @@ using namespace taskq::test;
 
 namespace {
 
-storage::OutputChunk chunk(int64_t task, const std::string& data) {
-  storage::OutputChunk c;
-  c.task = task;
-  c.attempt = 1;
-  c.stream = "stdout";
-  c.data = data;
-  return c;
-}
-
 // The last event of task `id`.
 core::Event last_event(TaskStore& store, int64_t id) {
   const auto events = store.show(id).events;
