@@ -56,6 +56,8 @@ public:
     return m_last + (m_owed_soon ? m_every : m_quiet_every);
   }
   bool owed() const { return m_owed; }
+  // Whether a commit that owes the wake-up was not quiet.
+  bool owed_soon() const { return m_owed_soon; }
 
   // The owed wake-up went out at `now` (or was lost with the connection:
   // waiters look again when they reconnect).

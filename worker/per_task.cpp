@@ -326,7 +326,9 @@ void Runner::wait_and_handle() {
   }
   if (db_changed) {
     m_loop.looks().changed();
-    check_leases();
+    if (m_feed.take_loud()) { // quiet commits alone take no lease away
+      check_leases();
+    }
   }
   m_loop.looks().wake(now);
   wait.ready();
@@ -379,7 +381,9 @@ void Runner::look_if_changed_elsewhere(bool changed) {
   }
   m_changed_elsewhere = false;
   m_loop.looks().changed();
-  check_leases();
+  if (changed || m_feed.take_loud()) { // quiet commits take no lease away
+    check_leases();
+  }
 }
 
 void Runner::check_leases() {

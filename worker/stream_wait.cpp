@@ -68,6 +68,10 @@ void StreamRunner::wait_and_handle() {
   const bool db_changed = wait.db_changed(m_feed, now);
   if (db_changed) {
     m_loop.looks().changed();
+  }
+  // Woken by quiet commits alone (other workers' outcomes and leases), no
+  // lease can have been taken away: the leases are not checked for them.
+  if (db_changed && m_feed.take_loud()) {
     check_leases(false);
   } else if (m_check_at && now >= *m_check_at) {
     check_leases(true);

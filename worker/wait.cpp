@@ -69,6 +69,9 @@ void Wait::poll() {
 bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
   bool changed = feed.polling() ? (m_until && now >= *m_until)
                                 : (m_look_at && now >= *m_look_at);
+  if (changed) {
+    feed.assume_loud(); // a look with nothing heard
+  }
   // A listener whose server went away may report only a hang-up. A look
   // with nothing heard drains too: an idle listener asks its server an
   // empty question now and then, and counts it lost when it stays silent

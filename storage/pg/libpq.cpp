@@ -7,6 +7,7 @@
 #include "core/error.hpp"
 #include "core/reconnect.hpp"
 #include "storage/pg/schema_url.hpp"
+#include "storage/pg/tx_sql.hpp"
 #include "storage/pg/wire.hpp"
 #include "storage/seam/change_feed.hpp"
 #include "storage/seam/db.hpp"
@@ -327,7 +328,7 @@ int PgListener::fd() const {
   return m_conn->conn ? pq().PQsocket(m_conn->conn.get()) : -1;
 }
 
-bool PgListener::drain() {
+PgListener::Heard PgListener::drain() {
   const auto now = std::chrono::steady_clock::now();
   Conn& k = *m_conn;
   if (!k.conn) {
@@ -340,12 +341,12 @@ bool PgListener::drain() {
         k.retry_at = now + core::reconnect_delay(++k.failed);
       }
     }
-    return true; // look again: what came meanwhile was not heard
+    return Heard::loud; // look again: what came meanwhile was not heard
   }
   PGconn* c = k.conn.get();
   if (pq().PQconsumeInput(c) == 0) {
     k.broke(now); // the server went away: listen again later (see Conn)
-    return true;
+    return Heard::loud;
   }
   // The ping's answer first: reading it parses what follows it (a
   // notification) into libpq's queue, taken just after. PQgetResult is
@@ -359,9 +360,13 @@ bool PgListener::drain() {
     }
     pq().PQclear(r);
   }
-  bool got = false;
+  Heard got = Heard::nothing;
   while (PGnotify* n = pq().PQnotifies(c)) {
-    got = got || n->be_pid != m_own_pid;
+    if (n->be_pid != m_own_pid) {
+      const bool quiet = n->extra != nullptr
+                         && std::string_view(n->extra) == pg::k_quiet_payload;
+      got = quiet && got != Heard::loud ? Heard::quiet : Heard::loud;
+    }
     k.heard = now;
     pq().PQfreemem(n);
   }
@@ -370,12 +375,12 @@ bool PgListener::drain() {
   }
   if (k.ping_sent && now >= *k.ping_sent + k.bound) {
     k.broke(now); // silent: listen again on a fresh connection
-    return true;
+    return Heard::loud;
   }
   if (!k.ping_sent && now >= k.heard + k.bound / 2) {
     if (pq().PQsendQuery(c, "") == 0 || pq().PQflush(c) < 0) {
       k.broke(now);
-      return true;
+      return Heard::loud;
     }
     k.ping_sent = now;
   }

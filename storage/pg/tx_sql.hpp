@@ -57,11 +57,24 @@ constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
 // transaction that a statement outside BEGIN gets: set_config(..., true)
 // is that transaction's SET LOCAL (BEGIN, SET LOCAL, NOTIFY and COMMIT
 // were four statements where this is one).
+// A quiet write's wake-up (core::k_quiet_wake_every: a worker's outcomes
+// and its next lease, and nothing that gives a waiting worker work or can
+// take a lease away) says so in its payload, k_quiet_payload: a worker
+// woken by quiet ones alone does not check its leases
+// (ChangeFeed::take_loud). An owed wake-up is quiet when every commit that
+// owed it was.
+inline constexpr char k_quiet_payload[] = "q";
 constexpr const char* k_wake =
     "SELECT set_config('synchronous_commit', 'off', true), "
     "pg_notify('taskq', '')";
+constexpr const char* k_wake_quiet =
+    "SELECT set_config('synchronous_commit', 'off', true), "
+    "pg_notify('taskq', 'q')";
 constexpr const char* k_commit_write =
     "COMMIT; SELECT set_config('synchronous_commit', 'off', true), "
     "pg_notify('taskq', '')";
+constexpr const char* k_commit_write_quiet =
+    "COMMIT; SELECT set_config('synchronous_commit', 'off', true), "
+    "pg_notify('taskq', 'q')";
 
 } // namespace taskq::storage::pg

@@ -94,9 +94,10 @@ std::vector<std::optional<std::string>> WriteBehind::take_values() {
 
 const char* WriteBehind::commit_sql(bool changed, bool quiet) {
   m_before = m_wakes;
-  return changed && m_wakes.commit(std::chrono::steady_clock::now(), quiet)
-             ? k_commit_write
-             : "COMMIT";
+  if (!changed || !m_wakes.commit(std::chrono::steady_clock::now(), quiet)) {
+    return "COMMIT";
+  }
+  return quiet ? k_commit_write_quiet : k_commit_write;
 }
 
 void WriteBehind::wake_owed(
@@ -115,7 +116,7 @@ void WriteBehind::wake_owed(
   }
   libpq::Result r;
   try {
-    r = exec(k_wake);
+    r = exec(m_wakes.owed_soon() ? k_wake : k_wake_quiet);
   } catch (...) {
     m_wakes.postpone(now); // a silent server: sent once it is back
     throw;

@@ -53,7 +53,8 @@ public:
   // What ends the open write transaction after take_sql(): a COMMIT, and
   // the NOTIFY of its own transaction (k_commit_write) when the write
   // changed rows and no wake-up went out within core::k_wake_every (a
-  // quiet write's: core::k_quiet_wake_every).
+  // quiet write's: core::k_quiet_wake_every, and its NOTIFY says it is
+  // quiet, k_commit_write_quiet).
   const char* commit_sql(bool changed, bool quiet);
   // The commit that commit_sql() ended did not come back committed: what
   // was owed before it is owed still.

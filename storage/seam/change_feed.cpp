@@ -104,19 +104,30 @@ ChangeFeed& ChangeFeed::operator=(ChangeFeed&& other) noexcept {
 
 bool ChangeFeed::drain() {
   if (m_fd < 0 && !m_pg) {
+    m_loud = true;
     return true;
   }
   if (m_timer) { // a tick: look again
     uint64_t ticks = 0;
-    return ::read(m_fd, &ticks, sizeof ticks) == sizeof ticks && ticks > 0;
+    const bool tick =
+        ::read(m_fd, &ticks, sizeof ticks) == sizeof ticks && ticks > 0;
+    m_loud = m_loud || tick;
+    return tick;
   }
   if (m_pg) {
     // A listener whose connection broke has no descriptor until it
     // listens again (PgListener::drain): the feed polls meanwhile.
-    const bool changed = m_pg->drain();
+    const PgListener::Heard heard = m_pg->drain();
     m_fd = m_pg->fd();
-    return changed;
+    m_loud = m_loud || heard == PgListener::Heard::loud;
+    return heard != PgListener::Heard::nothing;
   }
+  const bool changed = drain_inotify();
+  m_loud = m_loud || changed;
+  return changed;
+}
+
+bool ChangeFeed::drain_inotify() {
   bool changed = false;
   alignas(inotify_event) std::array<char, 4096> buf; // read() fills it
   while (true) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 
 namespace taskq::storage {
 
@@ -50,10 +51,14 @@ public:
   PgListener(const PgListener&) = delete;
   PgListener& operator=(const PgListener&) = delete;
   int fd() const;
-  // Consumes what arrived without blocking; true when a notification came
-  // from another server process than own_pid. Throws unavailable when the
-  // connection is lost.
-  bool drain();
+  // What drain() heard: nothing; only quiet commits' wake-ups (a worker's
+  // outcomes and next lease, storage/pg/tx_sql.hpp's k_quiet_payload); or
+  // anything else (a connection lost or made again counts: what came
+  // meanwhile was not heard).
+  enum class Heard { nothing, quiet, loud };
+  // Consumes what arrived without blocking; nothing unless a notification
+  // came from another server process than own_pid.
+  Heard drain();
   bool skips_own() const { return m_own_pid != 0; }
 
 private:
@@ -106,6 +111,17 @@ public:
   // Consumes what is pending without blocking; true when it concerned the
   // database (always true without inotify).
   bool drain();
+  // Whether what drain() reported since the last call may have taken a
+  // lease away: anything but quiet commits' wake-ups on PostgreSQL, whose
+  // writers can take none (a worker's outcomes and its next lease; a
+  // lease that reclaims an expired one is not quiet). A worker woken by
+  // quiet ones alone need not check its leases: with 32 workers, those
+  // checks were a quarter of the server's statements.
+  bool take_loud() { return std::exchange(m_loud, false); }
+  // A look with nothing heard (a LISTENing wait's k_listen_poll, a poll's
+  // timeout) counts as loud: a writer killed before its owed wake-up was
+  // sent may have owed a loud one.
+  void assume_loud() { m_loud = true; }
 
   // Blocks until the database may have changed (true) or `timeout` passes
   // (false); std::nullopt waits without a limit. Interrupted by a signal,
@@ -114,10 +130,13 @@ public:
   bool wait(std::optional<core::Millis> timeout);
 
 private:
+  bool drain_inotify(); // drain() on SQLite
+
   int m_fd = -1;
   std::string m_names[3]; // the database file, its -wal and its -journal
   std::unique_ptr<PgListener> m_pg; // PostgreSQL: m_fd is its socket
   bool m_timer = false;             // m_fd is a timer's (k_pool_poll)
+  bool m_loud = false;              // see take_loud()
   std::chrono::steady_clock::time_point m_next_look =
       std::chrono::steady_clock::now() + k_listen_poll;
 };

@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <poll.h>
 #include <sys/wait.h>
@@ -293,4 +294,101 @@ TEST_CASE("on PostgreSQL a worker's completion wakes the others later than "
       store, [&] { store.apply_outcomes({released(t)}, std::nullopt, t0); }));
   // A task added.
   soon(owed_after_wake(store, [&] { add_task(store, "q"); }));
+}
+
+namespace {
+
+// What `feed` hears of the commits `write` makes with `store`: whether
+// anything, and whether it may have taken a lease away
+// (ChangeFeed::take_loud). What the store owed before, and what the feed
+// heard of it, are done with first.
+struct Hearing {
+  bool heard = false;
+  bool loud = false;
+};
+template <typename F>
+Hearing hear(storage::ChangeFeed& feed, TaskStore& store, F&& write) {
+  send_owed_wake(store);
+  while (feed.wait(200ms)) {
+    feed.drain();
+  }
+  feed.take_loud();
+  write();
+  send_owed_wake(store);
+  Hearing h;
+  h.heard = heard(feed, 10s);
+  h.loud = feed.take_loud();
+  return h;
+}
+
+} // namespace
+
+TEST_CASE("on PostgreSQL a worker's quiet commit is heard as one that takes "
+          "no lease away") {
+  TempDb db;
+  TaskStore watcher(db.path(), OpenMode::write);
+  storage::ChangeFeed feed = watcher.changes(); // as a worker's
+  if (!on_postgresql()) {
+    // inotify cannot tell one commit from another: every change is loud.
+    TaskStore other(db.path(), OpenMode::write);
+    feed.drain();
+    feed.take_loud();
+    add_task(other, "q");
+    CHECK(heard(feed, 10s));
+    CHECK(feed.take_loud());
+    return;
+  }
+  TaskStore worker(db.path(), OpenMode::write);
+  const auto lease = [&worker](Time now, Millis lease_for = 5min) {
+    const auto t = lease_one(worker, "q", now, lease_for);
+    REQUIRE(t);
+    return *t;
+  };
+
+  // A completion with nothing waiting for it, and a next lease: quiet.
+  add_task(watcher, "q");
+  auto t = lease(t0);
+  Hearing h = hear(feed, worker, [&] {
+    worker.apply_outcomes({done(t, "1")}, std::nullopt, t0);
+  });
+  CHECK(h.heard);
+  CHECK_FALSE(h.loud);
+  add_task(watcher, "q");
+  int64_t held = 0; // leased for 5 minutes and kept
+  h = hear(feed, worker, [&] {
+    const auto next = worker.apply_outcomes({}, lease_request("q"), t0).leased;
+    REQUIRE(next.size() == 1);
+    held = next.front().id;
+  });
+  CHECK(h.heard);
+  CHECK_FALSE(h.loud);
+
+  // A quiet commit and a loud one within the same spell: the owed
+  // wake-up is loud.
+  add_task(watcher, "q");
+  t = lease(t0);
+  h = hear(feed, worker, [&] {
+    worker.apply_outcomes({done(t, "1")}, std::nullopt, t0);
+    add_task(worker, "q");
+  });
+  CHECK(h.heard);
+  CHECK(h.loud);
+
+  // A lease that reclaims one that ran out takes it from another worker:
+  // loud, though it is a worker's next lease.
+  const core::Task short_lease = lease(t0, 1s);
+  h = hear(feed, worker, [&] {
+    const auto next =
+        worker.apply_outcomes({}, lease_request("q"), t0 + 1h).leased;
+    REQUIRE(next.size() == 1);
+    // Both leases ran out by then; the older is taken first.
+    CHECK(next.front().id == std::min(held, short_lease.id));
+  });
+  CHECK(h.heard);
+  CHECK(h.loud);
+
+  // An operator's command: loud.
+  h = hear(feed, worker, [&] { add_task(worker, "q"); });
+  CHECK(h.heard);
+  CHECK(h.loud);
 }
