@@ -160,8 +160,7 @@ std::string StoreSeam::last_connection_loss() {
 }
 
 bool StoreSeam::drain_feed() {
-  m_feed.drain();
-  return m_feed.take_loud();
+  return m_feed.drain() && m_feed.take_loud();
 }
 
 void StoreSeam::limit_waits(std::optional<Instant> at) {

@@ -44,9 +44,9 @@ public:
   virtual uint64_t connection_losses() = 0;
   virtual std::string last_connection_loss() = 0;
   // Drains the change feed (a feed whose connection was lost LISTENs again
-  // if its back-off allows); whether it heard, since it was last asked, a
-  // change that may have taken a lease away (ChangeFeed::take_loud: not
-  // quiet commits alone).
+  // if its back-off allows); whether it had woken for a change that may
+  // have taken a lease away (ChangeFeed::take_loud: on PostgreSQL, not
+  // for quiet commits' wake-ups alone).
   virtual bool drain_feed() = 0;
   // No wait for the server goes on past `at` (storage::set_wait_limit).
   virtual void limit_waits(std::optional<Instant> at) = 0;

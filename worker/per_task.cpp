@@ -415,7 +415,8 @@ void Runner::check_leases() {
     if (e.kind() != ErrorKind::unavailable) {
       throw;
     }
-    return; // no answer: checked again on the next change
+    m_feed.assume_loud(); // no answer: checked again on the next change
+    return;
   }
   size_t i = 0;
   for (Running* r : running) {

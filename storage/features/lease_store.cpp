@@ -79,6 +79,9 @@ void deliver_broadcasts(Db& db, const std::string& queue,
                           + core::format_time(*t.broadcast_until)};
       end.also.set("reason", std::string("broadcast ended"));
       move_task(db, end, now);
+      // Every other worker's delivery of it ends: they are told at once
+      // (a worker's lease is otherwise a quiet commit, Db::wake_later).
+      db.wake_soon();
       continue;
     }
     if (room == 0 || !core::matches(t.labels, req.match)) {

@@ -61,8 +61,9 @@ constexpr const char* k_begin_read = "BEGIN ISOLATION LEVEL REPEATABLE READ";
 // and its next lease, and nothing that gives a waiting worker work or can
 // take a lease away) says so in its payload, k_quiet_payload: a worker
 // woken by quiet ones alone does not check its leases
-// (ChangeFeed::take_loud). An owed wake-up is quiet when every commit that
-// owed it was.
+// (ChangeFeed::take_loud). Every other write is loud, even one that takes
+// nothing away (a heartbeat). A wake-up is quiet only when every commit
+// that owed it was: a loud one still owed makes the next commit's loud.
 inline constexpr char k_quiet_payload[] = "q";
 constexpr const char* k_wake =
     "SELECT set_config('synchronous_commit', 'off', true), "

@@ -94,10 +94,12 @@ std::vector<std::optional<std::string>> WriteBehind::take_values() {
 
 const char* WriteBehind::commit_sql(bool changed, bool quiet) {
   m_before = m_wakes;
+  // A loud wake-up still owed goes with this one, which is then loud.
+  const bool loud_owed = m_wakes.owed_soon();
   if (!changed || !m_wakes.commit(std::chrono::steady_clock::now(), quiet)) {
     return "COMMIT";
   }
-  return quiet ? k_commit_write_quiet : k_commit_write;
+  return quiet && !loud_owed ? k_commit_write_quiet : k_commit_write;
 }
 
 void WriteBehind::wake_owed(

@@ -79,8 +79,8 @@ ChangeFeed::~ChangeFeed() {
 
 ChangeFeed::ChangeFeed(ChangeFeed&& other) noexcept
     : m_fd(std::exchange(other.m_fd, -1)), m_pg(std::move(other.m_pg)),
-      m_timer(std::exchange(other.m_timer, false)),
-      m_next_look(other.m_next_look) {
+      m_timer(std::exchange(other.m_timer, false)), m_loud(other.m_loud),
+      m_next_loud(other.m_next_loud), m_next_look(other.m_next_look) {
   for (int i = 0; i < 3; ++i) {
     m_names[i] = std::move(other.m_names[i]);
   }
@@ -94,6 +94,8 @@ ChangeFeed& ChangeFeed::operator=(ChangeFeed&& other) noexcept {
     m_fd = std::exchange(other.m_fd, -1);
     m_pg = std::move(other.m_pg);
     m_timer = std::exchange(other.m_timer, false);
+    m_loud = other.m_loud;
+    m_next_loud = other.m_next_loud;
     m_next_look = other.m_next_look;
     for (int i = 0; i < 3; ++i) {
       m_names[i] = std::move(other.m_names[i]);
@@ -102,17 +104,26 @@ ChangeFeed& ChangeFeed::operator=(ChangeFeed&& other) noexcept {
   return *this;
 }
 
+bool ChangeFeed::take_loud() {
+  if (!m_pg) {
+    return true; // inotify, a timer or a poll cannot tell
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (!m_loud && now < m_next_loud) {
+    return false;
+  }
+  m_loud = false;
+  m_next_loud = now + k_listen_poll;
+  return true;
+}
+
 bool ChangeFeed::drain() {
   if (m_fd < 0 && !m_pg) {
-    m_loud = true;
     return true;
   }
   if (m_timer) { // a tick: look again
     uint64_t ticks = 0;
-    const bool tick =
-        ::read(m_fd, &ticks, sizeof ticks) == sizeof ticks && ticks > 0;
-    m_loud = m_loud || tick;
-    return tick;
+    return ::read(m_fd, &ticks, sizeof ticks) == sizeof ticks && ticks > 0;
   }
   if (m_pg) {
     // A listener whose connection broke has no descriptor until it
@@ -122,9 +133,7 @@ bool ChangeFeed::drain() {
     m_loud = m_loud || heard == PgListener::Heard::loud;
     return heard != PgListener::Heard::nothing;
   }
-  const bool changed = drain_inotify();
-  m_loud = m_loud || changed;
-  return changed;
+  return drain_inotify();
 }
 
 bool ChangeFeed::drain_inotify() {

@@ -111,16 +111,21 @@ public:
   // Consumes what is pending without blocking; true when it concerned the
   // database (always true without inotify).
   bool drain();
-  // Whether what drain() reported since the last call may have taken a
-  // lease away: anything but quiet commits' wake-ups on PostgreSQL, whose
-  // writers can take none (a worker's outcomes and its next lease; a
-  // lease that reclaims an expired one is not quiet). A worker woken by
-  // quiet ones alone need not check its leases: with 32 workers, those
-  // checks were a quarter of the server's statements.
-  bool take_loud() { return std::exchange(m_loud, false); }
+  // Asked once drain() reported a change: whether what it heard since the
+  // last call may have taken a lease away. Always true but on
+  // PostgreSQL's listener, where quiet commits' wake-ups alone are not:
+  // their writers take nothing away (a worker's outcomes and its next
+  // lease; a lease that reclaims an expired one, or ends a broadcast, is
+  // not quiet). A worker woken by quiet ones alone need not check its
+  // leases: with 32 workers, those checks were a quarter of the server's
+  // statements. Still true at least once per k_listen_poll, as a look
+  // with nothing heard would be: a loud wake-up owed by a writer killed
+  // before sending it is then made up for even while quiet ones come.
+  bool take_loud();
+  // A check of the leases that was owed could not be made (no answer):
+  // the next take_loud() is true.
   // A look with nothing heard (a LISTENing wait's k_listen_poll, a poll's
-  // timeout) counts as loud: a writer killed before its owed wake-up was
-  // sent may have owed a loud one.
+  // timeout) counts as loud too.
   void assume_loud() { m_loud = true; }
 
   // Blocks until the database may have changed (true) or `timeout` passes
@@ -137,6 +142,8 @@ private:
   std::unique_ptr<PgListener> m_pg; // PostgreSQL: m_fd is its socket
   bool m_timer = false;             // m_fd is a timer's (k_pool_poll)
   bool m_loud = false;              // see take_loud()
+  std::chrono::steady_clock::time_point m_next_loud =
+      std::chrono::steady_clock::now() + k_listen_poll;
   std::chrono::steady_clock::time_point m_next_look =
       std::chrono::steady_clock::now() + k_listen_poll;
 };

@@ -34,7 +34,7 @@ struct FakeClock final : LoopClock {
 struct FakeStore final : LoopStore {
   bool away = false;
   bool due = false;
-  bool woke = false; // the change feed has a wake-up
+  bool woke = false; // the change feed has a wake-up that may take a lease
   std::optional<core::Time> next;
   uint64_t losses = 0;
   int probes = 0;
