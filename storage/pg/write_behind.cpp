@@ -94,12 +94,14 @@ std::vector<std::optional<std::string>> WriteBehind::take_values() {
 
 const char* WriteBehind::commit_sql(bool changed, bool quiet) {
   m_before = m_wakes;
-  // A loud wake-up still owed goes with this one, which is then loud.
-  const bool loud_owed = m_wakes.owed_soon();
-  if (!changed || !m_wakes.commit(std::chrono::steady_clock::now(), quiet)) {
+  // With a loud wake-up still owed this commit is loud: it goes within
+  // core::k_wake_every, and carries the owed one.
+  const bool quiet_now = quiet && !m_wakes.owed_soon();
+  if (!changed
+      || !m_wakes.commit(std::chrono::steady_clock::now(), quiet_now)) {
     return "COMMIT";
   }
-  return quiet && !loud_owed ? k_commit_write_quiet : k_commit_write;
+  return quiet_now ? k_commit_write_quiet : k_commit_write;
 }
 
 void WriteBehind::wake_owed(
