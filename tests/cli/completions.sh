@@ -348,9 +348,12 @@ zpty -w z 'compadd() {
 }'
 zpty -w z '_done() { : >complete.done; exit }; comppostfuncs=(_done)'
 zpty -w z "${(j: :)typed}"$'\t'
-zmodload zsh/zselect || exit 1
-for i in {1..500}; do # 10 s
-  [[ -e complete.done ]] && break
+# Wait on the clock, not on a count of polls: on a loaded machine the
+# pseudo-terminal's zsh can stall on the disk for seconds while this loop
+# keeps its pace (CI once gave up on a first check after 10 s).
+zmodload zsh/zselect zsh/datetime || exit 1
+deadline=$(( EPOCHSECONDS + 120 ))
+while [[ ! -e complete.done ]] && (( EPOCHSECONDS < deadline )); do
   zselect -t 2 # 20 ms, no process started
 done
 zpty -d z
