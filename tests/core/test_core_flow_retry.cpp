@@ -201,7 +201,8 @@ TEST_CASE("flow engine: an inner RETRY, then a REVERT whose parent says "
   sim.fail("x", "two");
   // ir gives up (REVERT) and asks mr, which asks top: REVERT_ALL wins.
   for (const auto& [name, n] : model.by_name) {
-    CAPTURE(name);
+    const std::string& atom = name; // clang 14 cannot CAPTURE a binding
+    CAPTURE(atom);
     CHECK(sim.rt.atoms[static_cast<std::size_t>(n)].intention
           == Intention::revert);
   }

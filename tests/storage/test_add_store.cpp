@@ -444,7 +444,8 @@ TEST_CASE("adding a task records an add event by its actor") {
   for (const auto& [task_id, actor, time] :
        {std::tuple{id, std::string("alice@host"), t0},
         std::tuple{bulk_id, std::string("bob@host"), t0 + 1s}}) {
-    CAPTURE(task_id);
+    const int64_t shown = task_id; // clang 14 cannot CAPTURE a binding
+    CAPTURE(shown);
     const auto events = store.show(task_id).events;
     REQUIRE_FALSE(events.empty());
     CHECK(events.front().message == "add");

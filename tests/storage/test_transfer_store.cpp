@@ -194,7 +194,8 @@ TEST_CASE("import takes only values add and tx write") {
       {"lease_token", "\"t\""},
   };
   for (const auto& [column, value] : cases) {
-    CAPTURE(column);
+    const auto& name = column; // clang 14 cannot CAPTURE a binding
+    CAPTURE(name);
     auto bad = image(1, 3);
     set(bad, column, value);
     const auto message = import_all(store, {bad});
