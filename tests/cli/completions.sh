@@ -321,6 +321,9 @@ expect_contains "$out" "-F _taskq taskq"
 # The same behaviour through zsh's own completion system.
 if command -v zsh >/dev/null; then
     section "zsh"
+    # complete.zsh waits up to 120 s for a completion (below): longer than
+    # the 30 s a command may take, so these checks get longer.
+    cmd_timeout=150
     # zsh complete.zsh WANT WORD...: like complete.bash, with
     # completions/_taskq, typing the words and a tab into an interactive zsh
     # on a pseudo-terminal; every compadd call records what it would offer.
@@ -456,6 +459,7 @@ EOF
     expect_exit 0 zsh -f complete.zsh q.db "$TASKQ" run q -- bin/handler.sh ''
     expect_exit 1 zsh -f complete.zsh "$queue" "$TASKQ" --db q.db run "$queue" -- ''
     expect_exit 1 zsh -f complete.zsh --concurrency "$TASKQ" run q -- bin/handler.sh --c
+    unset cmd_timeout
 fi
 
 # The same behaviour through fish's own completion engine.
@@ -611,6 +615,7 @@ expect_exit 0 bash complete.bash "$completed" "$TASKQ" --db ids.db add q --after
 
 if command -v zsh >/dev/null; then
     section "zsh: ids by command"
+    cmd_timeout=150 # as in the section "zsh"
     expect_exit 0 zsh -f complete.zsh "$paused" "$TASKQ" --db ids.db resume ''
     expect_contains "$out" "offered: $sleeping $paused" "resume: sleeping and paused, newest first"
     expect_exit 1 zsh -f complete.zsh "$runnable" "$TASKQ" --db ids.db resume ''
@@ -618,6 +623,7 @@ if command -v zsh >/dev/null; then
     expect_exit 0 zsh -f complete.zsh "$killed" "$TASKQ" --db ids.db retry ''
     expect_exit 0 zsh -f complete.zsh "$completed" "$TASKQ" --db ids.db show ''
     expect_contains "$out" "offered: $runnable $completed $failed" "show: every task, newest first"
+    unset cmd_timeout
 fi
 
 if command -v fish >/dev/null; then
