@@ -79,6 +79,32 @@ TEST_CASE("flow engine: a suspended revert resumes reverting") {
   CHECK(sim.rt.state == FlowState::reverted);
 }
 
+TEST_CASE("flow engine: an atom a suspend left RUNNING, told to revert "
+          "meanwhile, goes from RUNNING to REVERTING on resume") {
+  // As tests/flows/crash met it: b's task deleted by the suspend (no live
+  // lease), then a fails; on resume a's failure is resolved (no
+  // controller: the flow reverts) and b, never run, is reverted as it is.
+  const FlowModel model = fork_join();
+  Sim sim(model);
+  sim.start();
+  sim.go(flow::Suspend{{sim.node("b")}});
+  sim.changes();
+  sim.fail("a", "boom");
+  CHECK(sim.rt.state == FlowState::suspended);
+  CHECK(sim.atom("b").state == AtomState::running);
+  CHECK_FALSE(sim.atom("b").task);
+  CHECK(sim.changes() == Lines{"a.t FAILURE(\"boom\")", "f.f SUSPENDED"});
+  sim.go(flow::Resume{});
+  CHECK(sim.last.verdict == Verdict::allowed);
+  CHECK(sim.created() == Lines{"b:revert", "a:revert"});
+  CHECK(sim.changes()
+        == Lines{"f.f RUNNING", "b.t REVERTING", "a.t REVERTING"});
+  sim.ok("b");
+  sim.ok("a");
+  CHECK(sim.atom("b").state == AtomState::reverted);
+  CHECK(sim.rt.state == FlowState::reverted);
+}
+
 TEST_CASE("flow engine: a suspend when everything finishes ends SUCCESS") {
   const FlowModel model = linear_abc();
   Sim sim(model);
