@@ -80,12 +80,12 @@ public:
         core::inherited_environment(environ, core::HandlerKind::stream);
     m_db_path = handler_db_path(host.db_path());
     m_handlers.resize(static_cast<size_t>(o.concurrency));
-    // Group commit, without --prefetch: a commit no longer waits for the
-    // disk; a task leased in one waits for it before its handler sees it.
-    // (--prefetch commits in batches already; there the waits cost more
-    // than the syncs they save: 10,000 tasks, 500-580 ms synced in the
-    // commit, 530-570 ms deferred, 670-710 ms deferred without blocking.)
-    m_deferred = m_s.prefetch <= 1 && m_store.defer_sync();
+    // Group commit: a commit no longer waits for the disk; a task leased
+    // in one waits for it before its handler sees it. With --prefetch too:
+    // one worker gains little (its commits are batches already), but
+    // SQLite's writers take turns on the WAL, and a commit that syncs
+    // holds the turn through its sync (bench/stream's four workers).
+    m_deferred = m_store.defer_sync();
   }
 
   ~StreamRunner() override {

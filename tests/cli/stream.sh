@@ -392,24 +392,28 @@ if sqlite_only; then
   expect_eq "$(state "$k")" runnable "the task is still to run"
   expect_eq "$("$TASKQ" show "$k" -o json | jq -c '.lease')" null "its lease, given back"
 
-  section "a held sync holds the task back; once it ends the task runs"
-  k=$(add_task stall2 --payload '{"do":"done"}')
-  : >"$STREAM_LOG"
-  rm -f gate.held
-  : >gate
-  STALL_GATE=$PWD/gate LD_PRELOAD=$PWD/stall_sync.so \
-    ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
-    bg_run stall2 run stall2 --stream --until-empty -- "$H"
-  runner=$bg
-  check "the lease's sync is held" wait_until 10 test -e gate.held
-  check "the lease is committed" \
-    wait_until 10 sh -c "\"$TASKQ\" show $k -o json | jq -e '.lease != null' >/dev/null"
-  expect_eq "$(grep -c '^task ' "$STREAM_LOG")" 0 "tasks the handler got while the sync is held"
-  rm -f gate
-  bg_finish "$runner" stall2
-  expect_eq "$rc" 0 "run's exit status"
-  expect_eq "$(grep -c '^task ' "$STREAM_LOG")" 1 "tasks the handler got"
-  expect_eq "$(state "$k")" completed
+  # With --prefetch too: its batches' commits are grouped the same way.
+  for prefetch in 1 4; do
+    section "a held sync holds the task back; once it ends the task runs (--prefetch $prefetch)"
+    k=$(add_task "stall$prefetch" --payload '{"do":"done"}')
+    : >"$STREAM_LOG"
+    rm -f gate.held
+    : >gate
+    STALL_GATE=$PWD/gate LD_PRELOAD=$PWD/stall_sync.so \
+      ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0 \
+      bg_run "stall$prefetch" run "stall$prefetch" --stream --prefetch "$prefetch" \
+      --until-empty -- "$H"
+    runner=$bg
+    check "the lease's sync is held" wait_until 10 test -e gate.held
+    check "the lease is committed" \
+      wait_until 10 sh -c "\"$TASKQ\" show $k -o json | jq -e '.lease != null' >/dev/null"
+    expect_eq "$(grep -c '^task ' "$STREAM_LOG")" 0 "tasks the handler got while the sync is held"
+    rm -f gate
+    bg_finish "$runner" "stall$prefetch"
+    expect_eq "$rc" 0 "run's exit status"
+    expect_eq "$(grep -c '^task ' "$STREAM_LOG")" 1 "tasks the handler got"
+    expect_eq "$(state "$k")" completed
+  done
 fi
 
 section "option checks"
