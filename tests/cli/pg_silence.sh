@@ -5,11 +5,11 @@
 # of --for, at most 30 s); past it the connection counts as lost, as a closed
 # one does (tests/cli/pg_restart.sh): `run` says so once, connects again and
 # works on, every task completed exactly once; SIGTERM during the silence
-# ends `run` within --grace + 1 s; `wait`, `events --follow` and
-# `lease --wait` notice and go on; a silence that heals is ridden out; a
-# statement the server is still working on is no silence; a server session
-# the cut left inside a transaction does not hold its locks for ever; and
-# the same through PgBouncer.
+# ends `run` after --grace (within 3 s more: a loaded machine's slack);
+# `wait`, `events --follow` and `lease --wait` notice and go on; a silence
+# that heals is ridden out; a statement the server is still working on is
+# no silence; a server session the cut left inside a transaction does not
+# hold its locks for ever; and the same through PgBouncer.
 #
 # The silence is made by tests/pg/silent_proxy.cpp ($TASKQ_TEST_PROXY, set
 # by ctest), in front of a private cluster (tests/pg/cluster in the scratch
@@ -313,9 +313,11 @@ sigterm_scene() {
   check "run exits after SIGTERM" await 10000 gone "$w"
   took=$(ms_since "$termed")
   bg_finish "$w" "$1"
-  # The poll that sees it gone adds up to 0.05 s: the bound asserted is
-  # 3.05 s (measured: 2.5 s paused, 2.3 s cut for ever).
-  check "run exited within --grace 2s + 1 s (took ${took} ms)" test "$took" -le 3050
+  # Measured: 2.5 s paused, 2.3 s cut for ever, 4.2 s once beside
+  # multihost. The bound asserted, --grace + 3 s, leaves a loaded machine
+  # its slack and still tells a run that acted on SIGTERM from one that
+  # waited for its answer bound (30 s with the default --for).
+  check "run exited within --grace 2s + 3 s (took ${took} ms)" test "$took" -le 5000
   check "it gave handler a its --grace first (took ${took} ms)" test "$took" -ge 1900
   check "handler a is gone (SIGKILL)" gone "$(<pid.a)"
   echo "note: run's exit status after SIGTERM, silenced by SIG$2: $rc" >&3

@@ -114,20 +114,22 @@ expect_eq "$(state "$ok")" completed
 expect_eq "$(starts)" 2 "the handler that sent garbage was replaced"
 
 section "a handler that never answers: --timeout fails the task, the handler is replaced"
+# --timeout 3s, not 1s: it also runs for the next task from when it is
+# written to the new handler, still starting, which a loaded machine slows.
 : >"$STREAM_LOG"
 id=$(add_task slow --payload '{"do":"hold"}')
 next=$(add_task slow --payload '{"do":"done","result":2}')
 start=$(now_ms)
-expect_exit 6 "$TASKQ" run slow --stream --until-empty --timeout 1s --grace 500ms -- "$H"
+expect_exit 6 "$TASKQ" run slow --stream --until-empty --timeout 3s --grace 500ms -- "$H"
 took=$(($(now_ms) - start))
 expect_match "$out" '^leased 2: 1 completed, 0 failed for good, 1 will retry'
 expect_eq "$(state "$id")" sleeping
-expect_eq "$(field "$id" .last_error)" "timed out after 1s"
+expect_eq "$(field "$id" .last_error)" "timed out after 3s"
 expect_eq "$(state "$next")" completed
-check "the handler got the cancel line" log_has "^cancel $id timed out after 1s"
+check "the handler got the cancel line" log_has "^cancel $id timed out after 3s"
 expect_contains "$err" "did not answer the cancel of task $id within 500ms; stopping it"
 expect_eq "$(starts)" 2 "a new handler took the next task"
-check "it took the timeout and grace (${took} ms)" test "$took" -ge 1400
+check "it took the timeout and grace (${took} ms)" test "$took" -ge 3400
 
 section "a handler that answers the cancel is kept"
 : >"$STREAM_LOG"

@@ -114,11 +114,11 @@ check "it gave up after about 1 s (took ${took} ms)" \
 expect_eq "$(state "$p")" runnable "the waited-for task, untouched"
 
 # A waiter woken by the commit returns in milliseconds (bench/wakeup); one
-# that was not would sleep out its --timeout or --wait (5 s to 30 s here).
-# The bound between leaves a loaded machine its slack: one stretched such
-# a wake-up to 2.7 s in CI. That the wake-up itself arrives is checked in
+# that was not would sleep out its --timeout or --wait (30 s here). The
+# bound between leaves a loaded machine its slack: one stretched such a
+# wake-up to 2.7 s in CI. That the wake-up itself arrives is checked in
 # tests/storage/test_change_feed.cpp.
-soon_ms=3000
+soon_ms=10000
 
 section "a wait started before the task finishes returns as soon as it does"
 bg w1 wait "$p" --timeout 30s
@@ -170,13 +170,14 @@ expect_exit 75 "$TASKQ" lease lw --wait 1s
 took=$(($(now_ms) - start))
 expect_out_empty
 expect_err_format
+# Wide above, as for wait --timeout: CI once took 5,020 ms there.
 check "it waited about 1 s (took ${took} ms)" \
-  test "$took" -ge 950 -a "$took" -lt 4000
+  test "$took" -ge 950 -a "$took" -lt 10000
 expect_exit 75 "$TASKQ" lease lw --wait=1s -o env
 expect_out "(exit 75)"
 
 section "lease --wait gets a task that another process adds, at once"
-bg lw1 lease lw --wait 5s --worker waiter
+bg lw1 lease lw --wait 30s --worker waiter
 waiter=$bg
 check "lease --wait blocks" wait_until 10 blocked "$waiter"
 id=$(add_task lw --payload '{"k":"v"}')
@@ -209,16 +210,16 @@ expect_eq "$(field "$other" .attempts)" 0 "the other queue's task attempts"
 section "lease --wait wakes when a delayed task comes due"
 id=$(add_task lwd --delay 2s)
 start=$(now_ms)
-expect_exit 0 "$TASKQ" lease lwd --wait 10s -o id
+expect_exit 0 "$TASKQ" lease lwd --wait 25s -o id
 took=$(($(now_ms) - start))
 expect_out "$id"
 check "it waited until the task was due (took ${took} ms)" \
-  test "$took" -ge 900 -a "$took" -lt 5000
+  test "$took" -ge 900 -a "$took" -lt 12000
 
 section "lease --wait gets a task that an operator releases"
 id=$(add_task lwr)
 tok=$(tq lease lwr --for 1h | jq -r .lease.token)
-bg lw3 lease lwr --wait 10s -o id
+bg lw3 lease lwr --wait 30s -o id
 waiter=$bg
 check "lease --wait blocks" wait_until 10 blocked "$waiter"
 tq release "$id" >/dev/null
