@@ -285,7 +285,7 @@ completed_once 20
 stop_worker "$w7" w7
 only_outage_lines w7.err
 
-section "SIGTERM during the silence ends run within --grace plus one second"
+section "SIGTERM during the silence ends run soon after --grace"
 # The default --for (5m): run's bound is then 30 s, so only the stop can
 # end its waits in time. Handler a ignores SIGTERM (it needs the SIGKILL
 # after --grace); b ends after the silence begins, so that run is waiting

@@ -750,12 +750,12 @@ if [ -z "$AHEAD_THIRD" ]; then
   sleep 1
   exit 0
 fi
-# Until the task leased ahead has no lease (given back), 30 s at most.
-i=0
-while [ $i -lt 600 ] &&
-  "$AHEAD_TASKQ" show "$AHEAD_THIRD" -o json | jq -e '.lease != null' >/dev/null; do
+# Until the task leased ahead is seen with no lease (given back), 20 s at
+# most (within the runner's 30 s for the whole run).
+end=$(($(date +%s) + 20))
+until [ "$("$AHEAD_TASKQ" show "$AHEAD_THIRD" -o json | jq '.lease == null')" = true ] ||
+  [ "$(date +%s)" -ge $end ]; do
   sleep 0.05
-  i=$((i + 1))
 done
 exit 0
 EOF

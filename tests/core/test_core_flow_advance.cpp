@@ -82,8 +82,8 @@ TEST_CASE("flow engine: a suspended revert resumes reverting") {
 TEST_CASE("flow engine: an atom a suspend left RUNNING, told to revert "
           "meanwhile, goes from RUNNING to REVERTING on resume") {
   // As tests/flows/crash met it: b's task deleted by the suspend (no live
-  // lease), then a fails; on resume a's failure is resolved (no
-  // controller: the flow reverts) and b, never run, is reverted as it is.
+  // lease), then a fails, its failure resolved at once (no controller:
+  // the flow reverts); on resume b, never run, is reverted as it is.
   const FlowModel model = fork_join();
   Sim sim(model);
   sim.start();
