@@ -772,8 +772,12 @@ TEST_CASE("GET /live: the first bytes, a change announced with an id, "
                        .header("Last-Event-ID", std::to_string(second))
                        .bytes(s.port()));
   std::string r;
-  resumed.read_until(r, 1500ms, [](const std::string&) { return false; });
+  // Its first bytes awaited (a loaded machine may take a while), then
+  // 1.5 s more in which no change may come.
+  resumed.read_until(
+      r, 5s, [](const std::string& t) { return has(t, "retry: 3000"); });
   CHECK(has(r, "retry: 3000"));
+  resumed.read_until(r, 1500ms, [](const std::string&) { return false; });
   CHECK_FALSE(has(r, "event: change"));
   // Resumed at an older id: told at once.
   Socket behind(s.port());
