@@ -17,6 +17,7 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -182,6 +183,11 @@ public:
     if (!m_locks) {
       return probe_queue(m_db, queue, now);
     }
+    if (const auto primed = m_primed.find(queue); primed != m_primed.end()) {
+      QueueProbe out = primed->second;
+      m_primed.erase(primed);
+      return out;
+    }
     if (!m_probe_top) {
       // The page's columns first (read_task reads from the first), then
       // the probe's; a queue without a due task still has its probe row.
@@ -213,6 +219,18 @@ public:
     st.reset();
     load_errors_of(kept, with_errors);
     return out;
+  }
+
+  // `queue`'s probe, read already in this transaction (a plain lease's
+  // statement, lease_store.cpp): the next probe() of it returns it without
+  // a statement. `top_read`: that statement found no due task at the
+  // highest priority, so the next read of its candidates goes straight to
+  // the walk over the priorities.
+  void prime(const std::string& queue, const QueueProbe& probe, bool top_read) {
+    m_primed[queue] = probe;
+    if (top_read) {
+      m_top_read.insert(queue);
+    }
   }
 
   // The first such task, or nullptr. Up to `want` of them (how many the
@@ -249,7 +267,7 @@ private:
     // in the same statement (m_top): a round trip less. When it has no
     // match (none due there, or every one held), the walk goes over every
     // priority from the highest, as on SQLite.
-    bool top = m_locks;
+    bool top = m_locks && m_top_read.erase(queue) == 0;
     while (kept.empty()) {
       const auto priority =
           top ? std::optional(std::numeric_limits<int64_t>::max())
@@ -333,6 +351,8 @@ private:
   std::optional<Statement> m_probe_top; // a probe and m_top's page (probe())
   bool m_locks;                         // rows read are locked (PostgreSQL)
   std::map<std::string, std::deque<Task>, std::less<>> m_kept;
+  std::map<std::string, QueueProbe, std::less<>> m_primed; // prime()
+  std::set<std::string, std::less<>> m_top_read;           // prime()
 };
 
 } // namespace taskq::storage::detail

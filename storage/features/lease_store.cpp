@@ -13,6 +13,7 @@
 #include "storage/seam/db.hpp"
 #include "storage/task_store.hpp"
 
+#include <nlohmann/json.hpp>
 #include <sqlite3.h>
 
 #include <algorithm>
@@ -131,6 +132,106 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
 
 namespace detail {
 
+// A worker's turn on PostgreSQL leases one task of one queue, with no
+// labels to match: then the queue's probe, its first due
+// task at the highest priority, that task's lease and the lease's event go
+// in one statement, the events rows kept riding it (Db::k_kept_events_here),
+// where lease_in_tx's own path takes two (the probe with the page, then
+// the UPDATE). It leases only a task that path would lease as it stands:
+// runnable (a sleeping one wakes up first, a change of state), with no
+// root to make it obsolete, for any worker or this one, not skipped, below
+// its attempts limit; and only when the probe is plain(). Else it leases
+// nothing and returns std::nullopt, `candidates` primed with the probe
+// for that path (its row, if it read one, stays locked for it).
+bool fits_plain_lease(const Db& db, const LeaseRequest& req,
+                      const std::vector<std::string>& queues) {
+  return takes_row_locks(db) && req.count == 1 && queues.size() == 1
+         && req.match.empty();
+}
+
+std::optional<std::vector<Task>> lease_plain(Db& db, Candidates& candidates,
+                                             const LeaseRequest& req,
+                                             const std::string& queue,
+                                             Time now) {
+  // PostgreSQL's alone (fits_plain_lease), so made once.
+  static const std::string sql =
+      "WITH p AS MATERIALIZED (" + probe_sql("?3")
+      + "), c AS MATERIALIZED (SELECT t.* FROM p, LATERAL ("
+      + due_sql(db, k_top_priority,
+                " AND p.paused = 0 AND p.max_running IS NULL "
+                "AND p.expired = 0 AND p.schedules_due = 0 "
+                "AND p.broadcasts = 0")
+      + ") AS t), u AS (UPDATE tasks SET lease_token = ?7, "
+        "lease_worker = ?8, lease_expires = ?9, lease_for_ms = ?10, "
+        "attempts = tasks.attempts + 1, rev = tasks.rev + 1, "
+        "updated_at = ?3 FROM c, p WHERE tasks.id = c.id "
+        "AND c.state = 'runnable' AND c.root IS NULL "
+        "AND (c.to_worker IS NULL OR c.to_worker = ?8) "
+        "AND c.id NOT IN (SELECT CAST(value AS BIGINT) FROM "
+      + db.dialect().json_array_rows("?12")
+      + ") AND (coalesce(c.max_attempts, p.max_attempts) IS NULL "
+        "OR CASE WHEN c.attempts > c.attempts_base "
+        "THEN c.attempts - c.attempts_base ELSE 0 END "
+        "< coalesce(c.max_attempts, p.max_attempts)) RETURNING tasks.id), "
+        "e AS (INSERT INTO events (task_id, time, message, from_state, "
+        "to_state, actor, detail) "
+      + std::string(Db::k_kept_events_here)
+      + " SELECT u.id, ?3, 'lease', 'runnable', 'runnable', ?8, "
+        "'attempt ' || (c.attempts + 1) || ?11 FROM u, c) "
+        "SELECT c.*, u.id, p.* FROM p LEFT JOIN c ON true "
+        "LEFT JOIN u ON true";
+  constexpr int k_leased = k_task_column_count + 1; // u.id
+  const Time expires = now + req.lease_for;
+  const std::string token = random_token();
+  Statement st(db, sql);
+  st.bind(1, queue)
+      .bind(2, std::numeric_limits<int64_t>::max())
+      .bind(3, to_unix_ms(now))
+      .bind(4, std::numeric_limits<int64_t>::min())
+      .bind(5, 0)
+      .bind(6, 1)
+      .bind(7, token)
+      .bind(8, req.worker)
+      .bind(9, to_unix_ms(expires))
+      .bind(10, req.lease_for.count())
+      .bind(11, ", until " + core::format_time(expires))
+      .bind(12, nlohmann::json(req.skip).dump());
+  if (!st.step()) {
+    return std::nullopt; // the probe's row always comes
+  }
+  const QueueProbe probe = read_probe(st, k_leased + 1);
+  const bool found = !st.is_null(0);
+  std::optional<Task> t;
+  bool errors = false;
+  if (!st.is_null(k_leased)) {
+    t = read_task(st);
+    errors = st.get_int(k_task_column_count) != 0;
+  }
+  st.reset();
+  if (probe.settings.paused) {
+    return std::vector<Task>{};
+  }
+  if (!t) {
+    candidates.prime(queue, probe, probe.plain() && !found);
+    return std::nullopt;
+  }
+  db.wrote();
+  // As lease_in_tx's own path leaves it: the row as read, with what the
+  // UPDATE wrote.
+  t->lease = core::Lease{token, req.worker,
+                         core::from_unix_ms(to_unix_ms(expires))};
+  ++t->attempts;
+  ++t->rev;
+  t->updated_at = core::from_unix_ms(to_unix_ms(now));
+  t->lease_started = now;
+  if (errors) {
+    t->errors = load_errors(db, t->id); // whole, as load_full
+  }
+  std::vector<Task> out;
+  out.push_back(std::move(*t));
+  return out;
+}
+
 std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
   struct Source {
     std::string queue;
@@ -143,6 +244,11 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
   queues.erase(std::unique(queues.begin(), queues.end()), queues.end());
   std::vector<Task> leased;
   Candidates candidates(db);
+  if (fits_plain_lease(db, req, queues)) {
+    if (auto plain = lease_plain(db, candidates, req, queues.front(), now)) {
+      return std::move(*plain);
+    }
+  }
   for (const auto& q : queues) {
     QueueProbe probe = candidates.probe(q, req.match, req.worker, req.skip, now,
                                         static_cast<size_t>(req.count));

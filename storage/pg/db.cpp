@@ -468,6 +468,8 @@ public:
     }
   }
 
+  void wrote() override { m_changed = true; }
+
   bool defer_event(EventRow& row) override {
     if (!m_write || pq().PQtransactionStatus(m_conn.get()) != PQTRANS_INTRANS) {
       return false;

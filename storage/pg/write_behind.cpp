@@ -5,6 +5,9 @@
 #include "storage/pg/sql.hpp"
 #include "storage/pg/tx_sql.hpp"
 
+#include <array>
+#include <string_view>
+
 namespace taskq::storage::pg {
 
 namespace {
@@ -49,11 +52,18 @@ std::string WriteBehind::take_sql(PGconn* conn) {
 
 std::optional<Prepared> WriteBehind::riding(const Prepared& p) const {
   const std::string& text = p.sql.text;
+  const size_t here = text.find(Db::k_kept_events_here);
   if (m_events.empty() || m_events.size() > k_riders
-      || !text.starts_with("UPDATE tasks SET ")
-      || text.find("events") != std::string::npos) {
+      || (here == std::string::npos
+          && (!text.starts_with("UPDATE tasks SET ")
+              || text.find("events") != std::string::npos))) {
     return std::nullopt;
   }
+  // In a statement's own INSERT (Db::k_kept_events_here), the rows are
+  // one arm of a UNION ALL, written first: their types are spelled out,
+  // since a union's parameters take no type from the columns.
+  static constexpr std::array<std::string_view, k_event_columns> k_types = {
+      "::bigint", "::bigint", "::text", "::text", "::text", "::text", "::text"};
   Prepared out;
   out.params = p.params + k_event_columns * static_cast<int>(m_events.size());
   out.sql.source = p.sql.source;
@@ -63,12 +73,21 @@ std::optional<Prepared> WriteBehind::riding(const Prepared& p) const {
   int bound = p.params;
   for (size_t i = 0; i < m_events.size(); ++i) {
     values += i == 0 ? "(" : ", (";
-    for (int c = 0; c < k_event_columns; ++c) {
+    for (size_t c = 0; c < k_types.size(); ++c) {
       values += (c == 0 ? "$" : ", $") + std::to_string(++position);
+      if (here != std::string::npos) {
+        values += k_types[c];
+      }
       out.sql.source.push_back(++bound);
       out.sql.as_text.push_back(false); // typed by its column
     }
     values += ")";
+  }
+  if (here != std::string::npos) {
+    out.sql.text = text.substr(0, here) + "SELECT * FROM (VALUES " + values
+                   + ") AS taskq_kept UNION ALL "
+                   + text.substr(here + Db::k_kept_events_here.size());
+    return out;
   }
   out.sql.text = "WITH taskq_events AS (INSERT INTO events (task_id, time, "
                  "message, from_state, to_state, actor, detail) VALUES "

@@ -38,10 +38,13 @@ public:
   // WITH (their INSERT's parameters after p's), for a statement that may
   // carry them: an UPDATE of tasks that reads no events (the INSERT's rows
   // are not visible to the rest of its statement), with no WITH of its
-  // own, and at most k_riders rows kept. std::nullopt: it may not (none
-  // kept, too many, or another statement).
+  // own, and at most k_riders rows kept; or a statement that says where
+  // in its own INSERT INTO events they go (Db::k_kept_events_here): there,
+  // as a first arm of its SELECT (UNION ALL), written before its own rows.
+  // std::nullopt: it may not (none kept, too many, or another statement).
   // A worker's turn logs its done and its next lease, and the lease's
-  // UPDATE carries both: one statement less than an INSERT at the COMMIT.
+  // statement carries both: one statement less than an INSERT at the
+  // COMMIT.
   // The riders' statement text depends only on `p` and the number of rows,
   // so it is prepared as p is (PgDb::run).
   std::optional<Prepared> riding(const Prepared& p) const;

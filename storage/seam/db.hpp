@@ -211,6 +211,16 @@ public:
   // own, several rows in one INSERT); false where the caller writes it
   // now. A rollback drops it.
   virtual bool defer_event(EventRow& /*row*/) { return false; }
+  // Written in a statement's `INSERT INTO events (columns)`, before the
+  // SELECT of its own rows: where the rows defer_event() kept go in that
+  // statement (PostgreSQL: pg::WriteBehind::riding), so that the INSERT
+  // writes them first and no statement of their own is needed. A comment:
+  // with none kept, the statement runs as written.
+  static constexpr std::string_view k_kept_events_here = "/*taskq_kept_events*/";
+  // A statement whose status does not say it changed rows did (a SELECT
+  // whose data-modifying WITH wrote): its commit wakes the watchers as any
+  // write's does.
+  virtual void wrote() {}
 
   // The wake-up this connection owes the processes waiting on the
   // database (PostgreSQL: its commits wake them at most once per
