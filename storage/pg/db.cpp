@@ -353,6 +353,7 @@ public:
       p.name.clear();
       p.runs = 0;
     }
+    m_holding_prepared = false;
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
       exec(pg::session_settings("SET ", "; ", m_schema, pg::idle_limit(m_bound))
@@ -370,10 +371,27 @@ public:
     m_held = ids;
     std::sort(m_held.begin(), m_held.end());
     m_held.erase(std::unique(m_held.begin(), m_held.end()), m_held.end());
-    begin_with(TxKind::write,
-               m_held.empty()
-                   ? m_begin_write
-                   : pg::with_tasks_locked(m_begin_write, m_schema, m_held));
+    if (m_held.empty()) {
+      begin_with(TxKind::write, m_begin_write);
+      return;
+    }
+    // As any statement (run()): from its k_runs_before_prepare'th run on,
+    // prepared once in the session, unless through a pooler.
+    if (m_pooled || ++m_holding_runs < pg::k_runs_before_prepare) {
+      begin_with(TxKind::write,
+                 pg::with_tasks_locked(m_begin_write, m_schema, m_held));
+      return;
+    }
+    if (!m_holding_prepared) {
+      if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
+        reconnect();
+      }
+      check(exec_raw(pg::prepare_tasks_locked(m_begin_write, m_schema).c_str())
+                .release(),
+            "cannot prepare a transaction's begin");
+      m_holding_prepared = true;
+    }
+    begin_with(TxKind::write, pg::execute_tasks_locked(m_held));
   }
 
   bool holds_task(int64_t id) const override {
@@ -558,6 +576,8 @@ private:
   std::string m_listen;          // the URL's listen=
   std::string m_begin_write;     // k_begin_write, in m_schema
   std::vector<int64_t> m_held;   // begin_holding()'s tasks, sorted
+  int m_holding_runs = 0;        // begin_holding()s with tasks
+  bool m_holding_prepared = false; // pg::prepare_tasks_locked() in this session
   std::string m_begin_read;      // k_begin_read, in m_schema
   std::string m_begin_alone;     // a BEGIN for one statement (alone())
   core::Millis m_bound;          // for each answer (0: none)

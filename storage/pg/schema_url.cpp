@@ -245,9 +245,12 @@ std::string with_schema_write(const std::string& schema, bool pooled,
   return out.insert(lock, sets);
 }
 
-std::string with_tasks_locked(std::string_view begin_write,
-                              const std::string& schema,
-                              const std::vector<int64_t>& ids) {
+namespace {
+
+// with_tasks_locked()'s statement, its rows those of `condition`.
+std::string tasks_locked(std::string_view begin_write,
+                         const std::string& schema,
+                         const std::string& condition) {
   // "BEGIN; SELECT <clock> FROM (<lock> OFFSET 0) AS l" becomes
   // "BEGIN; SELECT CASE WHEN l.n >= 0 THEN <clock> END FROM (SELECT
   // (<rows>) AS n FROM (<lock> OFFSET 0) AS a OFFSET 0) AS l": the rows are
@@ -258,18 +261,45 @@ std::string with_tasks_locked(std::string_view begin_write,
   constexpr std::string_view tail = " OFFSET 0) AS l";
   const size_t select = begin_write.find("SELECT ") + 7;
   const size_t from = begin_write.find(" FROM (");
-  std::string list;
-  for (const int64_t id : ids) {
-    list += (list.empty() ? "" : ", ") + std::to_string(id);
-  }
   return std::string(begin_write.substr(0, select)) + "CASE WHEN l.n >= 0 THEN "
          + std::string(begin_write.substr(select, from - select))
          + " END FROM (SELECT (SELECT count(*) FROM (SELECT 1 FROM " + schema
-         + ".tasks WHERE id IN (" + list
-         + ") ORDER BY id FOR UPDATE) AS r) AS n FROM ("
+         + ".tasks WHERE " + condition
+         + " ORDER BY id FOR UPDATE) AS r) AS n FROM ("
          + std::string(begin_write.substr(
              from + 7, begin_write.size() - (from + 7) - tail.size()))
          + " OFFSET 0) AS a" + std::string(tail);
+}
+
+std::string id_list(const std::vector<int64_t>& ids) {
+  std::string list;
+  for (const int64_t id : ids) {
+    list += (list.empty() ? "" : ",") + std::to_string(id);
+  }
+  return list;
+}
+
+constexpr std::string_view k_begin = "BEGIN; ";
+
+} // namespace
+
+std::string with_tasks_locked(std::string_view begin_write,
+                              const std::string& schema,
+                              const std::vector<int64_t>& ids) {
+  return tasks_locked(begin_write, schema, "id IN (" + id_list(ids) + ")");
+}
+
+std::string prepare_tasks_locked(std::string_view begin_write,
+                                 const std::string& schema) {
+  const std::string begin =
+      tasks_locked(begin_write, schema, "id = ANY($1)");
+  return "PREPARE " + std::string(k_tasks_locked_name) + "(bigint[]) AS "
+         + begin.substr(k_begin.size());
+}
+
+std::string execute_tasks_locked(const std::vector<int64_t>& ids) {
+  return std::string(k_begin) + "EXECUTE " + std::string(k_tasks_locked_name)
+         + "('{" + id_list(ids) + "}')";
 }
 
 core::Millis answer_bound(const UrlParts& parts) {

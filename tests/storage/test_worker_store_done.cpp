@@ -286,6 +286,21 @@ TEST_CASE("a dependent added while a done waits for the task's row is "
   const auto leased = lease_one(store, "q", t0);
   REQUIRE(leased);
   REQUIRE(leased->id == x);
+  // The begin's statement, its ids written in, on a connection's first
+  // turns; from its third on, prepared in the session with the ids as its
+  // parameter (pg::prepare_tasks_locked): both must lock the rows.
+  std::string begin = "BEGIN; SELECT";
+  SUBCASE("the begin's statement as text") {}
+  SUBCASE("the begin's statement prepared") {
+    for (int i = 0; i < 3; ++i) {
+      add_task(store, "warm");
+      const auto w = lease_one(store, "warm", t0);
+      REQUIRE(w);
+      const auto r = store.apply_outcomes({done(*w, "")}, std::nullopt, t0);
+      REQUIRE(r.outcomes[0].task);
+    }
+    begin = "BEGIN; EXECUTE taskq_begin_holding(";
+  }
 
   PsqlSession adder(db);
   adder.run("BEGIN;");
@@ -312,10 +327,11 @@ TEST_CASE("a dependent added while a done waits for the task's row is "
   CHECK(waited);
   CHECK_FALSE(applied); // it waits for the adder's row lock
   // At its begin, which locks the row, not at a later statement.
-  CHECK(db.value("SELECT string_agg(left(query, 6), ',') FROM "
-                 "pg_stat_activity WHERE datname = current_database() AND "
-                 "wait_event_type = 'Lock'")
-        == "BEGIN;");
+  CHECK(db.value("SELECT string_agg(left(query, "
+                 + std::to_string(begin.size())
+                 + "), ',') FROM pg_stat_activity WHERE datname = "
+                   "current_database() AND wait_event_type = 'Lock'")
+        == begin);
   adder.run("COMMIT;");
   worker.join();
   REQUIRE(r.outcomes.size() == 1);
