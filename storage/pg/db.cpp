@@ -382,10 +382,11 @@ public:
                  pg::with_tasks_locked(m_begin_write, m_schema, m_held));
       return;
     }
+    // A session made again has none (reconnect()): it is prepared again.
+    if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
+      reconnect();
+    }
     if (!m_holding_prepared) {
-      if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
-        reconnect();
-      }
       check(exec_raw(pg::prepare_tasks_locked(m_begin_write, m_schema).c_str())
                 .release(),
             "cannot prepare a transaction's begin");

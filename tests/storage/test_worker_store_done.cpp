@@ -5,6 +5,7 @@
 // it, a broadcast's delivery recorded. Its followers (dependents, the
 // label index), its event and its output are as the checked path's; a
 // dependent added while the done waits for the task's row is woken.
+#include "core/reconnect.hpp"
 #include "storage/task_store.hpp"
 
 #include <doctest/doctest.h>
@@ -396,4 +397,45 @@ TEST_CASE("an error outcome waits for a kill in flight and is then refused"
   CHECK(db.value("SELECT count(*) FROM task_errors WHERE task_id = "
                  + std::to_string(x))
         == "0");
+}
+
+// A worker's begin is prepared in its session from the third turn on
+// (pg::prepare_tasks_locked); a session made again after a lost connection
+// has it no more. It failed while the begin took its prepared statement
+// for granted on the new session ("prepared statement ... does not
+// exist"): `run` then failed every turn after a reconnect
+// (tests/cli/pg_silence.sh).
+TEST_CASE("a worker's prepared begin is prepared again after a reconnect"
+          * doctest::skip(!on_postgresql())) {
+  TempDb db;
+  TaskStore store(db.path(), OpenMode::write);
+  for (int i = 0; i < 8; ++i) {
+    add_task(store, "q");
+  }
+  auto held = lease_one(store, "q", t0);
+  REQUIRE(held);
+  const auto next = lease_request("q");
+  const auto turn = [&] {
+    const auto r = store.apply_outcomes({done(*held, "")}, next, t0 + 1s);
+    REQUIRE(r.outcomes.size() == 1);
+    REQUIRE(r.outcomes[0].task);
+    REQUIRE(r.leased.size() == 1);
+    held = r.leased[0];
+  };
+  for (int i = 0; i < 4; ++i) {
+    turn();
+  }
+  // The store's session ends (a server restart, a proxy's cut).
+  REQUIRE(db.exec("SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+                  "WHERE datname = current_database() "
+                  "AND pid <> pg_backend_pid()"));
+  bool lost = false;
+  try {
+    turn();
+  } catch (const ConnectionLost&) {
+    lost = true; // the loss is seen; the next begin connects again
+  }
+  CHECK(lost);
+  turn();
+  turn();
 }
