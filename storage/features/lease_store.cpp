@@ -218,8 +218,8 @@ std::optional<std::vector<Task>> lease_plain(Db& db, Candidates& candidates,
   db.wrote();
   // As lease_in_tx's own path leaves it: the row as read, with what the
   // UPDATE wrote.
-  t->lease = core::Lease{token, req.worker,
-                         core::from_unix_ms(to_unix_ms(expires))};
+  t->lease =
+      core::Lease{token, req.worker, core::from_unix_ms(to_unix_ms(expires))};
   ++t->attempts;
   ++t->rev;
   t->updated_at = core::from_unix_ms(to_unix_ms(now));

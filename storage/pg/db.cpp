@@ -571,18 +571,18 @@ private:
   struct Finish {
     void operator()(PGconn* c) const { pq().PQfinish(c); }
   };
-  std::string m_url;             // as libpq reads it, with its password
-  std::string m_schema;          // taskq's tables: the URL's schema=
-  bool m_pooled = false;         // the URL's pool=transaction
-  std::string m_listen;          // the URL's listen=
-  std::string m_begin_write;     // k_begin_write, in m_schema
-  std::vector<int64_t> m_held;   // begin_holding()'s tasks, sorted
-  int m_holding_runs = 0;        // begin_holding()s with tasks
+  std::string m_url;               // as libpq reads it, with its password
+  std::string m_schema;            // taskq's tables: the URL's schema=
+  bool m_pooled = false;           // the URL's pool=transaction
+  std::string m_listen;            // the URL's listen=
+  std::string m_begin_write;       // k_begin_write, in m_schema
+  std::vector<int64_t> m_held;     // begin_holding()'s tasks, sorted
+  int m_holding_runs = 0;          // begin_holding()s with tasks
   bool m_holding_prepared = false; // pg::prepare_tasks_locked() in this session
-  std::string m_begin_read;      // k_begin_read, in m_schema
-  std::string m_begin_alone;     // a BEGIN for one statement (alone())
-  core::Millis m_bound;          // for each answer (0: none)
-  libpq::ConnectParams m_params; // a connection's, made again with them
+  std::string m_begin_read;        // k_begin_read, in m_schema
+  std::string m_begin_alone;       // a BEGIN for one statement (alone())
+  core::Millis m_bound;            // for each answer (0: none)
+  libpq::ConnectParams m_params;   // a connection's, made again with them
   std::unique_ptr<PGconn, Finish> m_conn;
   std::unordered_map<std::string, Prepared> m_prepared;
   int m_statements = 0;

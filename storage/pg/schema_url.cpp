@@ -291,8 +291,7 @@ std::string with_tasks_locked(std::string_view begin_write,
 
 std::string prepare_tasks_locked(std::string_view begin_write,
                                  const std::string& schema) {
-  const std::string begin =
-      tasks_locked(begin_write, schema, "id = ANY($1)");
+  const std::string begin = tasks_locked(begin_write, schema, "id = ANY($1)");
   return "PREPARE " + std::string(k_tasks_locked_name) + "(bigint[]) AS "
          + begin.substr(k_begin.size());
 }

@@ -216,7 +216,8 @@ public:
   // statement (PostgreSQL: pg::WriteBehind::riding), so that the INSERT
   // writes them first and no statement of their own is needed. A comment:
   // with none kept, the statement runs as written.
-  static constexpr std::string_view k_kept_events_here = "/*taskq_kept_events*/";
+  static constexpr std::string_view k_kept_events_here =
+      "/*taskq_kept_events*/";
   // A statement whose status does not say it changed rows did (a SELECT
   // whose data-modifying WITH wrote): its commit wakes the watchers as any
   // write's does.

@@ -328,8 +328,7 @@ TEST_CASE("a dependent added while a done waits for the task's row is "
   CHECK(waited);
   CHECK_FALSE(applied); // it waits for the adder's row lock
   // At its begin, which locks the row, not at a later statement.
-  CHECK(db.value("SELECT string_agg(left(query, "
-                 + std::to_string(begin.size())
+  CHECK(db.value("SELECT string_agg(left(query, " + std::to_string(begin.size())
                  + "), ',') FROM pg_stat_activity WHERE datname = "
                    "current_database() AND wait_event_type = 'Lock'")
         == begin);
