@@ -1,7 +1,8 @@
 // Private to storage/features/lease_store.cpp: what a lease reads before
 // it writes. A queue's probe (its settings and what it owes first), the
 // walk over its priorities, and the candidates of a lease in lease order,
-// with the probe and the first page in one statement on PostgreSQL.
+// with the probe and the first page in one statement on PostgreSQL (and a
+// probe a plain lease read already, prime()).
 #pragma once
 
 #include "core/labels.hpp"

@@ -1,6 +1,7 @@
 // TaskStore: leasing. Reclaiming expired leases, delivering broadcasts,
-// picking tasks in lease order, and when a worker should look again
-// (next_due, anything_due).
+// picking tasks in lease order (on PostgreSQL a worker's plain lease of
+// one task in one statement, lease_plain), and when a worker should look
+// again (next_due, anything_due).
 #include "storage/features/lease_store.hpp"
 
 #include "storage/features/add_store.hpp"
