@@ -141,9 +141,10 @@ namespace detail {
 // the UPDATE). It leases only a task that path would lease as it stands:
 // runnable (a sleeping one wakes up first, a change of state), with no
 // root to make it obsolete, for any worker or this one, not skipped, below
-// its attempts limit; and only when the probe is plain(). Else it leases
-// nothing and returns std::nullopt, `candidates` primed with the probe
-// for that path (its row, if it read one, stays locked for it).
+// its attempts limit; and only when the probe is plain(). A paused queue
+// leases nothing (an empty list, as that path). Else it leases nothing and
+// returns std::nullopt, `candidates` primed with the probe for that path
+// (its row, if it read one, stays locked for it).
 bool fits_plain_lease(const Db& db, const LeaseRequest& req,
                       const std::vector<std::string>& queues) {
   return takes_row_locks(db) && req.count == 1 && queues.size() == 1

@@ -377,22 +377,25 @@ public:
     }
     // As any statement (run()): from its k_runs_before_prepare'th run on,
     // prepared once in the session, unless through a pooler.
-    if (m_pooled || ++m_holding_runs < pg::k_runs_before_prepare) {
+    if (m_holding_runs < pg::k_runs_before_prepare) {
+      ++m_holding_runs;
+    }
+    if (m_pooled || m_holding_runs < pg::k_runs_before_prepare) {
       begin_with(TxKind::write,
                  pg::with_tasks_locked(m_begin_write, m_schema, m_held));
       return;
     }
     // A session made again has none (reconnect()): it is prepared again.
-    if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
-      reconnect();
-    }
+    // Checked once, before the choice: the begin sent next must not
+    // connect again on its own.
+    connect_if_lost();
     if (!m_holding_prepared) {
       check(exec_raw(pg::prepare_tasks_locked(m_begin_write, m_schema).c_str())
                 .release(),
             "cannot prepare a transaction's begin");
       m_holding_prepared = true;
     }
-    begin_with(TxKind::write, pg::execute_tasks_locked(m_held));
+    begin_sent(TxKind::write, pg::execute_tasks_locked(m_held));
   }
 
   bool holds_task(int64_t id) const override {
@@ -400,13 +403,36 @@ public:
   }
 
   void begin_with(TxKind kind, const std::string& sql) {
+    connect_if_lost();
+    begin_sent(kind, sql);
+  }
+
+  // The connection made again when it is lost or broken (its session
+  // then has nothing prepared: reconnect()).
+  void connect_if_lost() {
     if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
       reconnect();
     }
+  }
+
+  // Begins with `sql` on the connection as it is.
+  void begin_sent(TxKind kind, const std::string& sql) {
     wake_owed();
     m_write = kind == TxKind::write;
-    const Result r =
-        check(exec_raw(sql.c_str()).release(), "cannot start a transaction");
+    Result r;
+    try {
+      r = check(exec_raw(sql.c_str()).release(), "cannot start a transaction");
+    } catch (...) {
+      // Its BEGIN ran and the statement after it failed (a held row's
+      // lock timed out, a deadlock): the transaction is ended here, as no
+      // Transaction holds it yet, or every later statement of the session
+      // would fail ("current transaction is aborted").
+      if (!m_lost
+          && pq().PQtransactionStatus(m_conn.get()) == PQTRANS_INERROR) {
+        rollback_quietly();
+      }
+      throw;
+    }
     m_lock_time.reset();
     if (m_write) {
       m_lock_time = pg::parse_clock(pq().PQgetvalue(r.get(), 0, 0));

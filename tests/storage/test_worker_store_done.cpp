@@ -12,6 +12,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <functional>
 #include <string>
 #include <thread>
@@ -437,4 +438,46 @@ TEST_CASE("a worker's prepared begin is prepared again after a reconnect"
   CHECK(lost);
   turn();
   turn();
+}
+
+// A begin that fails after its BEGIN ran (here the lock of a held row
+// times out) ends its transaction: the next one on the same connection
+// works. It failed before: the session stayed in the aborted transaction,
+// and every later begin was refused ("current transaction is aborted").
+TEST_CASE("a begin whose row lock times out leaves the connection usable"
+          * doctest::skip(!on_postgresql())) {
+  TempDb db;
+  // The lock timeout is read when the store connects.
+  ::setenv("TASKQ_BUSY_TIMEOUT_MS", "200", 1);
+  TaskStore store(db.path(), OpenMode::write);
+  ::unsetenv("TASKQ_BUSY_TIMEOUT_MS");
+  for (int i = 0; i < 6; ++i) {
+    add_task(store, "q");
+  }
+  auto held = lease_one(store, "q", t0);
+  REQUIRE(held);
+  const auto next = lease_request("q");
+  // Some turns first: the later begins run the session's prepared one.
+  int runs = 0;
+  SUBCASE("the begin's statement as text") {
+    runs = 0;
+  }
+  SUBCASE("the begin's statement prepared") {
+    runs = 3;
+  }
+  for (int i = 0; i < runs; ++i) {
+    const auto r = store.apply_outcomes({done(*held, "")}, next, t0 + 1s);
+    REQUIRE(r.leased.size() == 1);
+    held = r.leased[0];
+  }
+  PsqlSession holder(db);
+  holder.run("BEGIN;");
+  holder.run("SELECT 1 FROM tasks WHERE id = " + std::to_string(held->id)
+             + " FOR UPDATE;");
+  CHECK_THROWS(store.apply_outcomes({done(*held, "")}, next, t0 + 1s));
+  holder.run("ROLLBACK;");
+  const auto r = store.apply_outcomes({done(*held, "")}, next, t0 + 1s);
+  REQUIRE(r.outcomes.size() == 1);
+  CHECK(r.outcomes[0].task);
+  CHECK(r.leased.size() == 1);
 }
