@@ -1,15 +1,18 @@
 // The PostgreSQL backend's connection: statements, transactions and their
-// locking, the server's clock, and error messages (libpq itself, loaded on
-// first use, and the change feed's connection: libpq.cpp).
+// locking, the server's clock, and error messages (how its transactions
+// begin: begins.cpp; the clock's estimate: server_clock.hpp; libpq itself,
+// loaded on first use, and the change feed's connection: libpq.cpp).
 
 #include "storage/seam/db.hpp"
 
 #include "core/error.hpp"
 #include "core/reconnect.hpp"
+#include "storage/pg/begins.hpp"
 #include "storage/pg/db.hpp"
 #include "storage/pg/errors.hpp"
 #include "storage/pg/libpq.hpp"
 #include "storage/pg/schema_url.hpp"
+#include "storage/pg/server_clock.hpp"
 #include "storage/pg/sql.hpp"
 #include "storage/pg/statement.hpp"
 #include "storage/pg/tx_sql.hpp"
@@ -35,14 +38,12 @@ using libpq::no_notices;
 using libpq::one_line;
 using libpq::pq;
 using libpq::Result;
-using pg::k_begin_read;
 using pg::k_clock_query;
 using pg::k_runs_before_prepare;
 using pg::PgStatement;
 using pg::Prepared;
 using pg::refused_login;
 using pg::split_url;
-using pg::with_schema;
 
 class PgDb final : public Db, public pg::Runner {
 public:
@@ -52,16 +53,7 @@ public:
       : Db(Backend::postgresql, redact_url(url)), m_url(std::move(parts.url)),
         m_schema(std::move(parts.schema)), m_pooled(parts.pooled),
         m_listen(std::move(parts.listen)),
-        m_begin_write(pg::with_schema_write(
-            m_schema, m_pooled, pg::idle_limit(pg::answer_bound(parts)))),
-        m_begin_read(with_schema(
-            k_begin_read, m_schema,
-            pg::local_settings(m_pooled, m_schema,
-                               pg::idle_limit(pg::answer_bound(parts))))),
-        m_begin_alone(with_schema(
-            "BEGIN", m_schema,
-            pg::local_settings(m_pooled, m_schema,
-                               pg::idle_limit(pg::answer_bound(parts))))),
+        m_begins(m_schema, m_pooled, pg::idle_limit(pg::answer_bound(parts))),
         m_bound(pg::answer_bound(parts)),
         m_params(pg::connect_params_for(m_url, m_schema, m_pooled, m_bound)),
         m_conn(libpq::connect(m_params, m_url)) {
@@ -311,7 +303,7 @@ public:
     if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
       reconnect();
     }
-    check(exec_raw(m_begin_alone.c_str()).release(),
+    check(exec_raw(m_begins.alone().c_str()).release(),
           "cannot start a transaction");
     try {
       Result r = f();
@@ -353,7 +345,7 @@ public:
       p.name.clear();
       p.runs = 0;
     }
-    m_holding_prepared = false;
+    m_begins.session_new();
     pq().PQsetNoticeProcessor(m_conn.get(), no_notices, nullptr);
     if (!m_pooled && m_url.find("options=") != std::string::npos) {
       exec(pg::session_settings("SET ", "; ", m_schema, pg::idle_limit(m_bound))
@@ -363,44 +355,26 @@ public:
   }
 
   void begin(TxKind kind) override {
-    m_held.clear();
-    begin_with(kind, kind == TxKind::write ? m_begin_write : m_begin_read);
+    m_begins.hold_none();
+    begin_with(kind,
+               kind == TxKind::write ? m_begins.write() : m_begins.read());
   }
 
   void begin_holding(const std::vector<int64_t>& ids) override {
-    m_held = ids;
-    std::sort(m_held.begin(), m_held.end());
-    m_held.erase(std::unique(m_held.begin(), m_held.end()), m_held.end());
-    if (m_held.empty()) {
-      begin_with(TxKind::write, m_begin_write);
-      return;
-    }
-    // As any statement (run()): from its k_runs_before_prepare'th run on,
-    // prepared once in the session, unless through a pooler.
-    if (m_holding_runs < pg::k_runs_before_prepare) {
-      ++m_holding_runs;
-    }
-    if (m_pooled || m_holding_runs < pg::k_runs_before_prepare) {
-      begin_with(TxKind::write,
-                 pg::with_tasks_locked(m_begin_write, m_schema, m_held));
-      return;
-    }
-    // A session made again has none (reconnect()): it is prepared again.
-    // Checked once, before the choice: the begin sent next must not
-    // connect again on its own.
+    // Checked first: a session made again has nothing prepared
+    // (reconnect()), and the begin sent next must not connect again on
+    // its own.
     connect_if_lost();
-    if (!m_holding_prepared) {
-      check(exec_raw(pg::prepare_tasks_locked(m_begin_write, m_schema).c_str())
-                .release(),
+    const pg::Begins::Holding begin = m_begins.hold(ids);
+    if (!begin.prepare.empty()) {
+      check(exec_raw(begin.prepare.c_str()).release(),
             "cannot prepare a transaction's begin");
-      m_holding_prepared = true;
+      m_begins.prepared();
     }
-    begin_sent(TxKind::write, pg::execute_tasks_locked(m_held));
+    begin_sent(TxKind::write, begin.begin);
   }
 
-  bool holds_task(int64_t id) const override {
-    return std::binary_search(m_held.begin(), m_held.end(), id);
-  }
+  bool holds_task(int64_t id) const override { return m_begins.holds(id); }
 
   void begin_with(TxKind kind, const std::string& sql) {
     connect_if_lost();
@@ -568,59 +542,41 @@ public:
   }
 
   // In a write transaction: the time when it took the lock (the decisions
-  // of one transaction share one "now"). Otherwise the time now: the last
-  // reading of the server's clock (each write transaction's lock, the
-  // schema check on opening) plus the time elapsed here since, on the
-  // local monotonic clock; a round trip only when there is no reading
-  // yet. Only what a command shows or how long it waits depends on this
-  // estimate: every decision is taken in a write transaction, on the
-  // server's time of its lock.
+  // of one transaction share one "now"). Otherwise the estimate of
+  // pg::ServerClock; a round trip only when there is no reading yet.
   std::optional<core::Time> server_now() override {
     if (m_lock_time && pq().PQtransactionStatus(m_conn.get()) != PQTRANS_IDLE) {
       return m_lock_time;
     }
-    if (!m_seen) {
+    if (!m_clock.read()) {
       const Result r = check(exec_raw(k_clock_query).release(),
                              "cannot read the server's clock");
       server_time_seen(pg::parse_clock(pq().PQgetvalue(r.get(), 0, 0)));
     }
-    return m_seen->server
-           + std::chrono::floor<core::Millis>(std::chrono::steady_clock::now()
-                                              - m_seen->here);
+    return m_clock.now();
   }
 
-  void server_time_seen(core::Time at) override {
-    m_seen = Seen{at, std::chrono::steady_clock::now()};
-  }
+  void server_time_seen(core::Time at) override { m_clock.seen(at); }
 
 private:
   struct Finish {
     void operator()(PGconn* c) const { pq().PQfinish(c); }
   };
-  std::string m_url;               // as libpq reads it, with its password
-  std::string m_schema;            // taskq's tables: the URL's schema=
-  bool m_pooled = false;           // the URL's pool=transaction
-  std::string m_listen;            // the URL's listen=
-  std::string m_begin_write;       // k_begin_write, in m_schema
-  std::vector<int64_t> m_held;     // begin_holding()'s tasks, sorted
-  int m_holding_runs = 0;          // begin_holding()s with tasks
-  bool m_holding_prepared = false; // pg::prepare_tasks_locked() in this session
-  std::string m_begin_read;        // k_begin_read, in m_schema
-  std::string m_begin_alone;       // a BEGIN for one statement (alone())
-  core::Millis m_bound;            // for each answer (0: none)
-  libpq::ConnectParams m_params;   // a connection's, made again with them
+  std::string m_url;             // as libpq reads it, with its password
+  std::string m_schema;          // taskq's tables: the URL's schema=
+  bool m_pooled = false;         // the URL's pool=transaction
+  std::string m_listen;          // the URL's listen=
+  pg::Begins m_begins;           // how its transactions begin
+  core::Millis m_bound;          // for each answer (0: none)
+  libpq::ConnectParams m_params; // a connection's, made again with them
   std::unique_ptr<PGconn, Finish> m_conn;
   std::unordered_map<std::string, Prepared> m_prepared;
   int m_statements = 0;
   bool m_write = false;
   std::optional<core::Time> m_lock_time; // see server_now()
-  struct Seen {
-    core::Time server;                          // the server's clock read
-    std::chrono::steady_clock::time_point here; // when the reply came
-  };
-  std::optional<Seen> m_seen; // the latest reading: see server_now()
-  bool m_changed = false;     // since begin(): a statement changed rows
-  bool m_wake_later = false;  // since begin(): see Db::wake_later()
+  pg::ServerClock m_clock;               // the latest reading: see server_now()
+  bool m_changed = false;    // since begin(): a statement changed rows
+  bool m_wake_later = false; // since begin(): see Db::wake_later()
   bool m_wake_soon = false;
   pg::WriteBehind m_behind;      // events rows and wake-ups: see defer_event()
   mutable bool m_lost = false;   // the connection broke: see reconnect()
