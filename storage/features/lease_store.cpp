@@ -133,6 +133,12 @@ std::vector<Task> TaskStore::lease(const LeaseRequest& req, Time now) {
 
 namespace detail {
 
+// A lease event's detail after its attempt's number ("attempt N"): both
+// paths of a lease write it.
+std::string lease_until(Time expires) {
+  return ", until " + core::format_time(expires);
+}
+
 // A worker's turn on PostgreSQL leases one task of one queue, with no
 // labels to match: then the queue's probe, its first due
 // task at the highest priority, that task's lease and the lease's event go
@@ -196,7 +202,7 @@ std::optional<std::vector<Task>> lease_plain(Db& db, Candidates& candidates,
       .bind(8, req.worker)
       .bind(9, to_unix_ms(expires))
       .bind(10, req.lease_for.count())
-      .bind(11, ", until " + core::format_time(expires))
+      .bind(11, lease_until(expires))
       .bind(12, nlohmann::json(req.skip).dump());
   if (!st.step()) {
     return std::nullopt; // the probe's row always comes
@@ -332,8 +338,8 @@ std::vector<Task> lease_in_tx(Db& db, const LeaseRequest& req, Time now) {
     const auto log_lease = [&] {
       log_event(db, t.id, now, "lease", TaskState::runnable,
                 TaskState::runnable, req.worker,
-                "attempt " + std::to_string(t.attempts + 1) + ", until "
-                    + core::format_time(expires));
+                "attempt " + std::to_string(t.attempts + 1)
+                    + lease_until(expires));
     };
     if (t.state == TaskState::runnable) {
       // Logged first: on PostgreSQL the events rows kept (this one, and a
