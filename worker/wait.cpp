@@ -18,10 +18,18 @@ int poll_timeout(Instant now, const std::optional<Instant>& until) {
 }
 
 Wait::Wait(int signal_fd, const storage::ChangeFeed& feed)
-    : m_feed(feed), m_watch_db(!feed.polling()) {
+    : m_feed(feed), m_watch_db(!feed.polling()),
+      m_relisten(feed.relistening()) {
   m_fds.push_back({signal_fd, POLLIN, 0});
   if (m_watch_db) {
     m_fds.push_back({feed.fd(), POLLIN, 0});
+  }
+  if (m_relisten) {
+    // Whatever the loop wants: drained only by a look for tasks, a
+    // listener that broke while every handler worked left the wait asleep
+    // until the next heartbeat, deaf to an operator's kill and to the
+    // loss of its own connection.
+    until(Clock::now() + storage::ChangeFeed::k_fallback_poll);
   }
 }
 
@@ -76,9 +84,12 @@ bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
   // with nothing heard drains too: an idle listener asks its server an
   // empty question now and then, and counts it lost when it stays silent
   // (storage::PgListener::drain).
-  if (m_watch_db
-      && ((revents(1) & (POLLIN | POLLHUP | POLLERR)) != 0
-          || (changed && feed.listens()))) {
+  // A listener that broke is drained at each look too: that listens
+  // again.
+  if ((m_watch_db
+       && ((revents(1) & (POLLIN | POLLHUP | POLLERR)) != 0
+           || (changed && feed.listens())))
+      || (m_relisten && changed)) {
     changed = feed.drain() || changed; // drained either way
   }
   if (changed && feed.listens()) {

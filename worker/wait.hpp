@@ -51,6 +51,7 @@ public:
 private:
   const storage::ChangeFeed& m_feed;
   bool m_watch_db = false;
+  bool m_relisten = false; // the feed's listener broke: see Wait()
   std::vector<pollfd> m_fds;
   std::vector<std::pair<size_t, std::function<void()>>> m_ready; // on()
   std::optional<Instant> m_until;

@@ -94,6 +94,10 @@ public:
   bool polling() const { return m_fd < 0; }
   // Whether it LISTENs on PostgreSQL (see k_listen_poll).
   bool listens() const { return m_pg != nullptr && m_fd >= 0; }
+  // Whether it LISTENs on PostgreSQL but its connection broke: until a
+  // drain() listens again (with core's reconnect back-off) nothing wakes
+  // a wait, so one that waits must end within k_fallback_poll and drain.
+  bool relistening() const { return m_pg != nullptr && m_fd < 0; }
   // A LISTENing feed's next look with nothing heard: k_listen_poll after
   // the last change its owner took from it (looked()), across the turns
   // of a loop that waits many times (worker/wait.hpp); std::nullopt when

@@ -249,4 +249,54 @@ pgctl start -w -t 60 -o "-p $port" -l "$data/server.log" >/dev/null 2>&1
 expect_exit 0 "$TASKQ" list --queue d -o id
 expect_out "$did"
 
+# A worker's listening connection can go alone (a server's backend
+# terminated, a pooler's listen= host restarted) while its handlers work and
+# it wants no more tasks: it listens again, and hears an operator meanwhile.
+# Before, it waited on nothing but its handlers until its next heartbeat
+# (a third of the lease: 100 s by default), deaf to a kill.
+listener_pid() { psql_p "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN taskq'"; }
+cut_listener() { psql_p "SELECT count(pg_terminate_backend($1))"; }
+listens_anew() { [[ -n $(psql_p "SELECT pid FROM pg_stat_activity WHERE query = 'LISTEN taskq' AND pid <> $1") ]]; }
+section "run: a listener cut while a handler works: a kill is heard, it listens again"
+kid=$(tq add cut -- sh -c 'trap "touch cut.termed; exit 1" TERM; touch cut.started; while :; do sleep 0.02; done')
+"$TASKQ" run cut --until-empty >cut.out 2>cut.err 3>&- &
+runpid=$!
+check "its handler started" wait_until 20 test -e cut.started
+check "run listens" wait_until 20 listening 1
+lpid=$(listener_pid)
+expect_eq "$(cut_listener "$lpid")" 1 "listening connections cut"
+check "run listens again" wait_until 20 listens_anew "$lpid"
+expect_exit 0 "$TASKQ" kill "$kid"
+check "the kill reached the handler" wait_until 10 test -e cut.termed
+wait "$runpid"
+expect_eq "$?" 0 "run's exit status"
+expect_eq "$(<cut.out)" "leased 1: 0 completed, 0 failed for good, 0 will retry, 0 released, 1 revoked" "run's summary"
+expect_not_contains "$(<cut.err)" "connecting again" "run's stderr (its main connection was never lost)"
+
+section "run --stream: a listener cut while a handler works: a kill is heard, it listens again"
+cat >cut.sh <<'SH'
+#!/bin/sh
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | jq -r '.task.id // empty')
+  if [ -n "$id" ]; then touch "scut.started.$id"; continue; fi
+  id=$(printf '%s' "$line" | jq -r '.cancel.id')
+  touch "scut.cancelled.$id"
+done
+SH
+chmod +x cut.sh
+k1=$(tq add scut)
+"$TASKQ" run scut --stream --until-empty --grace 1s -- ./cut.sh >scut.out 2>scut.err 3>&- &
+runpid=$!
+check "the handler has its task" wait_until 20 test -e "scut.started.$k1"
+check "run --stream listens" wait_until 20 listening 1
+lpid=$(listener_pid)
+expect_eq "$(cut_listener "$lpid")" 1 "listening connections cut"
+check "run --stream listens again" wait_until 20 listens_anew "$lpid"
+expect_exit 0 "$TASKQ" kill "$k1"
+check "the handler got the cancel" wait_until 10 test -e "scut.cancelled.$k1"
+wait "$runpid"
+expect_eq "$?" 0 "run --stream's exit status"
+expect_eq "$(<scut.out)" "leased 1: 0 completed, 0 failed for good, 0 will retry, 0 released, 1 revoked" "run --stream's summary"
+expect_eq "$(grep -c "connecting again" scut.err)" 0 "run --stream never lost its main connection"
+
 bash "$cluster" stop "$pgc" >/dev/null 3>&-
