@@ -25,11 +25,13 @@ Wait::Wait(int signal_fd, const storage::ChangeFeed& feed)
     m_fds.push_back({feed.fd(), POLLIN, 0});
   }
   if (m_relisten) {
-    // Whatever the loop wants: drained only by a look for tasks, a
-    // listener that broke while every handler worked left the wait asleep
-    // until the next heartbeat, deaf to an operator's kill and to the
-    // loss of its own connection.
-    until(Clock::now() + storage::ChangeFeed::k_fallback_poll);
+    // Whatever the loop wants, at the feed's next look however many waits
+    // came between: drained only by a look for tasks, a listener that
+    // broke while every handler worked left the wait asleep until the
+    // next heartbeat, deaf to an operator's kill and to the loss of its
+    // own connection.
+    m_look_at = feed.next_look();
+    until(m_look_at);
   }
 }
 
@@ -75,8 +77,11 @@ void Wait::poll() {
 }
 
 bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
-  bool changed = feed.polling() ? (m_until && now >= *m_until)
-                                : (m_look_at && now >= *m_look_at);
+  const bool timed_out = m_until && now >= *m_until;
+  const bool look_due = m_look_at && now >= *m_look_at;
+  bool changed = m_relisten ? timed_out || look_due
+                 : feed.polling() ? timed_out
+                                  : look_due;
   if (changed) {
     feed.assume_loud(); // a look with nothing heard
   }
@@ -92,8 +97,10 @@ bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
       || (m_relisten && changed)) {
     changed = feed.drain() || changed; // drained either way
   }
-  if (changed && feed.listens()) {
-    feed.looked(now); // the next look with nothing heard: a second on
+  if (changed && (feed.listens() || feed.relistening())) {
+    // The next look with nothing heard: a second on (listening again:
+    // k_fallback_poll).
+    feed.looked(now);
   }
   return changed;
 }

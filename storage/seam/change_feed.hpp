@@ -102,11 +102,13 @@ public:
   // the last change its owner took from it (looked()), across the turns
   // of a loop that waits many times (worker/wait.hpp); std::nullopt when
   // it does not LISTEN.
+  // One whose listener broke (relistening()) looks every
+  // k_fallback_poll, draining, which listens again.
   std::optional<std::chrono::steady_clock::time_point> next_look() const {
-    return listens() ? std::optional(m_next_look) : std::nullopt;
+    return m_pg ? std::optional(m_next_look) : std::nullopt;
   }
   void looked(std::chrono::steady_clock::time_point now) {
-    m_next_look = now + k_listen_poll;
+    m_next_look = now + (relistening() ? k_fallback_poll : k_listen_poll);
   }
   // Whether a wake-up always means another process committed: true where
   // our own commits are left out (PostgreSQL, own_pid given).
