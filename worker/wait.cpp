@@ -79,7 +79,7 @@ void Wait::poll() {
 bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
   const bool timed_out = m_until && now >= *m_until;
   const bool look_due = m_look_at && now >= *m_look_at;
-  bool changed = m_relisten ? timed_out || look_due
+  bool changed = m_relisten       ? timed_out || look_due
                  : feed.polling() ? timed_out
                                   : look_due;
   if (changed) {
