@@ -77,11 +77,11 @@ void Wait::poll() {
 }
 
 bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
+  // A feed that cannot wake the wait: its end; one that listens, or
+  // listens again, its look (m_look_at: feed_fallback(), Wait()).
   const bool timed_out = m_until && now >= *m_until;
   const bool look_due = m_look_at && now >= *m_look_at;
-  bool changed = m_relisten       ? timed_out || look_due
-                 : feed.polling() ? timed_out
-                                  : look_due;
+  bool changed = (feed.polling() && timed_out) || look_due;
   if (changed) {
     feed.assume_loud(); // a look with nothing heard
   }
