@@ -17,9 +17,9 @@ int poll_timeout(Instant now, const std::optional<Instant>& until) {
   return static_cast<int>(std::clamp<int64_t>(left.count(), 0, 1 << 30));
 }
 
-Wait::Wait(int signal_fd, const storage::ChangeFeed& feed)
+Wait::Wait(int signal_fd, const storage::ChangeFeed& feed, bool relisten)
     : m_feed(feed), m_watch_db(!feed.polling()),
-      m_relisten(feed.relistening()) {
+      m_relisten(feed.relistening()), m_may_listen(relisten) {
   m_fds.push_back({signal_fd, POLLIN, 0});
   if (m_watch_db) {
     m_fds.push_back({feed.fd(), POLLIN, 0});
@@ -89,12 +89,12 @@ bool Wait::db_changed(storage::ChangeFeed& feed, Instant now) const {
   // with nothing heard drains too: an idle listener asks its server an
   // empty question now and then, and counts it lost when it stays silent
   // (storage::PgListener::drain).
-  // A listener that broke is drained at each look too: that listens
-  // again.
+  // A listener that broke is drained at each look too, where it may:
+  // that listens again.
   if ((m_watch_db
        && ((revents(1) & (POLLIN | POLLHUP | POLLERR)) != 0
            || (changed && feed.listens())))
-      || (m_relisten && changed)) {
+      || (m_relisten && m_may_listen && changed)) {
     changed = feed.drain() || changed; // drained either way
   }
   if (changed && (feed.listens() || feed.relistening())) {

@@ -18,7 +18,13 @@ namespace taskq::worker {
 class Wait {
 public:
   // Watches `signal_fd` (a SignalFeed's) and `feed`'s descriptor.
-  Wait(int signal_fd, const storage::ChangeFeed& feed);
+  // A feed whose listener broke is looked at every k_fallback_poll all the
+  // same; `relisten`: whether such a look also tries to LISTEN again, a
+  // connection made while the loop waits (not while the server is away:
+  // the loop's back-off decides its tries, and connects the feed again
+  // once it is back; nor while stopping, when a try to a silent host
+  // would hold the loop past its grace).
+  Wait(int signal_fd, const storage::ChangeFeed& feed, bool relisten);
 
   // Adds a descriptor to watch for `events`; returns its index.
   size_t add(int fd, short events);
@@ -51,7 +57,8 @@ public:
 private:
   const storage::ChangeFeed& m_feed;
   bool m_watch_db = false;
-  bool m_relisten = false; // the feed's listener broke: see Wait()
+  bool m_relisten = false;   // the feed's listener broke: see Wait()
+  bool m_may_listen = false; // a look at it may LISTEN again: see Wait()
   std::vector<pollfd> m_fds;
   std::vector<std::pair<size_t, std::function<void()>>> m_ready; // on()
   std::optional<Instant> m_until;

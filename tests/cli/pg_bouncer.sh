@@ -242,3 +242,43 @@ expect_eq "$(psql_p "SELECT count(*) FROM taskq.tasks WHERE queue = 'fleet' AND 
   2000 "tasks completed"
 completions=$(awk '{n += $2} END {print n}' < <(sed -n 's/^leased \([0-9]*\): \([0-9]*\) completed.*/\1 \2/p' fleet/*.out))
 expect_eq "$completions" 2000 "completions the workers counted"
+
+# A worker whose listen= connection goes and cannot come back (here the
+# server refuses TCP from now on; the pooler reaches it through its Unix
+# socket) still hears an operator: busy handlers or not, it looks at the
+# database every 250 ms. Before, it slept until its next heartbeat (100 s
+# by default). Last: the server's rules stay changed.
+section "the listen= connection gone for good while the handlers work: a kill is heard"
+cat >deaf.sh <<'SH'
+#!/bin/sh
+while IFS= read -r line; do
+  id=$(printf '%s' "$line" | jq -r '.task.id // empty')
+  if [ -n "$id" ]; then touch "sdeaf.started.$id"; continue; fi
+  id=$(printf '%s' "$line" | jq -r '.cancel.id')
+  touch "sdeaf.cancelled.$id"
+done
+SH
+chmod +x deaf.sh
+did=$(tq add deaf -- sh -c 'trap "touch deaf.termed; exit 1" TERM; touch deaf.started; while :; do sleep 0.02; done')
+sid=$(tq add sdeaf)
+TASKQ_DB=$listened "$TASKQ" run deaf --until-empty >deaf.out 2>deaf.err 3>&- &
+runpid=$!
+TASKQ_DB=$listened "$TASKQ" run sdeaf --stream --until-empty --grace 1s -- ./deaf.sh \
+  >sdeaf.out 2>sdeaf.err 3>&- &
+srunpid=$!
+# Each listens from its start: its handler has a task only after that.
+check "run's handler started" wait_until 20 test -e deaf.started
+check "run --stream's handler has its task" wait_until 20 test -e "sdeaf.started.$sid"
+sed -i '1i host all all 127.0.0.1/32 reject' "$data/pgdata/pg_hba.conf"
+expect_eq "$(psql_p 'SELECT pg_reload_conf()')" t "the server's rules reloaded"
+expect_eq "$(psql_p "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity WHERE query = 'LISTEN taskq'")" \
+  2 "listening connections cut"
+expect_exit 0 "$TASKQ" kill "$did" "$sid"
+check "the kill reached run's handler" wait_until 10 test -e deaf.termed
+check "the kill reached run --stream's handler" wait_until 10 test -e "sdeaf.cancelled.$sid"
+wait "$runpid"
+expect_eq "$?" 0 "run's exit status"
+expect_eq "$(<deaf.out)" "leased 1: 0 completed, 0 failed for good, 0 will retry, 0 released, 1 revoked" "run's summary"
+wait "$srunpid"
+expect_eq "$?" 0 "run --stream's exit status"
+expect_eq "$(<sdeaf.out)" "leased 1: 0 completed, 0 failed for good, 0 will retry, 0 released, 1 revoked" "run --stream's summary"
