@@ -18,8 +18,8 @@ int poll_timeout(Instant now, const std::optional<Instant>& until) {
 }
 
 Wait::Wait(int signal_fd, const storage::ChangeFeed& feed, bool relisten)
-    : m_feed(feed), m_watch_db(!feed.polling()),
-      m_relisten(feed.relistening()), m_may_listen(relisten) {
+    : m_feed(feed), m_watch_db(!feed.polling()), m_relisten(feed.relistening()),
+      m_may_listen(relisten) {
   m_fds.push_back({signal_fd, POLLIN, 0});
   if (m_watch_db) {
     m_fds.push_back({feed.fd(), POLLIN, 0});
