@@ -249,16 +249,7 @@ expect_eq "$completions" 2000 "completions the workers counted"
 # database every 250 ms. Before, it slept until its next heartbeat (100 s
 # by default). Last: the server's rules stay changed.
 section "the listen= connection gone for good while the handlers work: a kill is heard"
-cat >deaf.sh <<'SH'
-#!/bin/sh
-while IFS= read -r line; do
-  id=$(printf '%s' "$line" | jq -r '.task.id // empty')
-  if [ -n "$id" ]; then touch "sdeaf.started.$id"; continue; fi
-  id=$(printf '%s' "$line" | jq -r '.cancel.id')
-  touch "sdeaf.cancelled.$id"
-done
-SH
-chmod +x deaf.sh
+silent_handler deaf.sh sdeaf
 did=$(tq add deaf -- sh -c 'trap "touch deaf.termed; exit 1" TERM; touch deaf.started; while :; do sleep 0.02; done')
 sid=$(tq add sdeaf)
 TASKQ_DB=$listened "$TASKQ" run deaf --until-empty >deaf.out 2>deaf.err 3>&- &

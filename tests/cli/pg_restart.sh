@@ -277,16 +277,7 @@ expect_eq "$(tail -n 1 cut.out)" "leased 1: 0 completed, 0 failed for good, 0 wi
 expect_not_contains "$(<cut.err)" "connecting again" "run's stderr (its main connection was never lost)"
 
 section "run --stream: a listener cut while a handler works: a kill is heard, it listens again"
-cat >cut.sh <<'SH'
-#!/bin/sh
-while IFS= read -r line; do
-  id=$(printf '%s' "$line" | jq -r '.task.id // empty')
-  if [ -n "$id" ]; then touch "scut.started.$id"; continue; fi
-  id=$(printf '%s' "$line" | jq -r '.cancel.id')
-  touch "scut.cancelled.$id"
-done
-SH
-chmod +x cut.sh
+silent_handler cut.sh scut
 k1=$(tq add scut)
 "$TASKQ" run scut --stream --until-empty --grace 1s -- ./cut.sh >scut.out 2>scut.err 3>&- &
 runpid=$!
