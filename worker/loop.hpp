@@ -129,6 +129,10 @@ public:
   }
   bool stopping() const { return m_stopping; }
   bool down() const { return m_conn.down(); }
+  // Whether a wait may connect the change feed's broken listener again
+  // (worker/wait.hpp): not while the server is away, whose tries the
+  // back-off decides, nor while stopping.
+  bool may_relisten() const { return !m_stopping && !down(); }
   const std::optional<Instant>& write_until() const { return m_write_until; }
   // When the loop's wait ends at the latest for the connection's sake:
   // the next try, none once --reconnect-for is over.

@@ -280,7 +280,7 @@ void Runner::stop(Running& r, core::StopCause cause) {
 }
 
 void Runner::wait_and_handle() {
-  Wait wait(m_signals.fd(), m_feed, !m_loop.stopping() && !m_loop.down());
+  Wait wait(m_signals.fd(), m_feed, m_loop.may_relisten());
   for (auto& r : m_running) {
     for (const bool is_stdout : {false, true}) {
       if (const Fd& fd =

@@ -4,7 +4,7 @@
 namespace taskq::worker::streaming {
 
 void StreamRunner::wait_and_handle() {
-  Wait wait(m_signals.fd(), m_feed, !m_loop.stopping() && !m_loop.down());
+  Wait wait(m_signals.fd(), m_feed, m_loop.may_relisten());
   // A task that waits for its lease's sync goes out when the sync ends.
   const int synced_fd = !m_queue.empty() && !m_store.durable(front_commit())
                             ? m_store.durable_fd()

@@ -300,9 +300,7 @@ public:
   // only where no transaction is open (opening a store, reading the
   // schema's version).
   template <typename F> Result alone(F f) {
-    if (m_lost || pq().PQstatus(m_conn.get()) == CONNECTION_BAD) {
-      reconnect();
-    }
+    connect_if_lost();
     check(exec_raw(m_begins.alone().c_str()).release(),
           "cannot start a transaction");
     try {
